@@ -1,0 +1,46 @@
+"""skipsearch: can a residual MLP block ``x -> A x + f(x)`` be rewritten as a
+skip-free MLP of the same width?
+
+Start with :func:`find_absorbing_subset`; :mod:`skipsearch.baseline` is its
+pure-numpy twin, and ``skipsearch scan`` analyses a checkpoint layer by layer.
+The mathematics follows Mijoski & Karbevski 2026, arXiv:2604.23705.
+"""
+
+from skipsearch._core import __version__
+from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
+from skipsearch.activations import (
+    ACTIVATIONS,
+    Activation,
+    get_activation,
+    known_activations,
+    leaky_relu,
+)
+from skipsearch.checks import check_certificate
+from skipsearch.construction import (
+    SkipFreeBlock,
+    build_skip_free_block,
+    max_abs_difference,
+    residual_block_output,
+)
+from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
+
+__all__ = [
+    "__version__",
+    "ACTIVATIONS",
+    "AbsorptionResult",
+    "Activation",
+    "GenericityChecks",
+    "MLPBlock",
+    "SearchStats",
+    "SkipFreeBlock",
+    "StackResult",
+    "build_skip_free_block",
+    "check_certificate",
+    "decide_stack",
+    "find_absorbing_subset",
+    "get_activation",
+    "known_activations",
+    "leaky_relu",
+    "max_abs_difference",
+    "residual_block_output",
+]

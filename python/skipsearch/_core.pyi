@@ -1,0 +1,30 @@
+"""Type stub of the compiled Rust core (``rust/python.rs``)."""
+
+from typing import Any, Optional
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+def search_flip_set(
+    w_up: npt.NDArray[np.float64],
+    w_down: npt.NDArray[np.float64],
+    skip: npt.NDArray[np.float64],
+    b_up: Optional[npt.NDArray[np.float64]],
+    flip_constant: float,
+    tol: float,
+    check: str,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> dict[str, Any]:
+    """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
+
+    Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
+    ``"stopped"``, ``"verification_failed"``), ``subset``, ``evidence``,
+    ``conflict``, ``stop``, ``residual``, ``relaxation_distance``,
+    ``certificate``, ``genericity``, ``rank``, ``components``, ``nodes``,
+    ``method`` and ``seconds``. Raises ``ValueError`` on bad shapes or
+    options and ``KeyboardInterrupt`` on Ctrl-C.
+    """

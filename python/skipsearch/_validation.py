@@ -1,0 +1,166 @@
+"""Input checks and coercion at the boundary (arrays, skip, options)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional
+
+import numpy as np
+
+SHAPE_HINT = "torch.nn.Linear convention: W_up is (m, d_in), W_down is (d_out, m)"
+
+
+def _eps(dtype: np.dtype) -> float:
+    """Machine epsilon of the precision the weights came in."""
+    if dtype.kind == "f":
+        try:
+            return float(np.finfo(dtype).eps)
+        except (TypeError, ValueError):  # pragma: no cover - exotic float types
+            return float(np.finfo(np.float16).eps)
+    if dtype.kind == "V" and "bfloat16" in str(dtype):  # ml_dtypes.bfloat16
+        return 2.0**-7
+    return float(np.finfo(np.float64).eps)
+
+
+def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.ndarray, float]:
+    """Return a fresh C-contiguous float64 copy of ``value`` and its epsilon.
+
+    Integer, bool-free real and reduced-precision float inputs are widened;
+    complex and non-numeric inputs raise ``TypeError``; wrong dimensionality,
+    NaN or Inf raise ``ValueError``. The caller's array is never modified.
+    """
+    if value is None:
+        raise TypeError(f"{name} is required, got None")
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} has complex dtype {arr.dtype}; skipsearch needs real weights")
+    bf16 = kind == "V" and "bfloat16" in str(arr.dtype)
+    if kind not in "fiu" and not bf16:
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; expected a real float or integer array {expected}"
+        )
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D with shape {expected}, got shape {arr.shape}")
+    eps = _eps(arr.dtype)
+    out = np.array(arr, dtype=np.float64, order="C", copy=True)
+    if not np.isfinite(out).all():
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
+        raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")
+    return out, eps
+
+
+def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[np.ndarray, float]:
+    """The skip matrix ``A`` of shape ``(d_out, d_in)`` and its epsilon."""
+    eps = float(np.finfo(np.float64).eps)
+    if skip is None or (
+        isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_))
+    ) or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu"):
+        alpha = 1.0 if skip is None else float(skip)
+        what = "skip=None (the identity)" if skip is None else f"skip={alpha:g} (alpha * I)"
+        if not math.isfinite(alpha):
+            raise ValueError(f"skip must be finite, got {skip!r}")
+        if d_in != d_out:
+            raise ValueError(
+                f"{what} needs d_in == d_out, but W_up has d_in={d_in} and W_down has "
+                f"d_out={d_out}; pass skip as a ({d_out}, {d_in}) matrix"
+            )
+        return alpha * np.eye(d_out), eps
+    if isinstance(skip, (bool, np.bool_)):
+        raise TypeError("skip must be None, a real number or a (d_out, d_in) array, got a bool")
+    a, eps = as_float_array("skip", skip, 2, f"(d_out, d_in) = ({d_out}, {d_in})")
+    if a.shape != (d_out, d_in):
+        raise ValueError(
+            f"skip has shape {a.shape}, expected (d_out, d_in) = ({d_out}, {d_in}) "
+            "to match W_up and W_down"
+        )
+    return a, eps
+
+
+def check_tol(tol: Any) -> Optional[float]:
+    if tol is None:
+        return None
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real):
+        raise TypeError(f"tol must be a real number in (0, 1) or None, got {type(tol).__name__}")
+    tol = float(tol)
+    if not (0.0 < tol < 1.0):
+        raise ValueError(f"tol must lie in (0, 1), got {tol!r}")
+    return tol
+
+
+def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a non-negative number or None, got {type(value).__name__}")
+    if integer and not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer or None, got {value!r}")
+    if not math.isfinite(float(value)) or value < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
+    if integer and value > 2**63 - 1:
+        raise ValueError(f"{name} must be below 2**63, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def check_threads(threads: Any) -> Optional[int]:
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError(f"threads must be a positive integer or None, got {threads!r}")
+    if not 1 <= threads <= 1024:
+        raise ValueError(f"threads must be between 1 and 1024, got {threads}")
+    return int(threads)
+
+
+class Weights:
+    """Validated float64 copies of one block's arrays."""
+
+    def __init__(self, W_up, W_down, b_up, b_down, W_gate, skip):
+        self.W_up, e_up = as_float_array("W_up", W_up, 2, "(m, d_in)")
+        m, d_in = self.W_up.shape
+        self.W_down, e_down = as_float_array("W_down", W_down, 2, f"(d_out, {m})")
+        d_out = self.W_down.shape[0]
+        if self.W_down.shape[1] != m:
+            raise ValueError(
+                f"W_down has shape {self.W_down.shape} but W_up has shape {self.W_up.shape}: "
+                f"W_down must be (d_out, m) with m = {m} ({SHAPE_HINT})"
+            )
+        if d_in == 0 or d_out == 0:
+            raise ValueError(
+                f"W_up has shape {self.W_up.shape} and W_down {self.W_down.shape}: "
+                "d_in and d_out must be at least 1"
+            )
+        eps = [e_up, e_down]
+        self.b_up = self.b_down = self.W_gate = None
+        if b_up is not None:
+            self.b_up, e = as_float_array("b_up", b_up, 1, f"({m},)")
+            if self.b_up.shape != (m,):
+                raise ValueError(f"b_up has shape {self.b_up.shape}, expected ({m},)")
+            eps.append(e)
+        if b_down is not None:
+            self.b_down, e = as_float_array("b_down", b_down, 1, f"({d_out},)")
+            if self.b_down.shape != (d_out,):
+                raise ValueError(f"b_down has shape {self.b_down.shape}, expected ({d_out},)")
+            eps.append(e)
+        if W_gate is not None:
+            self.W_gate, e = as_float_array("W_gate", W_gate, 2, f"({m}, {d_in})")
+            if self.W_gate.shape != (m, d_in):
+                raise ValueError(
+                    f"W_gate has shape {self.W_gate.shape}, expected ({m}, {d_in}) like W_up"
+                )
+            eps.append(e)
+        self.A, e = resolve_skip(skip, d_out, d_in)
+        eps.append(e)
+        self.m, self.d_in, self.d_out = m, d_in, d_out
+        #: epsilon of the coarsest input
+        self.eps = max(eps)
+
+    def default_tol(self) -> float:
+        """``sqrt(eps)`` of the coarsest input precision: 1.5e-8 for float64,
+        3.5e-4 for float32, 3.1e-2 for float16."""
+        return math.sqrt(self.eps)
+
+    @property
+    def has_inner_bias(self) -> bool:
+        return self.b_up is not None and bool(np.any(self.b_up != 0.0))

@@ -1,0 +1,508 @@
+"""Decide skip absorption for one block or a stack of blocks.
+
+The activation's class decides which argument applies (see
+:mod:`skipsearch.activations`). Flip-linear activations go to the search for
+a flip set, done by the Rust core (or by :mod:`skipsearch.baseline`, which
+enumerates subsets with numpy and shares everything else in this module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from skipsearch import _core
+from skipsearch._validation import Weights, check_limit, check_threads, check_tol
+from skipsearch.activations import BOUNDED, FLIP_LINEAR, GATED, HOMOGENEOUS, Activation, get_activation
+from skipsearch.construction import build_skip_free_block
+from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
+
+__all__ = ["find_absorbing_subset", "decide_stack", "MLPBlock"]
+
+PAPER = "Mijoski & Karbevski 2026, arXiv:2604.23705"
+
+
+def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads) -> dict:
+    return _core.search_flip_set(
+        W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads
+    )
+
+
+def find_absorbing_subset(
+    W_up: Any,
+    W_down: Any,
+    *,
+    activation: Union[str, Activation] = "relu",
+    b_up: Any = None,
+    b_down: Any = None,
+    W_gate: Any = None,
+    skip: Any = None,
+    tol: Optional[float] = None,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> AbsorptionResult:
+    """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
+
+    The block is ``f(x) = W_down act(W_up x + b_up) + b_down`` or, for gated
+    activations, ``f(x) = W_down (gate(W_gate x) * (W_up x)) + b_down``.
+    For flip-linear activations (ReLU, GELU, ...) the search looks for a flip
+    set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``: a least-squares
+    relaxation through the ``m x m`` Gram matrix, a certificate of
+    impossibility, a null-space split into independent components and an
+    exact branch and bound, all in Rust with the interpreter released.
+
+    Parameters
+    ----------
+    W_up : array_like, shape (m, d_in)
+        Up projection (``torch.nn.Linear`` weight convention).
+    W_down : array_like, shape (d_out, m)
+        Down projection.
+    activation : str or Activation, default "relu"
+        A name from :func:`skipsearch.known_activations` or an activation
+        object such as ``skipsearch.leaky_relu(0.2)``.
+    b_up : array_like, shape (m,), optional
+        Inner bias. Its presence voids the degree and linearization
+        arguments (the verdict becomes undecided).
+    b_down : array_like, shape (d_out,), optional
+        Output bias; it never affects the verdict.
+    W_gate : array_like, shape (m, d_in), optional
+        Gate projection; required exactly for gated activations.
+    skip : None, float or array_like of shape (d_out, d_in), default None
+        The skip map ``A``: ``None`` is the identity (needs ``d_in ==
+        d_out``), a float ``alpha`` is ``alpha * I``.
+    tol : float, optional
+        Relative Frobenius tolerance on ``||c W_down[:, S] W_up[S, :] + A||_F
+        / ||A||_F``. Default: ``sqrt(eps)`` of the coarsest input dtype
+        (1.5e-8 for float64, 3.5e-4 for float32, 3.1e-2 for float16); integer
+        inputs count as float64.
+    time_limit : float, optional
+        Seconds before the search stops with status ``"time_limit"``.
+    node_limit : int, optional
+        Branch-and-bound nodes before it stops with status ``"node_limit"``.
+    threads : int, optional
+        Worker threads (default: one per core). The result does not depend
+        on it.
+
+    Returns
+    -------
+    AbsorptionResult
+        ``verdict`` is ``"absorbable"`` (with ``subset`` and the built
+        ``block``), ``"not_absorbable"`` (with the argument in ``reason`` and,
+        when the relaxation proves it, ``certificate``) or ``"undecided"``.
+        A limit hit gives ``"undecided"`` with ``status`` naming the limit.
+
+    Raises
+    ------
+    ValueError
+        Wrong shapes (both shapes are named), NaN or Inf, an identity or
+        scalar skip with ``d_in != d_out``, ``W_gate`` missing for a gated
+        activation or given for an ungated one, an unknown activation, or
+        options out of range.
+    TypeError
+        Complex or non-numeric arrays, or options of the wrong type.
+    KeyboardInterrupt
+        On Ctrl-C; the search stops within a fraction of a second.
+
+    References
+    ----------
+    Mijoski & Karbevski 2026, arXiv:2604.23705: the flip construction, the
+    theorem that the flip condition is necessary for ReLU and GELU blocks
+    with generic weights, the linearization argument (gated activations) and
+    the degree argument (homogeneous activations). The kink-hyperplane
+    genericity check (ReLU, LeakyReLU), the boundedness argument and the Gram
+    relaxation with its certificate are this project's extensions; the
+    README states them.
+
+    Examples
+    --------
+    >>> import numpy as np, skipsearch
+    >>> r = skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2))
+    >>> r.verdict, r.subset.tolist()
+    ('absorbable', [0, 1])
+    >>> rng = np.random.default_rng(0)
+    >>> skipsearch.find_absorbing_subset(rng.normal(size=(8, 4)), rng.normal(size=(4, 8))).verdict
+    'not_absorbable'
+    """
+    return _decide(
+        W_up,
+        W_down,
+        activation=activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=skip,
+        tol=tol,
+        time_limit=time_limit,
+        node_limit=node_limit,
+        threads=threads,
+        search=_rust_search,
+        backend="rust",
+    )
+
+
+def _decide(
+    W_up,
+    W_down,
+    *,
+    activation,
+    b_up,
+    b_down,
+    W_gate,
+    skip,
+    tol,
+    time_limit,
+    node_limit,
+    threads,
+    search: Callable[..., dict],
+    backend: str,
+) -> AbsorptionResult:
+    act = get_activation(activation)
+    tol = check_tol(tol)
+    time_limit = check_limit("time_limit", time_limit, integer=False)
+    node_limit = check_limit("node_limit", node_limit, integer=True)
+    threads = check_threads(threads)
+    if act.gated and W_gate is None:
+        raise ValueError(
+            f"activation {act.name!r} is gated: pass W_gate with the shape of W_up, (m, d_in)"
+        )
+    if not act.gated and W_gate is not None:
+        raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
+    w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+    tol = w.default_tol() if tol is None else tol
+    common = dict(
+        activation=act.name,
+        activation_class=act.kind,
+        flip_constant=act.flip_constant,
+        stats=SearchStats(backend=backend),
+    )
+
+    if not np.any(w.A):
+        block = None
+        if act.kind == FLIP_LINEAR:
+            block = build_skip_free_block(
+                w.W_up, w.W_down, [], activation=act, b_up=w.b_up, b_down=w.b_down
+            )
+        return AbsorptionResult(
+            verdict="absorbable",
+            reason="The skip A is zero, so the block is already skip-free (empty flip set).",
+            argument="zero_skip",
+            subset=np.zeros(0, dtype=np.int64),
+            residual=0.0,
+            tolerance=tol,
+            block=block,
+            **common,
+        )
+    if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None:
+        return _no_search(
+            act, w, common, tol, "degree",
+            f"the skip-free block is {act.degree}-homogeneous while A x + f(x) has a nonzero "
+            f"degree-1 part, so no skip-free block of this kind matches ({PAPER}, the degree "
+            "argument)",
+        )
+    if act.kind == GATED and act.gate_at_zero == 0.0 and act.gate_differentiable:
+        return _no_search(
+            act, w, common, tol, "linearization",
+            f"the skip-free gated block has Jacobian 0 at x = 0 while A x + f(x) has Jacobian "
+            f"A != 0 ({PAPER}, the linearization argument)",
+        )
+    if act.kind == BOUNDED:
+        return AbsorptionResult(
+            verdict="not_absorbable",
+            reason=(
+                f"Not absorbable: {act.name} is bounded, so every skip-free block is bounded, "
+                "while A x + f(x) with A != 0 is not (the boundedness argument, this "
+                "project's extension)."
+            ),
+            argument="boundedness",
+            tolerance=tol,
+            **common,
+        )
+    if act.kind != FLIP_LINEAR:
+        why = (
+            "the sigmoid gate has gate(0) = 1/2, so neither the linearization nor the degree "
+            "argument applies"
+            if act.gated
+            else f"{act.name} is neither flip-linear, homogeneous, gated nor bounded"
+        )
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=f"Undecided: {why}, and no theorem covers this class.",
+            argument="none",
+            tolerance=tol,
+            **common,
+        )
+    raw = search(
+        w.W_up,
+        w.W_down,
+        w.A,
+        w.b_up,
+        float(act.flip_constant),
+        tol,
+        act.genericity,
+        time_limit,
+        node_limit,
+        threads,
+    )
+    return _from_search(raw, act, w, tol, common, backend)
+
+
+def _no_search(act, w, common, tol, argument, why) -> AbsorptionResult:
+    if w.has_inner_bias:
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                f"Undecided: the {argument} argument ({PAPER}) needs a block without inner "
+                "biases, and b_up is nonzero."
+            ),
+            argument="none",
+            tolerance=tol,
+            **common,
+        )
+    return AbsorptionResult(
+        verdict="not_absorbable",
+        reason=f"Not absorbable: {why}.",
+        argument=argument,
+        tolerance=tol,
+        **common,
+    )
+
+
+def _genericity(raw: Optional[dict]) -> Optional[GenericityChecks]:
+    if raw is None:
+        return None
+    dead = np.asarray(raw["dead"], dtype=np.int64)
+    pairs = np.asarray(raw["pairs"], dtype=np.int64).reshape(-1, 2)
+    count = int(raw["pair_count"])
+    return GenericityChecks(
+        check=raw["check"],
+        passed=len(dead) == 0 and count == 0,
+        dead_neurons=dead,
+        offending_pairs=pairs,
+        offending_pair_count=count,
+    )
+
+
+def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -> AbsorptionResult:
+    common = dict(common)
+    common["stats"] = SearchStats(
+        method=tuple(raw["method"]),
+        nodes=int(raw["nodes"]),
+        seconds=float(raw["seconds"]),
+        gram_rank=raw.get("rank"),
+        components=tuple(raw.get("components") or ()),
+        backend=backend,
+    )
+    genericity = _genericity(raw.get("genericity"))
+    fields = dict(
+        residual=raw.get("residual"),
+        relaxation_distance=raw.get("relaxation_distance"),
+        tolerance=tol,
+        genericity=genericity,
+        **common,
+    )
+    finding = raw["finding"]
+    if finding == "subset":
+        subset = np.asarray(raw["subset"], dtype=np.int64)
+        block = build_skip_free_block(
+            w.W_up, w.W_down, subset, activation=act, b_up=w.b_up, b_down=w.b_down
+        )
+        return AbsorptionResult(
+            verdict="absorbable",
+            reason=(
+                f"Absorbable: flipping the {len(subset)} neuron(s) of S gives "
+                f"c W_down[:, S] W_up[S, :] = -A to relative residual {raw['residual']:.2e}, "
+                f"which builds a skip-free block of the same width ({PAPER}, the flip "
+                "construction)."
+            ),
+            argument="flip_construction",
+            subset=subset,
+            block=block,
+            **fields,
+        )
+    if finding == "stopped":
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=f"Undecided: the search stopped at its {raw['stop'].replace('_', ' ')}.",
+            argument="none",
+            status=raw["stop"],
+            **fields,
+        )
+    if finding == "verification_failed":
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                "Undecided: the search's candidate flip set failed float64 verification "
+                f"(relative residual {raw['residual']:.2e} > tol {tol:.2e})."
+            ),
+            argument="none",
+            status="verification_failed",
+            **fields,
+        )
+    evidence = raw["evidence"]
+    if evidence == "certificate":
+        no_set = (
+            f"the relaxation leaves ||Y||_F / ||A||_F = {raw['relaxation_distance']:.3g} > tol, "
+            "a certificate that no flip set exists"
+        )
+        argument = "certificate"
+    elif evidence == "relaxation":
+        neuron, value = raw["conflict"]
+        no_set = (
+            f"the relaxation forces neuron {neuron} to weight {value:.3g}, not 0 or 1, "
+            "so no flip set exists"
+        )
+        argument = "relaxation"
+    elif evidence == "enumeration":
+        no_set = "enumerating all 2^m subsets found no flip set"
+        argument = "enumeration"
+    else:
+        no_set = "branch and bound exhausted the null space without finding a flip set"
+        argument = "branch_and_bound"
+    if raw.get("certificate") is not None:
+        fields["certificate"] = np.asarray(raw["certificate"])
+    if act.necessity == "sufficient_only":
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                f"Undecided: {no_set}, but for {act.name} the flip condition is only known to "
+                f"be sufficient ({PAPER})."
+            ),
+            argument="none",
+            **fields,
+        )
+    if not genericity.passed:
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                f"Undecided: {no_set}, but the genericity check failed "
+                f"({genericity.describe()}), so the condition is not known to be necessary."
+            ),
+            argument="none",
+            **fields,
+        )
+    if act.necessity == "genericity_checked":
+        source = (
+            "all neurons are alive with pairwise non-proportional rows (u_i, b_i), so the "
+            "condition is necessary (kink-hyperplane argument, this project's extension of "
+            f"{PAPER})"
+        )
+    else:
+        source = (
+            "the neurons are alive and pairwise distinct up to sign, and for generic weights the "
+            f"condition is necessary ({PAPER}, main theorem for GELU)"
+        )
+    return AbsorptionResult(
+        verdict="not_absorbable",
+        reason=f"Not absorbable: {no_set}, and {source}.",
+        argument=argument,
+        **fields,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class MLPBlock:
+    """One residual block of a stack, with the arguments of
+    :func:`find_absorbing_subset`."""
+
+    W_up: Any
+    W_down: Any
+    activation: Union[str, Activation] = "relu"
+    b_up: Any = None
+    b_down: Any = None
+    W_gate: Any = None
+    skip: Any = None
+
+
+_BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip"}
+
+
+def decide_stack(
+    blocks: Sequence[Union[MLPBlock, Mapping]],
+    *,
+    tol: Optional[float] = None,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> StackResult:
+    """Decide absorption for a composition of residual blocks.
+
+    Parameters
+    ----------
+    blocks : sequence of MLPBlock or mapping
+        The blocks in order; a mapping uses the keyword names of
+        :func:`find_absorbing_subset` (``W_up``, ``W_down``, ``activation``,
+        ``b_up``, ``b_down``, ``W_gate``, ``skip``).
+    tol, time_limit, node_limit, threads
+        As for :func:`find_absorbing_subset`, applied to each block.
+
+    Returns
+    -------
+    StackResult
+        ``not_absorbable`` when every block is gated with ``gate(0) = 0`` or
+        homogeneous of degree ``k != 1`` and was proved not absorbable by
+        that argument (Mijoski & Karbevski 2026, the depth theorem);
+        ``absorbable`` when every block is (compose the absorbed blocks);
+        otherwise ``undecided``: deep ReLU/GELU stacks are an open problem.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`find_absorbing_subset`, naming the block index; an empty
+        stack or an unknown mapping key.
+    """
+    if isinstance(blocks, (MLPBlock, Mapping)) or not isinstance(blocks, Sequence):
+        raise TypeError("blocks must be a sequence (list or tuple) of MLPBlock or mappings")
+    if len(blocks) == 0:
+        raise ValueError("blocks must hold at least one block")
+    results = []
+    for k, blk in enumerate(blocks):
+        if isinstance(blk, MLPBlock):
+            kwargs = {name: getattr(blk, name) for name in _BLOCK_KEYS}
+        elif isinstance(blk, Mapping):
+            unknown = set(blk) - _BLOCK_KEYS
+            if unknown:
+                raise ValueError(
+                    f"blocks[{k}] has unknown key(s) {sorted(unknown)}; "
+                    f"expected some of {sorted(_BLOCK_KEYS)}"
+                )
+            kwargs = dict(blk)
+        else:
+            raise TypeError(f"blocks[{k}] must be an MLPBlock or a mapping, got {type(blk).__name__}")
+        try:
+            W_up, W_down = kwargs.pop("W_up"), kwargs.pop("W_down")
+        except KeyError as e:
+            raise ValueError(f"blocks[{k}] needs {e.args[0]}") from None
+        try:
+            results.append(
+                find_absorbing_subset(
+                    W_up, W_down, tol=tol, time_limit=time_limit, node_limit=node_limit,
+                    threads=threads, **kwargs,
+                )
+            )
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"blocks[{k}]: {e}") from None
+    results = tuple(results)
+    if all(r.argument in ("linearization", "degree") for r in results):
+        return StackResult(
+            "not_absorbable",
+            f"Every block is gated with gate(0) = 0 or homogeneous of degree k != 1, so the "
+            f"stack is not L skip-free blocks of the same widths ({PAPER}, the depth theorem).",
+            results,
+        )
+    if all(r.verdict == "absorbable" for r in results):
+        return StackResult(
+            "absorbable",
+            "Every block is absorbable; composing the skip-free blocks gives the stack "
+            "(flip construction per block).",
+            results,
+        )
+    return StackResult(
+        "undecided",
+        "Undecided: per-block absorption is only sufficient for a stack, and deep ReLU/GELU "
+        f"stacks are an open problem ({PAPER}).",
+        results,
+    )

@@ -1,0 +1,374 @@
+"""The activation registry: each entry states its class and verdict rule.
+
+An activation is *flip-linear with constant c* when ``act(z) - act(-z) = c z``
+for every real ``z``. For those, flipping a neuron set ``S`` absorbs the skip
+exactly iff ``c W_down[:, S] W_up[S, :] = -A`` (Mijoski & Karbevski 2026,
+arXiv:2604.23705, the flip construction). Whether the *absence* of such an
+``S`` proves that no same-width skip-free block exists depends on the
+activation:
+
+``genericity_checked``
+    ReLU and LeakyReLU: necessary whenever every neuron is alive and the rows
+    ``(u_i, b_i)`` are pairwise non-proportional (the kink-hyperplane argument,
+    our extension of the paper's theorem; see the README).
+``generic_weights``
+    GELU: necessary for generic weights (Mijoski & Karbevski 2026, main
+    theorem); the neurons must be alive and pairwise distinct up to sign.
+``sufficient_only``
+    SiLU, quick_gelu, softplus, hardswish: the condition is only known to be
+    sufficient, so "no flip set" leaves the question undecided.
+
+Other classes are decided without a search (Mijoski & Karbevski 2026 for the
+first two, ours for the third): gated activations with ``gate(0) = 0`` that
+are differentiable at 0 (linearization argument), homogeneous activations of
+degree ``k != 1`` (degree argument), and bounded activations (boundedness
+argument). Everything else is undecided.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+import numpy as np
+from scipy.special import erf, expit
+
+__all__ = [
+    "Activation",
+    "ACTIVATIONS",
+    "ALIASES",
+    "get_activation",
+    "leaky_relu",
+    "known_activations",
+]
+
+#: Activation classes.
+FLIP_LINEAR = "flip_linear"
+HOMOGENEOUS = "homogeneous"
+GATED = "gated"
+BOUNDED = "bounded"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One activation function and what skipsearch knows about it.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``"relu"``, ``"leaky_relu(0.2)"``, ...).
+    kind : str
+        ``"flip_linear"``, ``"homogeneous"``, ``"gated"``, ``"bounded"`` or
+        ``"other"``.
+    function : callable
+        Elementwise numpy implementation. For gated activations this is the
+        gate, and the block computes ``W_down @ (gate(W_gate x) * (W_up x))``.
+    flip_constant : float or None
+        ``c`` with ``act(z) - act(-z) = c z``, for flip-linear activations.
+    degree : int or None
+        Degree ``k`` of positive homogeneity, where it is ``!= 1``.
+    gate_at_zero : float or None
+        ``gate(0)`` for gated activations.
+    gate_differentiable : bool
+        Whether the gate is differentiable at 0.
+    necessity : str or None
+        For flip-linear activations, when "no flip set" proves "not
+        absorbable": ``"genericity_checked"``, ``"generic_weights"`` or
+        ``"sufficient_only"``.
+    genericity : str
+        The row test reported with the verdict: ``"non_proportional"``,
+        ``"distinct_up_to_sign"`` or ``"none"``.
+    rule : str
+        The verdict rule, in one sentence.
+    """
+
+    name: str
+    kind: str
+    function: Callable[[np.ndarray], np.ndarray] = field(repr=False, compare=False)
+    flip_constant: Optional[float] = None
+    degree: Optional[int] = None
+    gate_at_zero: Optional[float] = None
+    gate_differentiable: bool = False
+    necessity: Optional[str] = None
+    genericity: str = "none"
+    rule: str = ""
+
+    @property
+    def gated(self) -> bool:
+        """Whether the block has a gate projection ``W_gate``."""
+        return self.kind == GATED
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        return self.function(np.asarray(z, dtype=np.float64))
+
+
+def _relu(z):
+    return np.maximum(z, 0.0)
+
+
+def _gelu(z):
+    return 0.5 * z * (1.0 + erf(z / math.sqrt(2.0)))
+
+
+def _gelu_tanh(z):
+    return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
+
+
+def _silu(z):
+    return z * expit(z)
+
+
+def _quick_gelu(z):
+    return z * expit(1.702 * z)
+
+
+def _softplus(z):
+    return np.logaddexp(0.0, z)
+
+
+def _hardswish(z):
+    return z * np.clip(z + 3.0, 0.0, 6.0) / 6.0
+
+
+def _relu2(z):
+    return np.maximum(z, 0.0) ** 2
+
+
+def _hardtanh(z):
+    return np.clip(z, -1.0, 1.0)
+
+
+def _relu6(z):
+    return np.clip(z, 0.0, 6.0)
+
+
+def _elu(z):
+    return np.where(z > 0, z, np.expm1(np.minimum(z, 0.0)))
+
+
+def _mish(z):
+    return z * np.tanh(np.logaddexp(0.0, z))
+
+
+def _identity(z):
+    return z
+
+
+_RULE_RELU = (
+    "absorbable iff some flip set S satisfies c W_down[:, S] W_up[S, :] = -A when all "
+    "neurons are alive and the rows (u_i, b_i) are pairwise non-proportional; "
+    "otherwise a missing S leaves it undecided"
+)
+_RULE_GELU = (
+    "a flip set S proves absorbable; no S proves not absorbable for generic weights "
+    "(alive neurons, rows (u_i, b_i) distinct up to sign)"
+)
+_RULE_SUFFICIENT = "a flip set S proves absorbable; no S leaves it undecided"
+
+
+def _flip(name, fn, *, necessity, genericity, rule, c=1.0):
+    return Activation(
+        name=name,
+        kind=FLIP_LINEAR,
+        function=fn,
+        flip_constant=c,
+        necessity=necessity,
+        genericity=genericity,
+        rule=rule,
+    )
+
+
+def leaky_relu(negative_slope: float = 0.01) -> Activation:
+    """LeakyReLU with the given negative slope; flip constant ``1 + slope``.
+
+    Parameters
+    ----------
+    negative_slope : float, default 0.01
+        Slope for ``z < 0``. Must be finite and not ``1`` (the identity) or
+        ``-1`` (``|z|``, whose odd part is zero).
+
+    Returns
+    -------
+    Activation
+
+    Raises
+    ------
+    ValueError
+        If the slope is not finite or equals ``1`` or ``-1``.
+    """
+    try:
+        slope = float(negative_slope)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"negative_slope must be a real number, got {type(negative_slope).__name__}"
+        ) from None
+    if not math.isfinite(slope) or slope in (1.0, -1.0):
+        raise ValueError(
+            "negative_slope must be finite and differ from 1 (identity) and -1 (abs), "
+            f"got {negative_slope!r}"
+        )
+    return _flip(
+        f"leaky_relu({slope:g})",
+        lambda z: np.where(z >= 0, z, slope * z),
+        necessity="genericity_checked",
+        genericity="non_proportional",
+        rule=_RULE_RELU,
+        c=1.0 + slope,
+    )
+
+
+_GELU = _flip(
+    "gelu", _gelu, necessity="generic_weights", genericity="distinct_up_to_sign", rule=_RULE_GELU
+)
+_GELU_TANH = _flip(
+    "gelu_tanh",
+    _gelu_tanh,
+    necessity="generic_weights",
+    genericity="distinct_up_to_sign",
+    rule=_RULE_GELU,
+)
+
+_BOUNDED_RULE = "not absorbable whenever A != 0: a skip-free block is bounded, A x + f(x) is not"
+_GATED_LIN_RULE = (
+    "not absorbable without inner biases: the skip-free block has zero Jacobian at 0, "
+    "A x + f(x) has Jacobian A"
+)
+_DEGREE_RULE = (
+    "not absorbable without inner biases: the skip-free block is {k}-homogeneous, "
+    "A x + f(x) has a degree-1 part"
+)
+
+#: Every registered activation, by canonical name.
+ACTIVATIONS: dict[str, Activation] = {
+    a.name: a
+    for a in [
+        _flip(
+            "relu",
+            _relu,
+            necessity="genericity_checked",
+            genericity="non_proportional",
+            rule=_RULE_RELU,
+        ),
+        leaky_relu(0.01),
+        _GELU,
+        _GELU_TANH,
+        _flip(
+            "quick_gelu",
+            _quick_gelu,
+            necessity="sufficient_only",
+            genericity="none",
+            rule=_RULE_SUFFICIENT,
+        ),
+        _flip("silu", _silu, necessity="sufficient_only", genericity="none", rule=_RULE_SUFFICIENT),
+        _flip(
+            "softplus",
+            _softplus,
+            necessity="sufficient_only",
+            genericity="none",
+            rule=_RULE_SUFFICIENT,
+        ),
+        _flip(
+            "hardswish",
+            _hardswish,
+            necessity="sufficient_only",
+            genericity="none",
+            rule=_RULE_SUFFICIENT,
+        ),
+        Activation("relu2", HOMOGENEOUS, _relu2, degree=2, rule=_DEGREE_RULE.format(k=2)),
+        Activation("tanh", BOUNDED, np.tanh, rule=_BOUNDED_RULE),
+        Activation("sigmoid", BOUNDED, expit, rule=_BOUNDED_RULE),
+        Activation("hardtanh", BOUNDED, _hardtanh, rule=_BOUNDED_RULE),
+        Activation("relu6", BOUNDED, _relu6, rule=_BOUNDED_RULE),
+        Activation("elu", OTHER, _elu, rule="undecided: no theorem covers it"),
+        Activation("mish", OTHER, _mish, rule="undecided: no theorem covers it"),
+        Activation(
+            "swiglu",
+            GATED,
+            _silu,
+            gate_at_zero=0.0,
+            gate_differentiable=True,
+            rule=_GATED_LIN_RULE,
+        ),
+        Activation(
+            "geglu",
+            GATED,
+            _gelu,
+            gate_at_zero=0.0,
+            gate_differentiable=True,
+            rule=_GATED_LIN_RULE,
+        ),
+        Activation("reglu", GATED, _relu, degree=2, gate_at_zero=0.0, rule=_DEGREE_RULE.format(k=2)),
+        Activation(
+            "bilinear",
+            GATED,
+            _identity,
+            degree=2,
+            gate_at_zero=0.0,
+            gate_differentiable=True,
+            rule=_DEGREE_RULE.format(k=2),
+        ),
+        Activation(
+            "glu",
+            GATED,
+            expit,
+            gate_at_zero=0.5,
+            gate_differentiable=True,
+            rule="undecided: the sigmoid gate has gate(0) = 1/2, so no theorem applies",
+        ),
+    ]
+}
+ACTIVATIONS["leaky_relu"] = ACTIVATIONS.pop("leaky_relu(0.01)")
+
+#: Other names in common use (Hugging Face ``hidden_act`` values among them).
+ALIASES: dict[str, str] = {
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "swish": "silu",
+    "relu_squared": "relu2",
+    "squared_relu": "relu2",
+    "gelu_python": "gelu",
+}
+
+
+def known_activations() -> list[str]:
+    """All accepted activation names, aliases included, sorted."""
+    return sorted([*ACTIVATIONS, *ALIASES])
+
+
+def get_activation(activation: Union[str, Activation]) -> Activation:
+    """Resolve a registry name or pass an :class:`Activation` through.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        A name from :func:`known_activations` (case-insensitive), or an
+        activation object such as ``leaky_relu(0.2)``.
+
+    Returns
+    -------
+    Activation
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message lists the known ones.
+    TypeError
+        For anything that is neither a string nor an :class:`Activation`.
+    """
+    if isinstance(activation, Activation):
+        return activation
+    if not isinstance(activation, str):
+        raise TypeError(
+            "activation must be a registry name or a skipsearch.Activation, "
+            f"got {type(activation).__name__}"
+        )
+    key = activation.strip().lower()
+    key = ALIASES.get(key, key)
+    if key in ACTIVATIONS:
+        return ACTIVATIONS[key]
+    raise ValueError(
+        f"unknown activation {activation!r}; known activations: {', '.join(known_activations())}"
+    )

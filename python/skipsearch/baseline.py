@@ -1,0 +1,180 @@
+"""Pure-numpy baseline: the same API, with the flip-set search done by
+enumerating all ``2^m`` subsets.
+
+It shares the activation rules and result assembly with
+:func:`skipsearch.find_absorbing_subset`, but computes everything the Rust
+core computes independently: the relaxation by ``numpy.linalg.lstsq`` on the
+full ``(d_out d_in) x m`` system, the genericity checks by dense numpy, and
+the search by brute force. It is the oracle of the test suite and the
+reference of the benchmarks; it is practical up to ``m`` of about 22.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from skipsearch.absorption import _decide
+from skipsearch.activations import Activation
+from skipsearch.result import AbsorptionResult
+
+__all__ = ["find_absorbing_subset", "MAX_WIDTH"]
+
+#: Largest hidden width the baseline accepts (2^26 subsets).
+MAX_WIDTH = 26
+_CHUNK = 1 << 14
+
+
+def _genericity(W_up, W_down, b_up, check, tol) -> dict:
+    m = W_up.shape[0]
+    aug = W_up if b_up is None else np.hstack([W_up, b_up[:, None]])
+    up_sq = np.einsum("ij,ij->i", W_up, W_up)
+    down_sq = np.einsum("ji,ji->i", W_down, W_down)
+    dead_mask = (up_sq <= tol**2 * up_sq.max(initial=0.0)) | (
+        down_sq <= tol**2 * down_sq.max(initial=0.0)
+    )
+    gram = aug @ aug.T
+    norms = np.diag(gram).copy()
+    pairs = []
+    if check != "none":
+        for i in range(m):
+            for j in range(i + 1, m):
+                if dead_mask[i] or dead_mask[j] or norms[i] <= 0 or norms[j] <= 0:
+                    continue
+                a = abs(gram[i, j])
+                if check == "non_proportional":
+                    bad = a >= (1 - tol) * math.sqrt(norms[i] * norms[j])
+                else:
+                    bad = norms[i] + norms[j] - 2 * a <= tol**2 * max(norms[i], norms[j])
+                if bad:
+                    pairs.append((i, j))
+    return {
+        "check": check,
+        "dead": np.flatnonzero(dead_mask),
+        "pairs": np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+        "pair_count": len(pairs),
+    }
+
+
+def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads) -> dict:
+    start = time.perf_counter()
+    m = W_up.shape[0]
+    if m > MAX_WIDTH:
+        raise ValueError(
+            f"the baseline enumerates 2^m subsets and accepts m <= {MAX_WIDTH}, got m = {m}"
+        )
+    a_norm = np.linalg.norm(A)
+    out: dict[str, Any] = {
+        "subset": None,
+        "certificate": None,
+        "rank": None,
+        "components": [],
+        "nodes": 0,
+        "method": [],
+        "residual": None,
+    }
+    # R[i] = c v_i u_i^T, flattened; the target is -A.
+    R = c * np.einsum("pi,iq->ipq", W_down, W_up).reshape(m, -1)
+    target = -A.reshape(-1)
+    out["method"].append("relaxation (lstsq)")
+    out["genericity"] = _genericity(W_up, W_down, b_up, check, tol)
+    if m:
+        s_star, _, rank, _ = np.linalg.lstsq(R.T, target, rcond=None)
+        out["rank"] = int(rank)
+    else:
+        s_star = np.zeros(0)
+        out["rank"] = 0
+    Y = (target - R.T @ s_star).reshape(A.shape)
+    distance = float(np.linalg.norm(Y) / a_norm)
+    out["relaxation_distance"] = distance
+    out["method"].append("certificate")
+    if distance > tol:
+        out.update(finding="no_subset", evidence="certificate", certificate=Y)
+        out["seconds"] = time.perf_counter() - start
+        return out
+
+    out["method"].append("enumeration")
+    limit = node_limit if node_limit is not None else math.inf
+    total = 1 << m
+    for first in range(0, total, _CHUNK):
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            out.update(finding="stopped", stop="time_limit")
+            break
+        codes = np.arange(first, min(first + _CHUNK, total), dtype=np.int64)
+        if out["nodes"] + len(codes) > limit:
+            out["nodes"] = int(limit)
+            out.update(finding="stopped", stop="node_limit")
+            break
+        out["nodes"] += len(codes)
+        chunk = ((codes[:, None] >> np.arange(m)) & 1).astype(np.float64)
+        residuals = np.linalg.norm(chunk @ R - target, axis=1) / a_norm
+        hits = np.flatnonzero(residuals <= tol)
+        if len(hits):
+            subset = np.flatnonzero(chunk[hits[0]]).astype(np.int64)
+            out.update(finding="subset", subset=subset, residual=float(residuals[hits[0]]))
+            break
+    else:
+        out.update(finding="no_subset", evidence="enumeration")
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def find_absorbing_subset(
+    W_up: Any,
+    W_down: Any,
+    *,
+    activation: Union[str, Activation] = "relu",
+    b_up: Any = None,
+    b_down: Any = None,
+    W_gate: Any = None,
+    skip: Any = None,
+    tol: Optional[float] = None,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> AbsorptionResult:
+    """Brute-force twin of :func:`skipsearch.find_absorbing_subset`.
+
+    Same parameters, verdicts and result fields; ``stats.backend`` is
+    ``"baseline"``, ``stats.nodes`` counts the subsets enumerated and
+    ``threads`` is accepted but unused. The first flip set in binary
+    counting order is returned, which may differ from the Rust core's choice
+    when several exist.
+
+    Raises
+    ------
+    ValueError
+        As :func:`skipsearch.find_absorbing_subset`, and when ``m > 26``.
+    TypeError
+        As :func:`skipsearch.find_absorbing_subset`.
+
+    References
+    ----------
+    Mijoski & Karbevski 2026, arXiv:2604.23705 (see
+    :func:`skipsearch.find_absorbing_subset`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skipsearch import baseline
+    >>> baseline.find_absorbing_subset(np.eye(2), -np.eye(2)).subset.tolist()
+    [0, 1]
+    """
+    return _decide(
+        W_up,
+        W_down,
+        activation=activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=skip,
+        tol=tol,
+        time_limit=time_limit,
+        node_limit=node_limit,
+        threads=threads,
+        search=_enumerate,
+        backend="baseline",
+    )

@@ -1,0 +1,195 @@
+"""Build the skip-free block from a flip set, and evaluate blocks.
+
+For a flip-linear activation (``act(z) - act(-z) = c z``) and a flip set
+``S`` with ``c W_down[:, S] W_up[S, :] = -A``, negate ``W_up[i]`` and
+``b_up[i]`` for ``i`` in ``S``, keep ``W_down``, and set
+``b_down' = b_down + c W_down[:, S] b_up[S]``. The result equals
+``A x + f(x)`` for every ``x`` (Mijoski & Karbevski 2026, arXiv:2604.23705,
+the flip construction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from skipsearch._validation import Weights, as_float_array
+from skipsearch.activations import Activation, get_activation
+
+__all__ = ["SkipFreeBlock", "build_skip_free_block", "residual_block_output", "max_abs_difference"]
+
+
+@dataclass(frozen=True, eq=False)
+class SkipFreeBlock:
+    """A skip-free MLP block ``x -> W_down act(W_up x + b_up) + b_down``.
+
+    For gated activations it is ``W_down (gate(W_gate x) * (W_up x)) + b_down``.
+
+    Attributes
+    ----------
+    W_up : ndarray, shape (m, d_in)
+    b_up : ndarray, shape (m,)
+    W_down : ndarray, shape (d_out, m)
+    b_down : ndarray, shape (d_out,)
+    activation : Activation
+    W_gate : ndarray, shape (m, d_in), or None
+    """
+
+    W_up: np.ndarray
+    b_up: np.ndarray
+    W_down: np.ndarray
+    b_down: np.ndarray
+    activation: Activation
+    W_gate: Optional[np.ndarray] = None
+
+    def __call__(self, x: Any) -> np.ndarray:
+        """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``."""
+        x = np.asarray(x, dtype=np.float64)
+        pre = x @ self.W_up.T + self.b_up
+        if self.W_gate is not None:
+            hidden = self.activation(x @ self.W_gate.T) * pre
+        else:
+            hidden = self.activation(pre)
+        return hidden @ self.W_down.T + self.b_down
+
+
+def build_skip_free_block(
+    W_up: Any,
+    W_down: Any,
+    subset: Any,
+    *,
+    activation: Union[str, Activation] = "relu",
+    b_up: Any = None,
+    b_down: Any = None,
+) -> SkipFreeBlock:
+    """Flip the neurons of ``subset`` to get the skip-free block.
+
+    Parameters
+    ----------
+    W_up : array_like, shape (m, d_in)
+    W_down : array_like, shape (d_out, m)
+    subset : array_like of int
+        The flip set ``S`` (indices in ``[0, m)``).
+    activation : str or Activation, default "relu"
+        Must be flip-linear (``act(z) - act(-z) = c z``).
+    b_up : array_like, shape (m,), optional
+        Defaults to zeros.
+    b_down : array_like, shape (d_out,), optional
+        Defaults to zeros.
+
+    Returns
+    -------
+    SkipFreeBlock
+        Equal to ``A x + f(x)`` for every ``x`` exactly when
+        ``c W_down[:, S] W_up[S, :] = -A``; check it with
+        :func:`max_abs_difference`.
+
+    Raises
+    ------
+    ValueError
+        If the activation is not flip-linear, or an index is out of range or
+        repeated.
+
+    References
+    ----------
+    Mijoski & Karbevski 2026, arXiv:2604.23705, the flip construction.
+    """
+    act = get_activation(activation)
+    if act.flip_constant is None:
+        raise ValueError(
+            f"activation {act.name!r} is not flip-linear (act(z) - act(-z) != c z), "
+            "so flipping neurons does not absorb a skip"
+        )
+    w = Weights(W_up, W_down, b_up, b_down, None, np.zeros((np.shape(W_down)[0], np.shape(W_up)[1])))
+    s, _ = as_float_array("subset", np.asarray(subset).reshape(-1), 1, "(|S|,)")
+    if len(s) and (np.any(s != np.round(s)) or s.min() < 0 or s.max() >= w.m):
+        raise ValueError(f"subset must hold integer neuron indices in [0, {w.m}), got {subset!r}")
+    idx = s.astype(np.int64)
+    if len(np.unique(idx)) != len(idx):
+        raise ValueError("subset must not repeat a neuron")
+    b_up_arr = w.b_up if w.b_up is not None else np.zeros(w.m)
+    b_down_arr = w.b_down if w.b_down is not None else np.zeros(w.d_out)
+    sign = np.ones(w.m)
+    sign[idx] = -1.0
+    new_b_down = b_down_arr + act.flip_constant * (w.W_down[:, idx] @ b_up_arr[idx])
+    return SkipFreeBlock(
+        W_up=w.W_up * sign[:, None],
+        b_up=b_up_arr * sign,
+        W_down=w.W_down,
+        b_down=new_b_down,
+        activation=act,
+    )
+
+
+def residual_block_output(
+    x: Any,
+    W_up: Any,
+    W_down: Any,
+    *,
+    activation: Union[str, Activation] = "relu",
+    b_up: Any = None,
+    b_down: Any = None,
+    W_gate: Any = None,
+    skip: Any = None,
+) -> np.ndarray:
+    """Evaluate ``A x + f(x)`` on ``x`` of shape ``(n, d_in)``.
+
+    Parameters follow :func:`skipsearch.find_absorbing_subset`.
+
+    Returns
+    -------
+    ndarray, shape (n, d_out)
+    """
+    act = get_activation(activation)
+    w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    pre = x @ w.W_up.T + (w.b_up if w.b_up is not None else 0.0)
+    hidden = act(x @ w.W_gate.T) * pre if w.W_gate is not None else act(pre)
+    out = hidden @ w.W_down.T + x @ w.A.T
+    return out + (w.b_down if w.b_down is not None else 0.0)
+
+
+def max_abs_difference(
+    block: SkipFreeBlock,
+    W_up: Any,
+    W_down: Any,
+    *,
+    activation: Union[str, Activation] = "relu",
+    b_up: Any = None,
+    b_down: Any = None,
+    skip: Any = None,
+    n_samples: int = 1000,
+    scale: float = 3.0,
+    seed: int = 0,
+) -> float:
+    """Largest ``|block(x) - (A x + f(x))|`` over random inputs.
+
+    Parameters
+    ----------
+    block : SkipFreeBlock
+        Typically ``result.block``.
+    W_up, W_down, activation, b_up, b_down, skip
+        The original residual block, as passed to
+        :func:`skipsearch.find_absorbing_subset`.
+    n_samples : int, default 1000
+        Number of inputs ``x ~ N(0, scale^2 I)``.
+    scale : float, default 3.0
+        Standard deviation of the inputs.
+    seed : int, default 0
+        Seed of the random generator, for reproducible checks.
+
+    Returns
+    -------
+    float
+        The maximum absolute difference over all samples and outputs.
+    """
+    if not isinstance(block, SkipFreeBlock):
+        raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
+    rng = np.random.default_rng(seed)
+    x = scale * rng.standard_normal((int(n_samples), block.W_up.shape[1]))
+    want = residual_block_output(
+        x, W_up, W_down, activation=activation, b_up=b_up, b_down=b_down, skip=skip
+    )
+    return float(np.max(np.abs(block(x) - want))) if len(x) else 0.0

@@ -1,0 +1,213 @@
+"""Result records: frozen dataclasses with readable reprs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from skipsearch.construction import SkipFreeBlock
+
+VERDICTS = ("absorbable", "not_absorbable", "undecided")
+
+
+@dataclass(frozen=True, eq=False)
+class GenericityChecks:
+    """The genericity checks run on the neurons.
+
+    Attributes
+    ----------
+    check : str
+        ``"non_proportional"`` (ReLU family), ``"distinct_up_to_sign"``
+        (GELU family) or ``"none"`` (dead neurons only).
+    passed : bool
+        True when no neuron is dead and no pair offends.
+    dead_neurons : ndarray of int, shape (k,)
+        Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0``.
+    offending_pairs : ndarray of int, shape (p, 2)
+        The first (at most 1000) pairs ``(i, j)``, ``i < j``, whose rows
+        ``(u_i, b_i)`` fail the check.
+    offending_pair_count : int
+        Number of offending pairs in all.
+    """
+
+    check: str
+    passed: bool
+    dead_neurons: np.ndarray
+    offending_pairs: np.ndarray
+    offending_pair_count: int
+
+    def describe(self) -> str:
+        """The offending neurons in words, or ``"passed"``."""
+        if self.passed:
+            return "passed"
+        parts = []
+        if len(self.dead_neurons):
+            parts.append(f"dead neurons {_short(self.dead_neurons.tolist())}")
+        if self.offending_pair_count:
+            what = "proportional" if self.check == "non_proportional" else "equal up to sign"
+            pairs = [tuple(p) for p in self.offending_pairs.tolist()]
+            parts.append(f"{self.offending_pair_count} {what} row pair(s) {_short(pairs)}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class SearchStats:
+    """How the answer was reached.
+
+    Attributes
+    ----------
+    method : tuple of str
+        The stages run, in order (e.g. ``("relaxation", "certificate")``).
+    nodes : int
+        Branch-and-bound nodes (or subsets, for the baseline) explored.
+    seconds : float
+        Wall time of the search, in seconds.
+    gram_rank : int or None
+        Numerical rank of the Gram matrix of the relaxation.
+    components : tuple of int
+        Sizes of the null-space components searched.
+    backend : str
+        ``"rust"`` or ``"baseline"``.
+    """
+
+    method: tuple = ()
+    nodes: int = 0
+    seconds: float = 0.0
+    gram_rank: Optional[int] = None
+    components: tuple = ()
+    backend: str = "rust"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class AbsorptionResult:
+    """The verdict on one residual block ``x -> A x + f(x)``.
+
+    Attributes
+    ----------
+    verdict : str
+        ``"absorbable"``, ``"not_absorbable"`` or ``"undecided"``.
+    reason : str
+        One sentence naming the argument and its source.
+    argument : str
+        Short name of the argument: ``"flip_construction"``,
+        ``"zero_skip"``, ``"certificate"``, ``"relaxation"``,
+        ``"branch_and_bound"``, ``"enumeration"`` (baseline),
+        ``"linearization"``, ``"degree"``,
+        ``"boundedness"`` or ``"none"``.
+    activation : str
+        Registry name of the activation.
+    activation_class : str
+        Its class: ``"flip_linear"``, ``"homogeneous"``, ``"gated"``,
+        ``"bounded"`` or ``"other"``.
+    flip_constant : float or None
+        ``c`` in ``act(z) - act(-z) = c z``.
+    subset : ndarray of int or None
+        The flip set ``S``, sorted, when one was found.
+    residual : float or None
+        ``||c W_down[:, S] W_up[S, :] + A||_F / ||A||_F`` for ``subset``,
+        computed in float64 on the original weights.
+    relaxation_distance : float or None
+        ``||Y||_F / ||A||_F``: no flip set (indeed no real weighting of the
+        neurons) gets relatively closer to ``-A`` than this.
+    certificate : ndarray, shape (d_out, d_in), or None
+        ``Y``, when it proves that no flip set exists; re-check it with
+        :func:`skipsearch.check_certificate`.
+    tolerance : float or None
+        Relative tolerance used on the residuals.
+    genericity : GenericityChecks or None
+        The neuron checks performed and their outcome.
+    status : str
+        ``"complete"``, ``"time_limit"``, ``"node_limit"`` or
+        ``"verification_failed"``.
+    stats : SearchStats
+        Method path, nodes explored, seconds.
+    block : SkipFreeBlock or None
+        The skip-free block built from ``subset``, when absorbable.
+    """
+
+    verdict: str
+    reason: str
+    argument: str
+    activation: str
+    activation_class: str
+    flip_constant: Optional[float] = None
+    subset: Optional[np.ndarray] = None
+    residual: Optional[float] = None
+    relaxation_distance: Optional[float] = None
+    certificate: Optional[np.ndarray] = field(default=None)
+    tolerance: Optional[float] = None
+    genericity: Optional[GenericityChecks] = None
+    status: str = "complete"
+    stats: SearchStats = field(default_factory=SearchStats)
+    block: Optional["SkipFreeBlock"] = None
+
+    def __repr__(self) -> str:
+        rows = [
+            ("verdict", self.verdict),
+            ("reason", self.reason),
+            ("activation", f"{self.activation} ({self.activation_class}, c={self.flip_constant})"),
+        ]
+        if self.subset is not None:
+            rows.append(("subset", f"{_short(self.subset.tolist())} (|S| = {len(self.subset)})"))
+        if self.residual is not None:
+            rows.append(("residual", f"{self.residual:.3e}"))
+        if self.relaxation_distance is not None:
+            rows.append(("relaxation_distance", f"{self.relaxation_distance:.6g}"))
+        if self.certificate is not None:
+            rows.append(("certificate", f"Y, shape {self.certificate.shape}"))
+        if self.tolerance is not None:
+            rows.append(("tolerance", f"{self.tolerance:.3g}"))
+        if self.genericity is not None:
+            rows.append(("genericity", f"{self.genericity.check}: {self.genericity.describe()}"))
+        rows.append(("status", self.status))
+        s = self.stats
+        rows.append(
+            (
+                "stats",
+                f"{' -> '.join(s.method) or '-'}; nodes={s.nodes}; {s.seconds:.3g} s; "
+                f"backend={s.backend}",
+            )
+        )
+        width = max(len(k) for k, _ in rows)
+        body = "\n".join(f"  {k.rjust(width)}: {v}" for k, v in rows)
+        return f"AbsorptionResult(\n{body}\n)"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class StackResult:
+    """The verdict on a stack of residual blocks.
+
+    Attributes
+    ----------
+    verdict : str
+        ``"absorbable"`` when every block is (compose the absorbed blocks);
+        ``"not_absorbable"`` when every block is gated with ``gate(0) = 0``
+        or homogeneous of degree ``k != 1`` and was proved not absorbable
+        (Mijoski & Karbevski 2026, the depth theorem); ``"undecided"``
+        otherwise, since deep ReLU/GELU stacks are an open problem.
+    reason : str
+        One sentence naming the argument.
+    blocks : tuple of AbsorptionResult
+        The per-block results, in order.
+    """
+
+    verdict: str
+    reason: str
+    blocks: tuple
+
+    def __repr__(self) -> str:
+        lines = [f"StackResult(verdict={self.verdict!r},", f"  reason={self.reason!r},", "  blocks=["]
+        for i, b in enumerate(self.blocks):
+            lines.append(f"    {i}: {b.verdict} ({b.activation}, argument={b.argument})")
+        lines.append("  ])")
+        return "\n".join(lines)
+
+
+def _short(items: list, limit: int = 8) -> str:
+    if len(items) <= limit:
+        return "[" + ", ".join(map(str, items)) + "]"
+    head = ", ".join(map(str, items[:limit]))
+    return f"[{head}, ... {len(items) - limit} more]"

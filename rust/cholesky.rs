@@ -1,0 +1,244 @@
+//! Pivoted Cholesky factorisation of a positive semi-definite Gram matrix.
+//!
+//! `P^T G P = L L^T` with diagonal pivoting, stopped at the numerical rank
+//! (remaining diagonal below `m * eps * max diag`, as LAPACK's `dpstrf`
+//! does). The factor is stored as `r` rows `l_k` over the *original* neuron
+//! order, so `M = [l_0; ...; l_{r-1}]` is an `r x m` matrix with
+//! `M^T M = G` (up to the truncation): its columns are an isometric image of
+//! the rank-one terms `R_i`. Restricted to the pivot columns, `M` is upper
+//! triangular, which gives the least-squares solution and the null space by
+//! substitution.
+//!
+//! The update is blocked: a panel of `PANEL` pivots is chosen left-looking
+//! (only the panel's own columns are subtracted), then the whole trailing
+//! matrix is updated once per panel, row by row in parallel. Every entry is
+//! computed by the same sequence of operations whatever the thread count.
+
+use rayon::prelude::*;
+
+use crate::limits::{Budget, Stop};
+use crate::matrix::{axpy, Matrix};
+
+const PANEL: usize = 32;
+
+/// Entries of a null-space vector smaller than this are dropped. The search
+/// accepts basic values within a tolerance far larger than the error this
+/// introduces.
+const NULL_DROP: f64 = 1e-11;
+
+#[derive(Debug, Clone)]
+pub struct PivotedCholesky {
+    m: usize,
+    pivots: Vec<usize>,
+    rows: Vec<Vec<f64>>,
+}
+
+/// The null space of the Gram matrix in reduced form: one basis vector per
+/// free neuron `f`, equal to 1 at `f`, 0 at the other free neurons, and
+/// `coefficients[k]` at the basic (pivot) neurons.
+#[derive(Debug, Clone)]
+pub struct NullBasis {
+    pub free: Vec<usize>,
+    pub coefficients: Vec<Vec<(usize, f64)>>,
+}
+
+impl PivotedCholesky {
+    /// Factor `gram` (consumed: it holds the Schur complement as work space).
+    pub fn factor(mut gram: Matrix, budget: &Budget) -> Result<Self, Stop> {
+        let m = gram.rows();
+        let mut diag: Vec<f64> = (0..m).map(|j| gram.get(j, j)).collect();
+        let max_diag = diag.iter().cloned().fold(0.0, f64::max);
+        let tol = (m as f64) * f64::EPSILON * max_diag;
+        let mut chosen = vec![false; m];
+        let mut pivots = Vec::new();
+        let mut rows: Vec<Vec<f64>> = Vec::new();
+        loop {
+            let panel_start = rows.len();
+            let mut finished = false;
+            while rows.len() < panel_start + PANEL {
+                let mut p = usize::MAX;
+                let mut best = tol;
+                for j in 0..m {
+                    if !chosen[j] && diag[j] > best {
+                        best = diag[j];
+                        p = j;
+                    }
+                }
+                if p == usize::MAX {
+                    finished = true;
+                    break;
+                }
+                budget.check()?;
+                let mut col = gram.row(p).to_vec();
+                for l in &rows[panel_start..] {
+                    let a = l[p];
+                    if a != 0.0 {
+                        axpy(&mut col, -a, l);
+                    }
+                }
+                let pivot = diag[p].sqrt();
+                let mut l = vec![0.0; m];
+                for j in 0..m {
+                    if !chosen[j] {
+                        l[j] = col[j] / pivot;
+                    }
+                }
+                l[p] = pivot;
+                chosen[p] = true;
+                for j in 0..m {
+                    if !chosen[j] {
+                        diag[j] -= l[j] * l[j];
+                    }
+                }
+                pivots.push(p);
+                rows.push(l);
+            }
+            if finished || rows.len() == m {
+                break;
+            }
+            let panel = &rows[panel_start..];
+            let chosen_ref = &chosen;
+            gram.data_mut()
+                .par_chunks_mut(m)
+                .enumerate()
+                .for_each(|(j, row)| {
+                    if chosen_ref[j] {
+                        return;
+                    }
+                    for l in panel {
+                        let a = l[j];
+                        if a != 0.0 {
+                            axpy(row, -a, l);
+                        }
+                    }
+                });
+        }
+        Ok(PivotedCholesky { m, pivots, rows })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.pivots.len()
+    }
+
+    pub fn pivots(&self) -> &[usize] {
+        &self.pivots
+    }
+
+    /// `U[k][t] = M[k][pivot t]`, the upper-triangular pivot block, dense.
+    fn pivot_block(&self) -> Vec<Vec<f64>> {
+        self.rows
+            .iter()
+            .map(|l| self.pivots.iter().map(|&p| l[p]).collect())
+            .collect()
+    }
+
+    /// The basic least-squares solution of `G s = h`: zero at free neurons.
+    pub fn solve(&self, h: &[f64]) -> Vec<f64> {
+        let r = self.rank();
+        let u = self.pivot_block();
+        // U^T y = h_B (forward), then U z = y (backward).
+        let mut y = vec![0.0; r];
+        for t in 0..r {
+            let mut s = h[self.pivots[t]];
+            for (k, yk) in y.iter().enumerate().take(t) {
+                s -= u[k][t] * yk;
+            }
+            y[t] = s / u[t][t];
+        }
+        let mut s = vec![0.0; self.m];
+        let mut z = vec![0.0; r];
+        for k in (0..r).rev() {
+            let mut acc = y[k];
+            for t in k + 1..r {
+                acc -= u[k][t] * z[t];
+            }
+            z[k] = acc / u[k][k];
+            s[self.pivots[k]] = z[k];
+        }
+        s
+    }
+
+    /// The null space of `M` (so of `G`), one reduced vector per free neuron.
+    pub fn null_basis(&self, budget: &Budget) -> Result<NullBasis, Stop> {
+        let r = self.rank();
+        let mut is_pivot = vec![false; self.m];
+        for &p in &self.pivots {
+            is_pivot[p] = true;
+        }
+        let free: Vec<usize> = (0..self.m).filter(|&j| !is_pivot[j]).collect();
+        let u = self.pivot_block();
+        let coefficients: Result<Vec<Vec<(usize, f64)>>, Stop> = free
+            .par_iter()
+            .map(|&f| {
+                budget.check()?;
+                // Solve U x = -M[:, f] by back substitution.
+                let mut x = vec![0.0; r];
+                for k in (0..r).rev() {
+                    let mut acc = -self.rows[k][f];
+                    for t in k + 1..r {
+                        acc -= u[k][t] * x[t];
+                    }
+                    x[k] = acc / u[k][k];
+                }
+                Ok(x.iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.abs() > NULL_DROP)
+                    .map(|(k, &v)| (self.pivots[k], v))
+                    .collect())
+            })
+            .collect();
+        Ok(NullBasis {
+            free,
+            coefficients: coefficients?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::limits::Limits;
+
+    fn gram_of(cols: &[Vec<f64>]) -> Matrix {
+        let m = cols.len();
+        let mut g = Matrix::zeros(m, m);
+        for i in 0..m {
+            for j in 0..m {
+                g.data_mut()[i * m + j] = crate::matrix::dot(&cols[i], &cols[j]);
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn full_rank_solve_matches_direct_solution() {
+        // G = [[4, 2], [2, 3]], h = [2, 1] -> s = [0.5, 0]
+        let g = Matrix::from_vec("G", 2, 2, vec![4.0, 2.0, 2.0, 3.0]).unwrap();
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let chol = PivotedCholesky::factor(g, &budget).unwrap();
+        assert_eq!(chol.rank(), 2);
+        let s = chol.solve(&[2.0, 1.0]);
+        assert!((s[0] - 0.5).abs() < 1e-14 && s[1].abs() < 1e-14);
+    }
+
+    #[test]
+    fn duplicate_columns_give_a_null_vector() {
+        // columns a, b, a: null vector e_0 - e_2 (or its reduced form).
+        let cols = vec![vec![1.0, 2.0, 0.0], vec![0.0, 1.0, 1.0], vec![1.0, 2.0, 0.0]];
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let chol = PivotedCholesky::factor(gram_of(&cols), &budget).unwrap();
+        assert_eq!(chol.rank(), 2);
+        let null = chol.null_basis(&budget).unwrap();
+        assert_eq!(null.free.len(), 1);
+        let f = null.free[0];
+        let other = if f == 0 { 2 } else { 0 };
+        assert_eq!(null.coefficients[0].len(), 1);
+        let (b, coef) = null.coefficients[0][0];
+        assert_eq!(b, other);
+        assert!((coef + 1.0).abs() < 1e-12);
+    }
+}

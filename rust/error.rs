@@ -1,0 +1,42 @@
+//! The one error type of the core. Input errors are values, never panics.
+
+use std::fmt;
+
+/// Why the core refused an input or an option.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// An array has the wrong shape.
+    Shape {
+        argument: &'static str,
+        expected: String,
+        got: String,
+    },
+    /// An array holds NaN or an infinity.
+    NonFinite { argument: &'static str },
+    /// An option is out of range.
+    InvalidOption {
+        option: &'static str,
+        message: String,
+    },
+    /// The worker pool could not be built.
+    ThreadPool(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Shape {
+                argument,
+                expected,
+                got,
+            } => write!(f, "{argument} has shape {got}, expected {expected}"),
+            Error::NonFinite { argument } => {
+                write!(f, "{argument} contains NaN or infinite values")
+            }
+            Error::InvalidOption { option, message } => write!(f, "{option}: {message}"),
+            Error::ThreadPool(message) => write!(f, "could not start worker threads: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,89 @@
+//! Time and node limits and the cancel flag, checked by every long loop.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Why a search stopped before it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    TimeLimit,
+    NodeLimit,
+    Interrupted,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::TimeLimit => "time_limit",
+            Stop::NodeLimit => "node_limit",
+            Stop::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The limits a caller sets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub time_limit: Option<Duration>,
+    pub node_limit: Option<u64>,
+}
+
+/// Running account of the limits. Node counting is sequential, so a node
+/// limit stops at the same node whatever the thread count.
+pub struct Budget<'a> {
+    start: Instant,
+    deadline: Option<Instant>,
+    node_limit: Option<u64>,
+    nodes: u64,
+    cancel: &'a AtomicBool,
+}
+
+impl<'a> Budget<'a> {
+    pub fn new(limits: Limits, cancel: &'a AtomicBool) -> Self {
+        let start = Instant::now();
+        Budget {
+            start,
+            deadline: limits.time_limit.map(|t| start + t),
+            node_limit: limits.node_limit,
+            nodes: 0,
+            cancel,
+        }
+    }
+
+    /// Stop if the caller cancelled or the deadline passed. Cheap enough to
+    /// call once per row or pivot; shared by parallel loops.
+    pub fn check(&self) -> Result<(), Stop> {
+        if self.cancel.load(Ordering::Relaxed) {
+            return Err(Stop::Interrupted);
+        }
+        if let Some(deadline) = self.deadline {
+            if Instant::now() >= deadline {
+                return Err(Stop::TimeLimit);
+            }
+        }
+        Ok(())
+    }
+
+    /// Count one search node.
+    #[inline]
+    pub fn tick(&mut self) -> Result<(), Stop> {
+        self.nodes += 1;
+        if let Some(limit) = self.node_limit {
+            if self.nodes > limit {
+                return Err(Stop::NodeLimit);
+            }
+        }
+        if self.nodes % 1024 == 0 {
+            self.check()?;
+        }
+        Ok(())
+    }
+
+    pub fn nodes(&self) -> u64 {
+        self.nodes
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+}

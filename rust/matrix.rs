@@ -1,0 +1,161 @@
+//! A dense row-major matrix and the dot product every stage is built on.
+
+use crate::error::Error;
+
+/// Dense row-major `rows x cols` matrix of `f64`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+}
+
+impl Matrix {
+    pub fn zeros(rows: usize, cols: usize) -> Self {
+        Matrix {
+            rows,
+            cols,
+            data: vec![0.0; rows * cols],
+        }
+    }
+
+    /// Wrap row-major data; `argument` names the array in the error.
+    pub fn from_vec(
+        argument: &'static str,
+        rows: usize,
+        cols: usize,
+        data: Vec<f64>,
+    ) -> Result<Self, Error> {
+        if data.len() != rows * cols {
+            return Err(Error::Shape {
+                argument,
+                expected: format!("{} values for ({rows}, {cols})", rows * cols),
+                got: format!("{} values", data.len()),
+            });
+        }
+        if data.iter().any(|x| !x.is_finite()) {
+            return Err(Error::NonFinite { argument });
+        }
+        Ok(Matrix { rows, cols, data })
+    }
+
+    pub fn identity(n: usize) -> Self {
+        let mut m = Matrix::zeros(n, n);
+        for i in 0..n {
+            m.data[i * n + i] = 1.0;
+        }
+        m
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    pub fn data(&self) -> &[f64] {
+        &self.data
+    }
+
+    pub fn data_mut(&mut self) -> &mut [f64] {
+        &mut self.data
+    }
+
+    pub fn into_vec(self) -> Vec<f64> {
+        self.data
+    }
+
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.data[i * self.cols + j]
+    }
+
+    pub fn transpose(&self) -> Matrix {
+        let mut t = Matrix::zeros(self.cols, self.rows);
+        for i in 0..self.rows {
+            for j in 0..self.cols {
+                t.data[j * self.rows + i] = self.data[i * self.cols + j];
+            }
+        }
+        t
+    }
+
+    pub fn frobenius_norm(&self) -> f64 {
+        self.data.iter().map(|x| x * x).sum::<f64>().sqrt()
+    }
+}
+
+/// Dot product with four independent accumulators, so the compiler
+/// vectorises it. The summation order is fixed, which keeps every result
+/// independent of the thread count.
+#[inline]
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f64; 4];
+    let chunks = n / 4;
+    for k in 0..chunks {
+        let i = 4 * k;
+        acc[0] += a[i] * b[i];
+        acc[1] += a[i + 1] * b[i + 1];
+        acc[2] += a[i + 2] * b[i + 2];
+        acc[3] += a[i + 3] * b[i + 3];
+    }
+    let mut tail = 0.0;
+    for i in 4 * chunks..n {
+        tail += a[i] * b[i];
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// `y += alpha * x`.
+#[inline]
+pub fn axpy(y: &mut [f64], alpha: f64, x: &[f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += alpha * xi;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_naive_sum() {
+        let a: Vec<f64> = (0..11).map(|i| i as f64 * 0.5).collect();
+        let b: Vec<f64> = (0..11).map(|i| 3.0 - i as f64).collect();
+        let naive: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - naive).abs() < 1e-12);
+    }
+
+    #[test]
+    fn from_vec_rejects_bad_length_and_nan() {
+        assert!(matches!(
+            Matrix::from_vec("W", 2, 2, vec![1.0; 3]),
+            Err(Error::Shape { .. })
+        ));
+        assert_eq!(
+            Matrix::from_vec("W", 1, 2, vec![1.0, f64::NAN]),
+            Err(Error::NonFinite { argument: "W" })
+        );
+    }
+
+    #[test]
+    fn transpose_round_trips() {
+        let m = Matrix::from_vec("M", 2, 3, vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let t = m.transpose();
+        assert_eq!(t.shape(), (3, 2));
+        assert_eq!(t.get(2, 1), 6.0);
+        assert_eq!(t.transpose(), m);
+    }
+}

@@ -1,0 +1,205 @@
+//! PyO3 bindings: module `skipsearch._core`. The only file that knows Python.
+//!
+//! The Python layer validates and coerces arrays; this layer copies them
+//! into the core's layout (stride-aware, so any numpy layout works), runs the
+//! decision on a worker thread with the interpreter released, and polls for
+//! Ctrl-C every 20 ms, setting the core's cancel flag when it arrives.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use numpy::ndarray::ArrayView2;
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::absorption::{decide, Evidence, Finding, Options};
+use crate::block::Block;
+use crate::error::Error;
+use crate::genericity::GenericityCheck;
+use crate::matrix::Matrix;
+
+fn to_py_err(e: Error) -> PyErr {
+    match e {
+        Error::ThreadPool(_) => PyRuntimeError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn to_matrix(argument: &'static str, a: ArrayView2<'_, f64>) -> PyResult<Matrix> {
+    let (rows, cols) = a.dim();
+    Matrix::from_vec(argument, rows, cols, a.iter().copied().collect()).map_err(to_py_err)
+}
+
+fn make_block(
+    w_up: &PyReadonlyArray2<'_, f64>,
+    w_down: &PyReadonlyArray2<'_, f64>,
+    skip: &PyReadonlyArray2<'_, f64>,
+    b_up: Option<&PyReadonlyArray1<'_, f64>>,
+    flip_constant: f64,
+) -> PyResult<Block> {
+    let b_up = b_up.map(|b| b.as_array().iter().copied().collect());
+    Block::new(
+        to_matrix("W_up", w_up.as_array())?,
+        to_matrix("W_down", w_down.as_array())?,
+        b_up,
+        to_matrix("skip", skip.as_array())?,
+        flip_constant,
+    )
+    .map_err(to_py_err)
+}
+
+fn parse_check(check: &str) -> PyResult<GenericityCheck> {
+    match check {
+        "none" => Ok(GenericityCheck::None),
+        "non_proportional" => Ok(GenericityCheck::Proportional),
+        "distinct_up_to_sign" => Ok(GenericityCheck::SignedDistinct),
+        other => Err(PyValueError::new_err(format!(
+            "check must be 'none', 'non_proportional' or 'distinct_up_to_sign', got {other:?}"
+        ))),
+    }
+}
+
+/// Run `work` on a scoped thread with the interpreter released; on Ctrl-C
+/// set `cancel`, wait for the worker to notice, and raise KeyboardInterrupt.
+fn run_interruptible<T: Send>(
+    py: Python<'_>,
+    cancel: &AtomicBool,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    std::thread::scope(|scope| {
+        let handle = scope.spawn(work);
+        loop {
+            let finished = py.detach(|| {
+                let start = Instant::now();
+                while !handle.is_finished() && start.elapsed() < Duration::from_millis(20) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                handle.is_finished()
+            });
+            if finished {
+                break;
+            }
+            if let Err(err) = py.check_signals() {
+                cancel.store(true, Ordering::Relaxed);
+                let _ = py.detach(|| handle.join());
+                return Err(err);
+            }
+        }
+        handle
+            .join()
+            .map_err(|_| PyRuntimeError::new_err("skipsearch core failed unexpectedly (a bug)"))
+    })
+}
+
+/// Search for a flip set; see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn search_flip_set<'py>(
+    py: Python<'py>,
+    w_up: PyReadonlyArray2<'py, f64>,
+    w_down: PyReadonlyArray2<'py, f64>,
+    skip: PyReadonlyArray2<'py, f64>,
+    b_up: Option<PyReadonlyArray1<'py, f64>>,
+    flip_constant: f64,
+    tol: f64,
+    check: &str,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?;
+    let mut options = Options::new(tol, parse_check(check)?);
+    if let Some(t) = time_limit {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "time_limit must be a non-negative number of seconds, got {t}"
+            )));
+        }
+        options = options.with_time_limit(t);
+    }
+    if let Some(n) = node_limit {
+        options = options.with_node_limit(n);
+    }
+    if let Some(t) = threads {
+        options = options.with_threads(t);
+    }
+    let cancel = AtomicBool::new(false);
+    let outcome = run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?
+        .map_err(to_py_err)?;
+
+    let d = PyDict::new(py);
+    let subset_array = |s: &[usize]| PyArray1::from_vec(py, s.iter().map(|&i| i as i64).collect());
+    match &outcome.finding {
+        Finding::Subset(s) => {
+            d.set_item("finding", "subset")?;
+            d.set_item("subset", subset_array(s))?;
+        }
+        Finding::VerificationFailed(s) => {
+            d.set_item("finding", "verification_failed")?;
+            d.set_item("subset", subset_array(s))?;
+        }
+        Finding::NoSubset(evidence) => {
+            d.set_item("finding", "no_subset")?;
+            d.set_item("subset", py.None())?;
+            match evidence {
+                Evidence::Certificate => d.set_item("evidence", "certificate")?,
+                Evidence::FixedNeuron { neuron, value } => {
+                    d.set_item("evidence", "relaxation")?;
+                    d.set_item("conflict", (*neuron, *value))?;
+                }
+                Evidence::Exhausted { component } => {
+                    d.set_item("evidence", "branch_and_bound")?;
+                    d.set_item("conflict", *component)?;
+                }
+            }
+        }
+        Finding::Stopped(stop) => {
+            d.set_item("finding", "stopped")?;
+            d.set_item("subset", py.None())?;
+            d.set_item("stop", stop.as_str())?;
+        }
+    }
+    d.set_item("residual", outcome.residual)?;
+    d.set_item("relaxation_distance", outcome.relaxation_distance)?;
+    match outcome.certificate {
+        Some(y) => {
+            let (rows, cols) = y.shape();
+            let arr = y.into_vec().into_pyarray(py).reshape([rows, cols])?;
+            d.set_item("certificate", arr)?;
+        }
+        None => d.set_item("certificate", py.None())?,
+    }
+    match &outcome.genericity {
+        Some(g) => {
+            let gd = PyDict::new(py);
+            gd.set_item("check", g.check.as_str())?;
+            gd.set_item("dead", subset_array(&g.dead))?;
+            let flat: Vec<i64> = g
+                .pairs
+                .iter()
+                .flat_map(|&(i, j)| [i as i64, j as i64])
+                .collect();
+            let pairs = flat.into_pyarray(py).reshape([g.pairs.len(), 2])?;
+            gd.set_item("pairs", pairs)?;
+            gd.set_item("pair_count", g.pair_count)?;
+            d.set_item("genericity", gd)?;
+        }
+        None => d.set_item("genericity", py.None())?,
+    }
+    d.set_item("rank", outcome.rank)?;
+    d.set_item("components", outcome.components)?;
+    d.set_item("nodes", outcome.nodes)?;
+    d.set_item("method", outcome.method)?;
+    d.set_item("seconds", outcome.seconds)?;
+    Ok(d)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! Stage 1: the least-squares relaxation of the flip condition.
+//!
+//! With `R_i = c v_i u_i^T` and `T = -A`, the relaxation minimises
+//! `|| sum_i s_i R_i - T ||_F` over real `s`. Its normal equations use the
+//! `m x m` Gram matrix `G_ij = <R_i, R_j> = c^2 (v_i . v_j)(u_i . u_j)` and
+//! `h_i = <R_i, T> = -c v_i^T A u_i`, so the cost is `O(m^2 d + m^3)` and the
+//! `(d_out d_in) x m` system is never formed (Mijoski & Karbevski 2026 state
+//! the condition; the Gram form is ours).
+//!
+//! The Gram matrix is built in row blocks: each block keeps its few rows
+//! `u_i`, `v_i` in cache while every later neuron streams past once. The
+//! same loop runs the genericity pair test on `u_i . u_j + b_i b_j`.
+
+use rayon::prelude::*;
+
+use crate::block::Block;
+use crate::genericity::{self, GenericityCheck, GenericityReport, MAX_REPORTED_PAIRS};
+use crate::limits::{Budget, Stop};
+use crate::matrix::{dot, Matrix};
+
+const ROW_BLOCK: usize = 16;
+
+/// Offending genericity pairs of one row block, and how many there were.
+type BlockPairs = Result<(Vec<(usize, usize)>, u64), Stop>;
+
+/// Gram matrix and right-hand side of the normal equations.
+pub struct NormalEquations {
+    pub gram: Matrix,
+    pub rhs: Vec<f64>,
+}
+
+/// Assemble the normal equations and run the genericity check.
+///
+/// `v` is `W_down` transposed (`m x d_out`, row `i` is `v_i`).
+pub fn normal_equations(
+    block: &Block,
+    v: &Matrix,
+    check: GenericityCheck,
+    tol: f64,
+    budget: &Budget,
+) -> Result<(NormalEquations, GenericityReport), Stop> {
+    let u = &block.w_up;
+    let m = block.width();
+    let c = block.flip_constant;
+    let bias = |i: usize| block.b_up.as_ref().map_or(0.0, |b| b[i]);
+    let up_sq: Vec<f64> = (0..m).map(|i| dot(u.row(i), u.row(i))).collect();
+    let down_sq: Vec<f64> = (0..m).map(|i| dot(v.row(i), v.row(i))).collect();
+    let aug_sq: Vec<f64> = (0..m).map(|i| up_sq[i] + bias(i) * bias(i)).collect();
+    let dead = genericity::dead_neurons(&up_sq, &down_sq, tol);
+    let mut is_dead = vec![false; m];
+    for &i in &dead {
+        is_dead[i] = true;
+    }
+
+    let mut gram = Matrix::zeros(m, m);
+    let blocks: Vec<BlockPairs> = if m == 0 {
+        Vec::new()
+    } else {
+        gram.data_mut()
+            .par_chunks_mut(ROW_BLOCK * m)
+            .enumerate()
+            .map(|(blk, chunk)| {
+                budget.check()?;
+                let i0 = blk * ROW_BLOCK;
+                let rows = chunk.len() / m;
+                let mut pairs = Vec::new();
+                let mut count = 0u64;
+                for j in i0..m {
+                    let (uj, vj) = (u.row(j), v.row(j));
+                    for r in 0..rows {
+                        let i = i0 + r;
+                        if i > j {
+                            break;
+                        }
+                        let gu = dot(u.row(i), uj);
+                        let gv = dot(v.row(i), vj);
+                        chunk[r * m + j] = c * c * gu * gv;
+                        if i < j
+                            && !is_dead[i]
+                            && !is_dead[j]
+                            && genericity::offending_pair(
+                                check,
+                                gu + bias(i) * bias(j),
+                                aug_sq[i],
+                                aug_sq[j],
+                                tol,
+                            )
+                        {
+                            count += 1;
+                            if pairs.len() < MAX_REPORTED_PAIRS {
+                                pairs.push((i, j));
+                            }
+                        }
+                    }
+                }
+                Ok((pairs, count))
+            })
+            .collect()
+    };
+    let mut pairs = Vec::new();
+    let mut pair_count = 0;
+    for result in blocks {
+        let (p, n) = result?;
+        pairs.extend(p);
+        pair_count += n;
+    }
+    pairs.sort_unstable();
+    pairs.truncate(MAX_REPORTED_PAIRS);
+    let data = gram.data_mut();
+    for i in 0..m {
+        for j in 0..i {
+            data[i * m + j] = data[j * m + i];
+        }
+    }
+    budget.check()?;
+
+    let skip = &block.skip;
+    let rhs: Vec<f64> = (0..m)
+        .into_par_iter()
+        .map(|i| {
+            let (ui, vi) = (u.row(i), v.row(i));
+            let mut acc = 0.0;
+            for (p, &vip) in vi.iter().enumerate() {
+                if vip != 0.0 {
+                    acc += vip * dot(skip.row(p), ui);
+                }
+            }
+            -c * acc
+        })
+        .collect();
+
+    let report = GenericityReport {
+        check,
+        dead,
+        pairs,
+        pair_count,
+    };
+    Ok((NormalEquations { gram, rhs }, report))
+}
