@@ -206,7 +206,10 @@ fn stages(
         let value = s_star[i];
         if (value - value.round()).abs() > delta || !(value.round() == 0.0 || value.round() == 1.0)
         {
-            return Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron: i, value }));
+            return Ok(Finding::NoSubset(Evidence::FixedNeuron {
+                neuron: i,
+                value,
+            }));
         }
         if value.round() == 1.0 {
             subset.push(i);
@@ -231,5 +234,176 @@ fn stages(
         Ok(Finding::Subset(subset))
     } else {
         Ok(Finding::VerificationFailed(subset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certificate::lower_bound;
+
+    /// Small deterministic generator (SplitMix64), so the core needs no
+    /// random-number dependency.
+    struct SplitMix(u64);
+
+    impl SplitMix {
+        fn next(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+
+        fn matrix(&mut self, rows: usize, cols: usize) -> Matrix {
+            let data = (0..rows * cols).map(|_| self.next()).collect();
+            Matrix::from_vec("M", rows, cols, data).unwrap()
+        }
+    }
+
+    fn run_default(block: &Block, threads: usize) -> Outcome {
+        let options = Options::new(1e-9, GenericityCheck::Proportional).with_threads(threads);
+        decide(block, &options, &AtomicBool::new(false)).unwrap()
+    }
+
+    /// Plant S = {0, 2, 4, ..} of size d with W_up[S] = D (diagonal) and
+    /// W_down[:, S] = -D^-1, the rest random.
+    fn planted(d: usize, m: usize, seed: u64) -> (Block, Vec<usize>) {
+        let mut rng = SplitMix(seed);
+        let mut w_up = rng.matrix(m, d);
+        let mut w_down = rng.matrix(d, m);
+        let subset: Vec<usize> = (0..d).map(|k| 2 * k).collect();
+        for (k, &i) in subset.iter().enumerate() {
+            let scale = 1.0 + k as f64;
+            for q in 0..d {
+                w_up.data_mut()[i * d + q] = if q == k { scale } else { 0.0 };
+                w_down.data_mut()[q * m + i] = if q == k { -1.0 / scale } else { 0.0 };
+            }
+        }
+        let block = Block::new(w_up, w_down, None, Matrix::identity(d), 1.0).unwrap();
+        (block, subset)
+    }
+
+    #[test]
+    fn planted_subset_is_recovered_and_verified() {
+        let (block, subset) = planted(4, 12, 7);
+        let out = run_default(&block, 2);
+        assert_eq!(out.finding, Finding::Subset(subset));
+        assert!(out.residual.unwrap() < 1e-12);
+        assert_eq!(out.rank, Some(12));
+    }
+
+    #[test]
+    fn generic_block_gets_a_certificate_that_rechecks() {
+        let mut rng = SplitMix(3);
+        let block = Block::new(
+            rng.matrix(20, 5),
+            rng.matrix(5, 20),
+            None,
+            Matrix::identity(5),
+            1.0,
+        )
+        .unwrap();
+        let out = run_default(&block, 2);
+        assert_eq!(out.finding, Finding::NoSubset(Evidence::Certificate));
+        let y = out.certificate.as_ref().unwrap();
+        let distance = out.relaxation_distance.unwrap();
+        assert!(distance > 0.1);
+        assert!((lower_bound(&block, y) - distance).abs() < 1e-9);
+    }
+
+    #[test]
+    fn duplicated_neurons_split_into_small_components() {
+        // Split every planted neuron in two halves: the Gram matrix loses
+        // rank d, and each pair is its own component.
+        let (block, subset) = planted(3, 6, 11);
+        let m = block.width();
+        let d = 3;
+        let mut w_up = Vec::new();
+        let mut w_down = vec![0.0; d * (m + d)];
+        for i in 0..m {
+            w_up.extend_from_slice(block.w_up.row(i));
+        }
+        for &i in &subset {
+            w_up.extend_from_slice(block.w_up.row(i));
+        }
+        for p in 0..d {
+            for i in 0..m {
+                let half = if subset.contains(&i) { 0.5 } else { 1.0 };
+                w_down[p * (m + d) + i] = half * block.w_down.get(p, i);
+            }
+            for (k, &i) in subset.iter().enumerate() {
+                w_down[p * (m + d) + m + k] = 0.5 * block.w_down.get(p, i);
+            }
+        }
+        let split = Block::new(
+            Matrix::from_vec("W_up", m + d, d, w_up).unwrap(),
+            Matrix::from_vec("W_down", d, m + d, w_down).unwrap(),
+            None,
+            Matrix::identity(d),
+            1.0,
+        )
+        .unwrap();
+        let out = run_default(&split, 1);
+        assert_eq!(out.finding, Finding::Subset(vec![0, 2, 4, 6, 7, 8]));
+        assert_eq!(out.rank, Some(m));
+        assert_eq!(out.components, vec![2, 2, 2]);
+    }
+
+    #[test]
+    fn thread_count_does_not_change_the_outcome() {
+        let mut rng = SplitMix(5);
+        let block = Block::new(
+            rng.matrix(90, 8),
+            rng.matrix(8, 90),
+            None,
+            Matrix::identity(8),
+            1.0,
+        )
+        .unwrap();
+        let a = run_default(&block, 1);
+        let b = run_default(&block, 2);
+        assert_eq!(a.finding, b.finding);
+        assert_eq!(a.relaxation_distance, b.relaxation_distance);
+        assert_eq!(a.certificate, b.certificate);
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let (block, _) = planted(2, 4, 1);
+        let cancel = AtomicBool::new(false);
+        for options in [
+            Options::new(0.0, GenericityCheck::None),
+            Options::new(f64::NAN, GenericityCheck::None),
+            Options::new(1e-9, GenericityCheck::None).with_threads(0),
+        ] {
+            assert!(matches!(
+                decide(&block, &options, &cancel),
+                Err(Error::InvalidOption { .. })
+            ));
+        }
+        let err = Block::new(
+            Matrix::zeros(3, 2),
+            Matrix::zeros(2, 4),
+            None,
+            Matrix::identity(2),
+            1.0,
+        );
+        assert!(matches!(
+            err,
+            Err(Error::Shape {
+                argument: "W_down",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn cancel_flag_stops_the_search() {
+        let (block, _) = planted(3, 8, 2);
+        let options = Options::new(1e-9, GenericityCheck::None);
+        let out = decide(&block, &options, &AtomicBool::new(true)).unwrap();
+        assert_eq!(out.finding, Finding::Stopped(Stop::Interrupted));
     }
 }

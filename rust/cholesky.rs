@@ -227,7 +227,11 @@ mod tests {
     #[test]
     fn duplicate_columns_give_a_null_vector() {
         // columns a, b, a: null vector e_0 - e_2 (or its reduced form).
-        let cols = vec![vec![1.0, 2.0, 0.0], vec![0.0, 1.0, 1.0], vec![1.0, 2.0, 0.0]];
+        let cols = vec![
+            vec![1.0, 2.0, 0.0],
+            vec![0.0, 1.0, 1.0],
+            vec![1.0, 2.0, 0.0],
+        ];
         let cancel = AtomicBool::new(false);
         let budget = Budget::new(Limits::default(), &cancel);
         let chol = PivotedCholesky::factor(gram_of(&cols), &budget).unwrap();

@@ -88,19 +88,46 @@ mod tests {
     #[test]
     fn proportional_rows_are_flagged_with_either_sign() {
         // a_i = (1, 2), a_j = (-2, -4)
-        assert!(offending_pair(GenericityCheck::Proportional, -10.0, 5.0, 20.0, 1e-9));
+        assert!(offending_pair(
+            GenericityCheck::Proportional,
+            -10.0,
+            5.0,
+            20.0,
+            1e-9
+        ));
         // a_i = (1, 2), a_j = (2, 1)
-        assert!(!offending_pair(GenericityCheck::Proportional, 4.0, 5.0, 5.0, 1e-9));
+        assert!(!offending_pair(
+            GenericityCheck::Proportional,
+            4.0,
+            5.0,
+            5.0,
+            1e-9
+        ));
     }
 
     #[test]
     fn signed_distinct_allows_proportional_but_not_equal_rows() {
-        assert!(!offending_pair(GenericityCheck::SignedDistinct, -10.0, 5.0, 20.0, 1e-9));
-        assert!(offending_pair(GenericityCheck::SignedDistinct, -5.0, 5.0, 5.0, 1e-9));
+        assert!(!offending_pair(
+            GenericityCheck::SignedDistinct,
+            -10.0,
+            5.0,
+            20.0,
+            1e-9
+        ));
+        assert!(offending_pair(
+            GenericityCheck::SignedDistinct,
+            -5.0,
+            5.0,
+            5.0,
+            1e-9
+        ));
     }
 
     #[test]
     fn dead_neurons_are_found() {
-        assert_eq!(dead_neurons(&[1.0, 0.0, 2.0], &[1.0, 1.0, 0.0], 1e-8), vec![1, 2]);
+        assert_eq!(
+            dead_neurons(&[1.0, 0.0, 2.0], &[1.0, 1.0, 0.0], 1e-8),
+            vec![1, 2]
+        );
     }
 }

@@ -67,12 +67,12 @@ impl<'a> Budget<'a> {
     /// Count one search node.
     #[inline]
     pub fn tick(&mut self) -> Result<(), Stop> {
-        self.nodes += 1;
         if let Some(limit) = self.node_limit {
-            if self.nodes > limit {
+            if self.nodes >= limit {
                 return Err(Stop::NodeLimit);
             }
         }
+        self.nodes += 1;
         if self.nodes % 1024 == 0 {
             self.check()?;
         }

@@ -92,8 +92,14 @@ mod tests {
         assert_eq!(
             comps,
             vec![
-                Component { free: vec![0], basic: vec![0] },
-                Component { free: vec![1], basic: vec![1, 2] },
+                Component {
+                    free: vec![0],
+                    basic: vec![0]
+                },
+                Component {
+                    free: vec![1],
+                    basic: vec![1, 2]
+                },
             ]
         );
         assert_eq!(fixed, vec![4]);

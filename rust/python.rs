@@ -127,8 +127,8 @@ fn search_flip_set<'py>(
         options = options.with_threads(t);
     }
     let cancel = AtomicBool::new(false);
-    let outcome = run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?
-        .map_err(to_py_err)?;
+    let outcome =
+        run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?.map_err(to_py_err)?;
 
     let d = PyDict::new(py);
     let subset_array = |s: &[usize]| PyArray1::from_vec(py, s.iter().map(|&i| i as i64).collect());

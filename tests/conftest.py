@@ -1,0 +1,32 @@
+"""Shared instance builders for the test suite."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def planted_block(rng, d_in, d_out, m, k, *, c=1.0, skip=None, bias=False):
+    """A random block whose flip set ``S`` (|S| = k >= d_in) satisfies
+    ``c W_down[:, S] W_up[S, :] = -A`` exactly up to float64 rounding.
+
+    Returns (kwargs for find_absorbing_subset, sorted S, A).
+    """
+    A = np.eye(d_out, d_in) if skip is None else skip
+    W_up = rng.standard_normal((m, d_in))
+    W_down = rng.standard_normal((d_out, m))
+    S = np.sort(rng.choice(m, size=k, replace=False))
+    # pinv(W_up[S]) W_up[S] = I_{d_in} because W_up[S] has full column rank.
+    W_down[:, S] = -A @ np.linalg.pinv(W_up[S]) / c
+    kwargs = dict(W_up=W_up, W_down=W_down)
+    if skip is not None:
+        kwargs["skip"] = skip
+    if bias:
+        kwargs["b_up"] = rng.standard_normal(m)
+        kwargs["b_down"] = rng.standard_normal(d_out)
+    return kwargs, S, A
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20260501)

@@ -1,0 +1,108 @@
+"""Limits give a status, not an exception; results do not depend on the
+thread count; Ctrl-C stops a long search."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import skipsearch
+from tests.conftest import planted_block
+
+
+def hard_instance(m=60, seed=1):
+    """Integer weights, d = 3: the relaxation is exact (m > d^2) and branch
+    and bound has a 51-dimensional null space to search."""
+    rng = np.random.default_rng(seed)
+    W_up = rng.integers(-3, 4, size=(m, 3)).astype(float)
+    W_down = rng.integers(-3, 4, size=(3, m)).astype(float)
+    return W_up, W_down
+
+
+def test_node_limit_is_a_status():
+    r = skipsearch.find_absorbing_subset(*hard_instance(), node_limit=5000)
+    assert r.verdict == "undecided"
+    assert r.status == "node_limit"
+    assert r.stats.nodes == 5000
+    assert "node limit" in r.reason
+    assert r.relaxation_distance is not None and r.relaxation_distance < 1e-9
+
+
+def test_time_limit_is_a_status():
+    start = time.perf_counter()
+    r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0.2)
+    assert r.verdict == "undecided" and r.status == "time_limit"
+    assert 0.2 <= r.stats.seconds < 0.2 + 5.0
+    assert time.perf_counter() - start >= 0.2
+    r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0)
+    assert r.status == "time_limit"
+
+
+def test_results_do_not_depend_on_threads(rng):
+    planted, _, _ = planted_block(rng, 24, 24, 300, 30, bias=True)
+    W = rng.standard_normal((200, 20)), rng.standard_normal((20, 200))
+    cases = [
+        (planted, {}),
+        ({"W_up": W[0], "W_down": W[1]}, {"activation": "gelu"}),
+        (dict(zip(("W_up", "W_down"), hard_instance())), {"node_limit": 20000}),
+        (dict(zip(("W_up", "W_down"), hard_instance(40, 3))), {}),
+    ]
+    for kwargs, opts in cases:
+        results = [
+            skipsearch.find_absorbing_subset(**kwargs, **opts, threads=t) for t in (1, 2, 3)
+        ]
+        first = results[0]
+        for r in results[1:]:
+            assert r.verdict == first.verdict and r.status == first.status
+            assert r.relaxation_distance == first.relaxation_distance
+            assert r.residual == first.residual
+            assert r.stats.nodes == first.stats.nodes
+            assert r.stats.gram_rank == first.stats.gram_rank
+            if first.subset is not None:
+                np.testing.assert_array_equal(r.subset, first.subset)
+            if first.certificate is not None:
+                np.testing.assert_array_equal(r.certificate, first.certificate)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+def test_ctrl_c_interrupts_a_long_search():
+    script = textwrap.dedent(
+        """
+        import sys
+        import numpy as np, skipsearch
+        rng = np.random.default_rng(1)
+        W_up = rng.integers(-3, 4, size=(60, 3)).astype(float)
+        W_down = rng.integers(-3, 4, size=(3, 60)).astype(float)
+        print("started", flush=True)
+        try:
+            skipsearch.find_absorbing_subset(W_up, W_down)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+        print("finished", flush=True)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover - the failure being tested
+        proc.kill()
+        pytest.fail("the search ignored Ctrl-C")
+    waited = time.perf_counter() - sent
+    assert proc.returncode == 3, (out, err)
+    assert out.strip() == "interrupted"
+    # Generous bound: this checks that the cancel flag works, not speed.
+    assert waited < 10
