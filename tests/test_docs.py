@@ -1,0 +1,33 @@
+"""The docstring examples and the README's API example run as written."""
+
+from __future__ import annotations
+
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+
+import skipsearch
+from skipsearch import absorption, baseline
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize("module", [absorption, baseline])
+def test_docstring_examples(module):
+    failures, tried = doctest.testmod(module, raise_on_error=False)
+    assert tried > 0 and failures == 0
+
+
+def test_readme_api_example(capsys):
+    text = README.read_text()
+    code = re.search(r"## API\n\n```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "absorbable [0 1]"
+    assert float(lines[1]) < 1e-12
+    verdict, distance = lines[2].split()
+    assert verdict == "not_absorbable"
+    assert float(lines[3]) == pytest.approx(float(distance), rel=1e-9)
+    assert skipsearch.__version__ == "0.1.0"
