@@ -10,16 +10,18 @@
 //! substitution.
 //!
 //! The update is blocked: a panel of `PANEL` pivots is chosen left-looking
-//! (only the panel's own columns are subtracted), then the whole trailing
-//! matrix is updated once per panel, row by row in parallel. Every entry is
+//! (only the panel's own columns are subtracted), then the Schur complement
+//! is compacted to the neurons not yet pivoted and updated once per panel by
+//! GEMM, in fixed blocks of rows spread over the thread pool. Every entry is
 //! computed by the same sequence of operations whatever the thread count.
 
 use rayon::prelude::*;
 
 use crate::limits::{Budget, Stop};
-use crate::matrix::{axpy, Matrix};
+use crate::matrix::{axpy, gemm, Matrix, View};
 
-const PANEL: usize = 32;
+const PANEL: usize = 48;
+const UPDATE_ROWS: usize = 64;
 
 /// Entries of a null-space vector smaller than this are dropped. The search
 /// accepts basic values within a tolerance far larger than the error this
@@ -43,23 +45,29 @@ pub struct NullBasis {
 }
 
 impl PivotedCholesky {
-    /// Factor `gram` (consumed: it holds the Schur complement as work space).
-    pub fn factor(mut gram: Matrix, budget: &Budget) -> Result<Self, Stop> {
+    /// Factor `gram` (consumed: it becomes the first Schur complement).
+    pub fn factor(gram: Matrix, budget: &Budget) -> Result<Self, Stop> {
         let m = gram.rows();
-        let mut diag: Vec<f64> = (0..m).map(|j| gram.get(j, j)).collect();
-        let max_diag = diag.iter().cloned().fold(0.0, f64::max);
+        let max_diag = (0..m).map(|j| gram.get(j, j)).fold(0.0, f64::max);
         let tol = (m as f64) * f64::EPSILON * max_diag;
-        let mut chosen = vec![false; m];
+        // The Schur complement over the neurons not yet pivoted, compacted:
+        // `schur` is `idx.len()` square and `idx` maps positions to neurons.
+        let mut idx: Vec<usize> = (0..m).collect();
+        let mut schur = gram.into_vec();
         let mut pivots = Vec::new();
         let mut rows: Vec<Vec<f64>> = Vec::new();
         loop {
-            let panel_start = rows.len();
+            let n = idx.len();
+            let mut diag: Vec<f64> = (0..n).map(|j| schur[j * n + j]).collect();
+            let mut taken = vec![false; n];
+            // Panel rows over positions: panel[t * n + j].
+            let mut panel: Vec<f64> = Vec::with_capacity(PANEL * n);
             let mut finished = false;
-            while rows.len() < panel_start + PANEL {
+            while panel.len() < PANEL * n {
                 let mut p = usize::MAX;
                 let mut best = tol;
-                for j in 0..m {
-                    if !chosen[j] && diag[j] > best {
+                for j in 0..n {
+                    if !taken[j] && diag[j] > best {
                         best = diag[j];
                         p = j;
                     }
@@ -69,49 +77,66 @@ impl PivotedCholesky {
                     break;
                 }
                 budget.check()?;
-                let mut col = gram.row(p).to_vec();
-                for l in &rows[panel_start..] {
+                let mut col = schur[p * n..(p + 1) * n].to_vec();
+                for l in panel.chunks_exact(n) {
                     let a = l[p];
                     if a != 0.0 {
                         axpy(&mut col, -a, l);
                     }
                 }
                 let pivot = diag[p].sqrt();
-                let mut l = vec![0.0; m];
-                for j in 0..m {
-                    if !chosen[j] {
-                        l[j] = col[j] / pivot;
-                    }
+                taken[p] = true;
+                let mut full = vec![0.0; m];
+                for j in 0..n {
+                    let l = if taken[j] { 0.0 } else { col[j] / pivot };
+                    col[j] = l;
+                    diag[j] -= l * l;
+                    full[idx[j]] = l;
                 }
-                l[p] = pivot;
-                chosen[p] = true;
-                for j in 0..m {
-                    if !chosen[j] {
-                        diag[j] -= l[j] * l[j];
-                    }
-                }
-                pivots.push(p);
-                rows.push(l);
+                col[p] = pivot;
+                full[idx[p]] = pivot;
+                panel.extend_from_slice(&col);
+                pivots.push(idx[p]);
+                rows.push(full);
             }
-            if finished || rows.len() == m {
+            if finished || pivots.len() == m {
                 break;
             }
-            let panel = &rows[panel_start..];
-            let chosen_ref = &chosen;
-            gram.data_mut()
-                .par_chunks_mut(m)
+            // Compact to the untaken positions, then subtract the panel's
+            // rank-k update with one GEMM per fixed block of rows.
+            let keep: Vec<usize> = (0..n).filter(|&j| !taken[j]).collect();
+            let n2 = keep.len();
+            let k = panel.len() / n;
+            let mut next = vec![0.0; n2 * n2];
+            for (r, &i) in keep.iter().enumerate() {
+                for (c, &j) in keep.iter().enumerate() {
+                    next[r * n2 + c] = schur[i * n + j];
+                }
+            }
+            let mut lp = vec![0.0; k * n2];
+            for t in 0..k {
+                for (c, &j) in keep.iter().enumerate() {
+                    lp[t * n2 + c] = panel[t * n + j];
+                }
+            }
+            let lp_all = View::rows_of(&lp, n2, 0, k);
+            next.par_chunks_mut(UPDATE_ROWS * n2)
                 .enumerate()
-                .for_each(|(j, row)| {
-                    if chosen_ref[j] {
-                        return;
-                    }
-                    for l in panel {
-                        let a = l[j];
-                        if a != 0.0 {
-                            axpy(row, -a, l);
-                        }
-                    }
+                .for_each(|(blk, out)| {
+                    let r0 = blk * UPDATE_ROWS;
+                    let r1 = r0 + out.len() / n2;
+                    let a = View {
+                        data: &lp,
+                        offset: r0,
+                        rows: r1 - r0,
+                        cols: k,
+                        row_stride: 1,
+                        col_stride: n2,
+                    };
+                    gemm(-1.0, a, lp_all, 1.0, out);
                 });
+            idx = keep.iter().map(|&j| idx[j]).collect();
+            schur = next;
         }
         Ok(PivotedCholesky { m, pivots, rows })
     }

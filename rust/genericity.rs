@@ -32,6 +32,11 @@ impl GenericityCheck {
     }
 }
 
+/// Relative size below which a squared distance computed from Gram entries
+/// is rounding noise: equal rows must always be flagged, however the inner
+/// products were summed.
+pub const GRAM_RESOLUTION: f64 = 1024.0 * f64::EPSILON;
+
 /// At most this many offending pairs are listed; all are counted.
 pub const MAX_REPORTED_PAIRS: usize = 1000;
 
@@ -74,9 +79,9 @@ pub fn offending_pair(check: GenericityCheck, a_ij: f64, a_ii: f64, a_jj: f64, t
         GenericityCheck::None => false,
         // 1 - |cos| <= tol
         GenericityCheck::Proportional => a_ij.abs() >= (1.0 - tol) * (a_ii * a_jj).sqrt(),
-        // || a_i -+ a_j ||^2 <= tol^2 max(|a_i|^2, |a_j|^2)
+        // || a_i -+ a_j ||^2 <= max(tol^2, resolution) max(|a_i|^2, |a_j|^2)
         GenericityCheck::SignedDistinct => {
-            a_ii + a_jj - 2.0 * a_ij.abs() <= tol * tol * a_ii.max(a_jj)
+            a_ii + a_jj - 2.0 * a_ij.abs() <= (tol * tol).max(GRAM_RESOLUTION) * a_ii.max(a_jj)
         }
     }
 }

@@ -159,3 +159,87 @@ mod tests {
         assert_eq!(t.transpose(), m);
     }
 }
+
+/// A read-only strided view of a row-major buffer: element `(i, j)` is
+/// `data[offset + i * row_stride + j * col_stride]`.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub data: &'a [f64],
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+impl<'a> View<'a> {
+    /// Rows `r0..r1` of a row-major `? x cols` buffer.
+    pub fn rows_of(data: &'a [f64], cols: usize, r0: usize, r1: usize) -> Self {
+        View {
+            data,
+            offset: r0 * cols,
+            rows: r1 - r0,
+            cols,
+            row_stride: cols,
+            col_stride: 1,
+        }
+    }
+
+    /// The transpose of this view (no copy).
+    pub fn t(self) -> Self {
+        View {
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+            ..self
+        }
+    }
+
+    fn in_bounds(&self) -> bool {
+        if self.rows == 0 || self.cols == 0 {
+            return true;
+        }
+        let last =
+            self.offset + (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride;
+        last < self.data.len()
+    }
+}
+
+/// `c = alpha * a b + beta * c`, with `c` a row-major `a.rows x b.cols`
+/// buffer. A safe front to matrixmultiply's GEMM; each entry of `c` is
+/// computed by a fixed sequence of operations for given shapes.
+pub fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: &mut [f64]) {
+    assert_eq!(a.cols, b.rows, "gemm: inner dimensions differ");
+    assert_eq!(c.len(), a.rows * b.cols, "gemm: output has the wrong size");
+    assert!(a.in_bounds() && b.in_bounds(), "gemm: view out of bounds");
+    if c.is_empty() {
+        return;
+    }
+    if a.cols == 0 {
+        for x in c.iter_mut() {
+            *x *= beta;
+        }
+        return;
+    }
+    // SAFETY: the asserts above keep every index of a, b and c in bounds,
+    // and c is a unique borrow that aliases neither input.
+    unsafe {
+        matrixmultiply::dgemm(
+            a.rows,
+            a.cols,
+            b.cols,
+            alpha,
+            a.data.as_ptr().add(a.offset),
+            a.row_stride as isize,
+            a.col_stride as isize,
+            b.data.as_ptr().add(b.offset),
+            b.row_stride as isize,
+            b.col_stride as isize,
+            beta,
+            c.as_mut_ptr(),
+            b.cols as isize,
+            1,
+        );
+    }
+}

@@ -7,18 +7,19 @@
 //! `(d_out d_in) x m` system is never formed (Mijoski & Karbevski 2026 state
 //! the condition; the Gram form is ours).
 //!
-//! The Gram matrix is built in row blocks: each block keeps its few rows
-//! `u_i`, `v_i` in cache while every later neuron streams past once. The
-//! same loop runs the genericity pair test on `u_i . u_j + b_i b_j`.
+//! The Gram matrix is built in fixed row blocks of 64 neurons, each block by
+//! two GEMM calls (`V_blk V^T` and `U_blk U^T`) and an entrywise product; the
+//! fixed partition keeps every entry independent of the thread count. The
+//! same pass runs the genericity pair test on `u_i . u_j + b_i b_j`.
 
 use rayon::prelude::*;
 
 use crate::block::Block;
 use crate::genericity::{self, GenericityCheck, GenericityReport, MAX_REPORTED_PAIRS};
 use crate::limits::{Budget, Stop};
-use crate::matrix::{dot, Matrix};
+use crate::matrix::{dot, gemm, Matrix, View};
 
-const ROW_BLOCK: usize = 16;
+const ROW_BLOCK: usize = 64;
 
 /// Offending genericity pairs of one row block, and how many there were.
 type BlockPairs = Result<(Vec<(usize, usize)>, u64), Stop>;
@@ -63,24 +64,40 @@ pub fn normal_equations(
                 budget.check()?;
                 let i0 = blk * ROW_BLOCK;
                 let rows = chunk.len() / m;
+                // chunk <- V[i0..] V^T, then multiplied entrywise by U[i0..] U^T.
+                let vb = View::rows_of(v.data(), v.cols(), i0, i0 + rows);
+                gemm(
+                    c * c,
+                    vb,
+                    View::rows_of(v.data(), v.cols(), 0, m).t(),
+                    0.0,
+                    chunk,
+                );
+                let mut gu = vec![0.0; rows * m];
+                let ub = View::rows_of(u.data(), u.cols(), i0, i0 + rows);
+                gemm(
+                    1.0,
+                    ub,
+                    View::rows_of(u.data(), u.cols(), 0, m).t(),
+                    0.0,
+                    &mut gu,
+                );
                 let mut pairs = Vec::new();
                 let mut count = 0u64;
-                for j in i0..m {
-                    let (uj, vj) = (u.row(j), v.row(j));
-                    for r in 0..rows {
-                        let i = i0 + r;
-                        if i > j {
-                            break;
-                        }
-                        let gu = dot(u.row(i), uj);
-                        let gv = dot(v.row(i), vj);
-                        chunk[r * m + j] = c * c * gu * gv;
-                        if i < j
-                            && !is_dead[i]
-                            && !is_dead[j]
+                for r in 0..rows {
+                    let i = i0 + r;
+                    let (g_row, u_row) = (&mut chunk[r * m..(r + 1) * m], &gu[r * m..(r + 1) * m]);
+                    for (g, &x) in g_row.iter_mut().zip(u_row) {
+                        *g *= x;
+                    }
+                    if is_dead[i] || check == GenericityCheck::None {
+                        continue;
+                    }
+                    for j in i + 1..m {
+                        if !is_dead[j]
                             && genericity::offending_pair(
                                 check,
-                                gu + bias(i) * bias(j),
+                                u_row[j] + bias(i) * bias(j),
                                 aug_sq[i],
                                 aug_sq[j],
                                 tol,
@@ -104,29 +121,23 @@ pub fn normal_equations(
         pairs.extend(p);
         pair_count += n;
     }
-    pairs.sort_unstable();
     pairs.truncate(MAX_REPORTED_PAIRS);
-    let data = gram.data_mut();
-    for i in 0..m {
-        for j in 0..i {
-            data[i * m + j] = data[j * m + i];
-        }
-    }
     budget.check()?;
 
+    // h_i = -c v_i . (A u_i): AU = U A^T (m x d_out), then one dot per neuron.
     let skip = &block.skip;
+    let mut au = vec![0.0; m * skip.rows()];
+    gemm(
+        1.0,
+        View::rows_of(u.data(), u.cols(), 0, m),
+        View::rows_of(skip.data(), skip.cols(), 0, skip.rows()).t(),
+        0.0,
+        &mut au,
+    );
+    let d_out = skip.rows();
     let rhs: Vec<f64> = (0..m)
         .into_par_iter()
-        .map(|i| {
-            let (ui, vi) = (u.row(i), v.row(i));
-            let mut acc = 0.0;
-            for (p, &vip) in vi.iter().enumerate() {
-                if vip != 0.0 {
-                    acc += vip * dot(skip.row(p), ui);
-                }
-            }
-            -c * acc
-        })
+        .map(|i| -c * dot(v.row(i), &au[i * d_out..(i + 1) * d_out]))
         .collect();
 
     let report = GenericityReport {

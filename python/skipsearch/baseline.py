@@ -26,6 +26,9 @@ __all__ = ["find_absorbing_subset", "MAX_WIDTH"]
 #: Largest hidden width the baseline accepts (2^26 subsets).
 MAX_WIDTH = 26
 _CHUNK = 1 << 14
+#: Squared distances from Gram entries below this (relative) are rounding
+#: noise; the same constant as the Rust core's genericity check.
+_GRAM_RESOLUTION = 1024 * np.finfo(np.float64).eps
 
 
 def _genericity(W_up, W_down, b_up, check, tol) -> dict:
@@ -48,7 +51,9 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
                 if check == "non_proportional":
                     bad = a >= (1 - tol) * math.sqrt(norms[i] * norms[j])
                 else:
-                    bad = norms[i] + norms[j] - 2 * a <= tol**2 * max(norms[i], norms[j])
+                    bad = norms[i] + norms[j] - 2 * a <= max(tol**2, _GRAM_RESOLUTION) * max(
+                        norms[i], norms[j]
+                    )
                 if bad:
                     pairs.append((i, j))
     return {
