@@ -558,7 +558,8 @@ def scan_checkpoint(
         disable=not show,
         leave=False,
         dynamic_ncols=True,
-        delay=0.5,  # appear only when the scan takes more than a moment
+        # by default, appear only when the scan takes more than a moment
+        delay=0.5 if progress is None else 0.0,
     ) as bar:
         for keys in info._layers:
             start = time.perf_counter()
