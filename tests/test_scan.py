@@ -165,7 +165,7 @@ def test_layer_report_record(ckpt):
     assert json.loads(json.dumps(d, allow_nan=False)) == d
     assert set(d) >= {"layer", "d", "m", "activation", "verdict", "relaxation_distance",
                       "seconds", "reason"}
-    assert d["flip_set"] == [0, 1, 2, 3]
+    assert d["subset"] == [0, 1, 2, 3]
     # The full result does not take part in comparisons.
     assert r == LayerReport(**{**r.__dict__, "result": reports[0].result})
     with pytest.raises(AttributeError):

@@ -48,7 +48,10 @@ def find_absorbing_subset(
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
     The block is ``f(x) = W_down act(W_up x + b_up) + b_down`` or, for gated
-    activations, ``f(x) = W_down (gate(W_gate x) * (W_up x)) + b_down``.
+    activations, ``f(x) = W_down (gate(W_gate x) * (W_up x + b_up)) + b_down``.
+    The question is whether a block ``g`` of the same kind (same activation
+    and form, same width ``m``, inner biases only if ``f`` has them) with no
+    skip satisfies ``g(x) = A x + f(x)`` for every ``x``.
     For flip-linear activations (ReLU, GELU, ...) the search looks for a flip
     set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``: a least-squares
     relaxation through the ``m x m`` Gram matrix, a certificate of
@@ -62,8 +65,9 @@ def find_absorbing_subset(
     W_down : array_like, shape (d_out, m)
         Down projection.
     activation : str or Activation, default "relu"
-        A name from :func:`skipsearch.known_activations` or an activation
-        object such as ``skipsearch.leaky_relu(0.2)``.
+        A name from :func:`skipsearch.known_activations`,
+        ``"leaky_relu(<slope>)"``, or an activation object such as
+        ``skipsearch.leaky_relu(0.2)``; plain ``"leaky_relu"`` has slope 0.01.
     b_up : array_like, shape (m,), optional
         Inner bias. Its presence voids the degree and linearization
         arguments (the verdict becomes undecided).

@@ -28,6 +28,7 @@ argument). Everything else is undecided.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
@@ -344,7 +345,8 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
     Parameters
     ----------
     activation : str or Activation
-        A name from :func:`known_activations` (case-insensitive), or an
+        A name from :func:`known_activations` (case-insensitive; plain
+        ``"leaky_relu"`` has slope 0.01), ``"leaky_relu(<slope>)"``, or an
         activation object such as ``leaky_relu(0.2)``.
 
     Returns
@@ -365,10 +367,20 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
             "activation must be a registry name or a skipsearch.Activation, "
             f"got {type(activation).__name__}"
         )
-    key = activation.strip().lower()
+    key = activation.strip().lower().replace(" ", "")
     key = ALIASES.get(key, key)
     if key in ACTIVATIONS:
         return ACTIVATIONS[key]
+    parametrised = re.fullmatch(r"leaky_relu\((.*)\)", key)
+    if parametrised:
+        try:
+            slope = float(parametrised.group(1))
+        except ValueError:
+            raise ValueError(
+                f"activation {activation!r}: the slope must be a number, e.g. 'leaky_relu(0.2)'"
+            ) from None
+        return leaky_relu(slope)
     raise ValueError(
-        f"unknown activation {activation!r}; known activations: {', '.join(known_activations())}"
+        f"unknown activation {activation!r}; known activations: "
+        f"{', '.join(known_activations())}, or 'leaky_relu(<slope>)'"
     )

@@ -163,6 +163,12 @@ def _distance(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _verdict_cell(report) -> str:
+    """The verdict, with the limit that stopped the search when there was one."""
+    status = report.result.status if report.result is not None else "complete"
+    return report.verdict if status == "complete" else f"{report.verdict} ({status})"
+
+
 def format_table(reports: Sequence) -> str:
     """The aligned per-layer table printed by ``skipsearch scan``."""
     header = ("layer", "d", "m", "activation", "verdict", "relaxation distance", "seconds")
@@ -172,7 +178,7 @@ def format_table(reports: Sequence) -> str:
             str(r.d),
             str(r.m),
             r.activation,
-            r.verdict,
+            _verdict_cell(r),
             _distance(r.relaxation_distance),
             f"{r.seconds:.2f}",
         )

@@ -25,7 +25,7 @@ __all__ = ["SkipFreeBlock", "build_skip_free_block", "residual_block_output", "m
 class SkipFreeBlock:
     """A skip-free MLP block ``x -> W_down act(W_up x + b_up) + b_down``.
 
-    For gated activations it is ``W_down (gate(W_gate x) * (W_up x)) + b_down``.
+    For gated activations it is ``W_down (gate(W_gate x) * (W_up x + b_up)) + b_down``.
 
     Attributes
     ----------
@@ -115,8 +115,8 @@ def build_skip_free_block(
     sign[idx] = -1.0
     new_b_down = b_down_arr + act.flip_constant * (w.W_down[:, idx] @ b_up_arr[idx])
     return SkipFreeBlock(
-        W_up=w.W_up * sign[:, None],
-        b_up=b_up_arr * sign,
+        W_up=w.W_up * sign[:, None] + 0.0,  # + 0.0 turns -0.0 into 0.0
+        b_up=b_up_arr * sign + 0.0,
         W_down=w.W_down,
         b_down=new_b_down,
         activation=act,
@@ -156,9 +156,10 @@ def max_abs_difference(
     W_up: Any,
     W_down: Any,
     *,
-    activation: Union[str, Activation] = "relu",
+    activation: Union[str, Activation, None] = None,
     b_up: Any = None,
     b_down: Any = None,
+    W_gate: Any = None,
     skip: Any = None,
     n_samples: int = 1000,
     scale: float = 3.0,
@@ -170,9 +171,12 @@ def max_abs_difference(
     ----------
     block : SkipFreeBlock
         Typically ``result.block``.
-    W_up, W_down, activation, b_up, b_down, skip
+    W_up, W_down, b_up, b_down, W_gate, skip
         The original residual block, as passed to
         :func:`skipsearch.find_absorbing_subset`.
+    activation : str or Activation, optional
+        The original block's activation. Default: ``block.activation``, the
+        one the flip set was found for.
     n_samples : int, default 1000
         Number of inputs ``x ~ N(0, scale^2 I)``.
     scale : float, default 3.0
@@ -187,9 +191,18 @@ def max_abs_difference(
     """
     if not isinstance(block, SkipFreeBlock):
         raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
+    if activation is None:
+        activation = block.activation
     rng = np.random.default_rng(seed)
     x = scale * rng.standard_normal((int(n_samples), block.W_up.shape[1]))
     want = residual_block_output(
-        x, W_up, W_down, activation=activation, b_up=b_up, b_down=b_down, skip=skip
+        x,
+        W_up,
+        W_down,
+        activation=activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=skip,
     )
     return float(np.max(np.abs(block(x) - want))) if len(x) else 0.0

@@ -181,7 +181,7 @@ class LayerReport:
             "status": r.status,
             "tolerance": _finite(r.tolerance),
             "residual": _finite(r.residual),
-            "flip_set": None if r.subset is None else [int(i) for i in r.subset],
+            "subset": None if r.subset is None else [int(i) for i in r.subset],
             "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
         }
 
