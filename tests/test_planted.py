@@ -84,3 +84,14 @@ def test_real_sized_planted_block(rng):
     r = skipsearch.find_absorbing_subset(activation="gelu", **kwargs)
     assert r.subset.tolist() == S.tolist()
     assert skipsearch.max_abs_difference(r.block, activation="gelu", **kwargs) < 1e-9
+
+
+def test_slope_given_as_a_string_and_block_activation_default(rng):
+    kwargs, S, _ = planted_block(rng, 3, 3, 8, 4, c=1.2, bias=True)
+    r = skipsearch.find_absorbing_subset(activation="leaky_relu(0.2)", **kwargs)
+    assert r.activation == "leaky_relu(0.2)" and r.subset.tolist() == S.tolist()
+    # max_abs_difference takes the activation from the block by default ...
+    assert skipsearch.max_abs_difference(r.block, **kwargs) < 1e-9
+    # ... and an explicit wrong one shows the mismatch.
+    assert skipsearch.max_abs_difference(r.block, activation="relu", **kwargs) > 1e-3
+    assert not np.signbit(r.block.b_up[r.block.b_up == 0]).any()

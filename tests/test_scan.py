@@ -194,6 +194,13 @@ def test_cli_table(ckpt, capsys):
     assert lines[-1].startswith("2 FFN blocks: 1 absorbable, 1 not absorbable")
 
 
+def test_cli_table_names_the_limit_hit(ckpt, capsys):
+    code, out, _ = run_cli(capsys, "scan", str(ckpt), "--no-progress", "--time-limit", "0")
+    assert code == 0
+    rows = out.splitlines()[2:4]
+    assert all("undecided (time_limit)" in row for row in rows)
+
+
 def test_cli_json_matches_scan(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--json", "--tol", "1e-5")
     assert code == 0 and err == ""
