@@ -11,8 +11,9 @@
 //!
 //! The update is blocked: a panel of `PANEL` pivots is chosen left-looking
 //! (only the panel's own columns are subtracted), then the Schur complement
-//! is compacted to the neurons not yet pivoted and updated once per panel by
-//! GEMM, in fixed blocks of rows spread over the thread pool. Every entry is
+//! is compacted to the neurons not yet pivoted and its lower triangle (the
+//! only half ever read) is updated once per panel by GEMM, in fixed blocks
+//! of rows spread over the thread pool. Every entry is
 //! computed by the same sequence of operations whatever the thread count.
 
 use rayon::prelude::*;
@@ -77,7 +78,16 @@ impl PivotedCholesky {
                     break;
                 }
                 budget.check()?;
-                let mut col = schur[p * n..(p + 1) * n].to_vec();
+                // Row p of the symmetric Schur complement, from its lower triangle.
+                let mut col: Vec<f64> = (0..n)
+                    .map(|j| {
+                        if j <= p {
+                            schur[p * n + j]
+                        } else {
+                            schur[j * n + p]
+                        }
+                    })
+                    .collect();
                 for l in panel.chunks_exact(n) {
                     let a = l[p];
                     if a != 0.0 {
@@ -109,7 +119,7 @@ impl PivotedCholesky {
             let k = panel.len() / n;
             let mut next = vec![0.0; n2 * n2];
             for (r, &i) in keep.iter().enumerate() {
-                for (c, &j) in keep.iter().enumerate() {
+                for (c, &j) in keep.iter().enumerate().take(r + 1) {
                     next[r * n2 + c] = schur[i * n + j];
                 }
             }
@@ -133,7 +143,9 @@ impl PivotedCholesky {
                         row_stride: 1,
                         col_stride: n2,
                     };
-                    gemm(-1.0, a, lp_all, 1.0, out);
+                    // Lower triangle of this block of rows: columns 0..r1.
+                    let b = View { cols: r1, ..lp_all };
+                    gemm(-1.0, a, b, 1.0, out, n2);
                 });
             idx = keep.iter().map(|&j| idx[j]).collect();
             schur = next;

@@ -46,7 +46,7 @@ pub struct GenericityReport {
     pub check: GenericityCheck,
     /// Neurons with `u_i = 0` or `v_i = 0` (relative to the largest row).
     pub dead: Vec<usize>,
-    /// The first offending pairs `(i, j)`, `i < j`, in row order.
+    /// The first offending pairs `(i, j)`, `i < j`, ordered by `j`, then `i`.
     pub pairs: Vec<(usize, usize)>,
     /// Number of offending pairs in all.
     pub pair_count: u64,

@@ -206,19 +206,26 @@ impl<'a> View<'a> {
     }
 }
 
-/// `c = alpha * a b + beta * c`, with `c` a row-major `a.rows x b.cols`
-/// buffer. A safe front to matrixmultiply's GEMM; each entry of `c` is
-/// computed by a fixed sequence of operations for given shapes.
-pub fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: &mut [f64]) {
+/// `c = alpha * a b + beta * c`, with `c` the first `b.cols` columns of a
+/// row-major buffer with row stride `ldc`. A safe front to matrixmultiply's
+/// GEMM; each entry of `c` is computed by a fixed sequence of operations for
+/// given shapes.
+pub fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: &mut [f64], ldc: usize) {
     assert_eq!(a.cols, b.rows, "gemm: inner dimensions differ");
-    assert_eq!(c.len(), a.rows * b.cols, "gemm: output has the wrong size");
-    assert!(a.in_bounds() && b.in_bounds(), "gemm: view out of bounds");
-    if c.is_empty() {
+    assert!(ldc >= b.cols, "gemm: row stride shorter than a row");
+    if a.rows == 0 || b.cols == 0 {
         return;
     }
+    assert!(
+        c.len() >= (a.rows - 1) * ldc + b.cols,
+        "gemm: output too small"
+    );
+    assert!(a.in_bounds() && b.in_bounds(), "gemm: view out of bounds");
     if a.cols == 0 {
-        for x in c.iter_mut() {
-            *x *= beta;
+        for r in 0..a.rows {
+            for x in &mut c[r * ldc..r * ldc + b.cols] {
+                *x *= beta;
+            }
         }
         return;
     }
@@ -238,7 +245,7 @@ pub fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: &mut [f64]) {
             b.col_stride as isize,
             beta,
             c.as_mut_ptr(),
-            b.cols as isize,
+            ldc as isize,
             1,
         );
     }

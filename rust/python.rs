@@ -2,11 +2,15 @@
 //!
 //! The Python layer validates and coerces arrays; this layer copies them
 //! into the core's layout (stride-aware, so any numpy layout works), runs the
-//! decision on a worker thread with the interpreter released, and polls for
-//! Ctrl-C every 20 ms, setting the core's cancel flag when it arrives.
+//! decision on a worker thread with the interpreter released, and checks for
+//! Ctrl-C every 20 ms while it waits, setting the core's cancel flag when it
+//! arrives. The worker wakes the caller as soon as it is done.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// How often a waiting call checks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(20);
 
 use numpy::ndarray::ArrayView2;
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
@@ -68,17 +72,18 @@ fn run_interruptible<T: Send>(
     cancel: &AtomicBool,
     work: impl FnOnce() -> T + Send,
 ) -> PyResult<T> {
+    let waiter = std::thread::current();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(work);
+        let handle = scope.spawn(move || {
+            let out = work();
+            waiter.unpark();
+            out
+        });
         loop {
-            let finished = py.detach(|| {
-                let start = Instant::now();
-                while !handle.is_finished() && start.elapsed() < Duration::from_millis(20) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                handle.is_finished()
-            });
-            if finished {
+            // Parked until the worker unparks us (an unpark that comes first
+            // is not lost) or 20 ms pass, whichever is sooner.
+            py.detach(|| std::thread::park_timeout(POLL));
+            if handle.is_finished() {
                 break;
             }
             if let Err(err) = py.check_signals() {

@@ -7,9 +7,10 @@
 //! `(d_out d_in) x m` system is never formed (Mijoski & Karbevski 2026 state
 //! the condition; the Gram form is ours).
 //!
-//! The Gram matrix is built in fixed row blocks of 64 neurons, each block by
-//! two GEMM calls (`V_blk V^T` and `U_blk U^T`) and an entrywise product; the
-//! fixed partition keeps every entry independent of the thread count. The
+//! The Gram matrix is built in fixed row blocks of 64 neurons, each block's
+//! lower triangle by two GEMM calls (`V_blk V^T` and `U_blk U^T`) and an
+//! entrywise product, then mirrored; the fixed partition keeps every entry
+//! independent of the thread count. The
 //! same pass runs the genericity pair test on `u_i . u_j + b_i b_j`.
 
 use rayon::prelude::*;
@@ -64,36 +65,29 @@ pub fn normal_equations(
                 budget.check()?;
                 let i0 = blk * ROW_BLOCK;
                 let rows = chunk.len() / m;
-                // chunk <- V[i0..] V^T, then multiplied entrywise by U[i0..] U^T.
-                let vb = View::rows_of(v.data(), v.cols(), i0, i0 + rows);
-                gemm(
-                    c * c,
-                    vb,
-                    View::rows_of(v.data(), v.cols(), 0, m).t(),
-                    0.0,
-                    chunk,
-                );
-                let mut gu = vec![0.0; rows * m];
-                let ub = View::rows_of(u.data(), u.cols(), i0, i0 + rows);
-                gemm(
-                    1.0,
-                    ub,
-                    View::rows_of(u.data(), u.cols(), 0, m).t(),
-                    0.0,
-                    &mut gu,
-                );
+                let i1 = i0 + rows;
+                // Lower triangle only: chunk[:, ..i1] <- V[i0..i1] V[..i1]^T,
+                // then multiplied entrywise by U[i0..i1] U[..i1]^T.
+                let vb = View::rows_of(v.data(), v.cols(), i0, i1);
+                let v_all = View::rows_of(v.data(), v.cols(), 0, i1).t();
+                gemm(c * c, vb, v_all, 0.0, chunk, m);
+                let mut gu = vec![0.0; rows * i1];
+                let ub = View::rows_of(u.data(), u.cols(), i0, i1);
+                let u_all = View::rows_of(u.data(), u.cols(), 0, i1).t();
+                gemm(1.0, ub, u_all, 0.0, &mut gu, i1);
                 let mut pairs = Vec::new();
                 let mut count = 0u64;
                 for r in 0..rows {
                     let i = i0 + r;
-                    let (g_row, u_row) = (&mut chunk[r * m..(r + 1) * m], &gu[r * m..(r + 1) * m]);
+                    let g_row = &mut chunk[r * m..r * m + i1];
+                    let u_row = &gu[r * i1..(r + 1) * i1];
                     for (g, &x) in g_row.iter_mut().zip(u_row) {
                         *g *= x;
                     }
                     if is_dead[i] || check == GenericityCheck::None {
                         continue;
                     }
-                    for j in i + 1..m {
+                    for j in 0..i {
                         if !is_dead[j]
                             && genericity::offending_pair(
                                 check,
@@ -105,7 +99,7 @@ pub fn normal_equations(
                         {
                             count += 1;
                             if pairs.len() < MAX_REPORTED_PAIRS {
-                                pairs.push((i, j));
+                                pairs.push((j, i));
                             }
                         }
                     }
@@ -122,6 +116,12 @@ pub fn normal_equations(
         pair_count += n;
     }
     pairs.truncate(MAX_REPORTED_PAIRS);
+    let data = gram.data_mut();
+    for i in 0..m {
+        for j in i + 1..m {
+            data[i * m + j] = data[j * m + i];
+        }
+    }
     budget.check()?;
 
     // h_i = -c v_i . (A u_i): AU = U A^T (m x d_out), then one dot per neuron.
@@ -133,6 +133,7 @@ pub fn normal_equations(
         View::rows_of(skip.data(), skip.cols(), 0, skip.rows()).t(),
         0.0,
         &mut au,
+        skip.rows(),
     );
     let d_out = skip.rows();
     let rhs: Vec<f64> = (0..m)

@@ -27,8 +27,8 @@ class GenericityChecks:
     dead_neurons : ndarray of int, shape (k,)
         Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0``.
     offending_pairs : ndarray of int, shape (p, 2)
-        The first (at most 1000) pairs ``(i, j)``, ``i < j``, whose rows
-        ``(u_i, b_i)`` fail the check.
+        The first (at most 1000) pairs ``(i, j)``, ``i < j``, ordered by
+        ``j`` then ``i``, whose rows ``(u_i, b_i)`` fail the check.
     offending_pair_count : int
         Number of offending pairs in all.
     """
