@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::block::Block;
 use crate::branch_and_bound::search_component;
-use crate::certificate::certificate;
+use crate::certificate::{certificate, inner_products, lower_bound_from};
 use crate::cholesky::PivotedCholesky;
 use crate::error::Error;
 use crate::genericity::{GenericityCheck, GenericityReport};
@@ -38,8 +38,9 @@ impl Options {
         }
     }
 
+    /// A limit too large to represent (or negative or NaN) means no limit.
     pub fn with_time_limit(mut self, seconds: f64) -> Self {
-        self.limits.time_limit = Some(Duration::from_secs_f64(seconds));
+        self.limits.time_limit = Duration::try_from_secs_f64(seconds).ok();
         self
     }
 
@@ -92,6 +93,27 @@ pub enum Finding {
     Stopped(Stop),
     /// The search found a candidate that failed float64 verification.
     VerificationFailed(Vec<usize>),
+    /// Floating point cannot settle the question either way.
+    Inconclusive(Numerics),
+}
+
+/// Why floating point could not settle the question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numerics {
+    /// Products of the weights overflow float64.
+    Overflow,
+    /// The relaxation is too ill-conditioned: its residual does not prove
+    /// impossibility, or a rounding conflict is within the solution's error.
+    IllConditioned,
+}
+
+impl Numerics {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Numerics::Overflow => "overflow",
+            Numerics::IllConditioned => "ill_conditioned",
+        }
+    }
 }
 
 /// The full record of one decision.
@@ -118,6 +140,13 @@ pub struct Outcome {
 /// Tolerance on the relaxed value of a single neuron, derived from the
 /// problem tolerance; every candidate is re-verified, so it only steers the
 /// search.
+/// Smallest eigenvalue (of the unit-diagonal Gram matrix of the pivots)
+/// below which a search that ran with a value tolerance proves nothing.
+const WELL_CONDITIONED: f64 = 1e-8;
+
+/// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
+const REFINEMENT_STEPS: usize = 3;
+
 fn value_tolerance(tol: f64) -> f64 {
     (1e3 * tol).clamp(1e-6, 0.25)
 }
@@ -179,17 +208,47 @@ fn stages(
     let (normal, genericity) = normal_equations(block, &v, options.check, tol, budget)?;
     drop(v);
     out.genericity = Some(genericity);
+    if normal.gram.data().iter().any(|x| !x.is_finite()) {
+        return Ok(Finding::Inconclusive(Numerics::Overflow));
+    }
     let factor = PivotedCholesky::factor(normal.gram, budget)?;
     out.rank = Some(factor.rank());
-    let s_star = factor.solve(&normal.rhs);
 
+    // The normal equations square the condition number, so the solution is
+    // refined against residuals computed from the weights themselves
+    // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
     out.method.push("certificate");
-    let cert = certificate(block, &s_star);
+    let mut s_star = factor.solve(&normal.rhs);
+    let mut cert = certificate(block, &s_star);
+    let mut inner = inner_products(block, &cert.y);
+    for _ in 0..REFINEMENT_STEPS {
+        budget.check()?;
+        let step = factor.solve(&inner);
+        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        if size <= 1e-15 * s_star.iter().fold(1.0f64, |a, x| a.max(x.abs())) {
+            break;
+        }
+        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
+        let trial_cert = certificate(block, &trial);
+        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
+            || !trial_cert.distance.is_finite()
+        {
+            break;
+        }
+        s_star = trial;
+        cert = trial_cert;
+        inner = inner_products(block, &cert.y);
+    }
     out.relaxation_distance = Some(cert.distance);
     if cert.distance > tol {
-        out.certificate = Some(cert.y);
-        return Ok(Finding::NoSubset(Evidence::Certificate));
+        // Claim impossibility only if Y itself proves it.
+        if lower_bound_from(block, &cert.y, &inner) > tol {
+            out.certificate = Some(cert.y);
+            return Ok(Finding::NoSubset(Evidence::Certificate));
+        }
+        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
     }
+    let y_distance = cert.distance;
     drop(cert);
 
     let delta = value_tolerance(tol);
@@ -202,25 +261,31 @@ fn stages(
     } else {
         (None, factor.pivots().to_vec())
     };
+    // Fixed neurons take their nearest 0/1 value; the worst miss is kept.
+    let mut conflict: Option<(usize, f64, f64)> = None;
     for &i in &fixed {
         let value = s_star[i];
-        if (value - value.round()).abs() > delta || !(value.round() == 0.0 || value.round() == 1.0)
-        {
-            return Ok(Finding::NoSubset(Evidence::FixedNeuron {
-                neuron: i,
-                value,
-            }));
+        let bit = if value > 0.5 { 1.0 } else { 0.0 };
+        let miss = (value - bit).abs();
+        if miss > delta && conflict.is_none_or(|(_, _, worst)| miss > worst) {
+            conflict = Some((i, value, miss));
         }
-        if value.round() == 1.0 {
+        if bit == 1.0 {
             subset.push(i);
         }
     }
+
     if let Some((null, comps)) = comps {
         out.method.push("branch and bound");
         out.components = comps.iter().map(|c| c.size()).collect();
         for (k, comp) in comps.iter().enumerate() {
             match search_component(comp, &null, &s_star, delta, budget)? {
                 Some(ones) => subset.extend(ones),
+                // Exhaustion with tolerance `delta` proves nothing when the
+                // basic part is ill-conditioned: the null basis is inexact.
+                None if factor.min_eigenvalue_bound() < WELL_CONDITIONED => {
+                    return Ok(Finding::Inconclusive(Numerics::IllConditioned))
+                }
                 None => return Ok(Finding::NoSubset(Evidence::Exhausted { component: k })),
             }
         }
@@ -231,9 +296,31 @@ fn stages(
     let residual = subset_residual(block, &subset);
     out.residual = Some(residual);
     if residual <= tol {
-        Ok(Finding::Subset(subset))
+        return Ok(Finding::Subset(subset));
+    }
+    let Some((neuron, value, miss)) = conflict else {
+        return Ok(Finding::VerificationFailed(subset));
+    };
+    if factor.rank() < m {
+        // The fixed neuron lies outside every null vector's support; its
+        // relaxed value is exact up to the basic part's conditioning.
+        if factor.min_eigenvalue_bound() < WELL_CONDITIONED {
+            return Ok(Finding::Inconclusive(Numerics::IllConditioned));
+        }
+        return Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron, value }));
+    }
+    // Full rank: a flip set within tolerance satisfies
+    // ||M (s - s*)|| <= rho = ||A|| sqrt(tol^2 - dist^2), and in scaled
+    // coordinates ||M x|| >= sqrt(lambda_min) |x_i|. Neuron i misses 0 and 1
+    // by `miss`, so no flip set exists when sqrt(lambda) miss / scale_i
+    // exceeds rho (with a safety factor of 2).
+    let rho = block.skip.frobenius_norm() * (tol * tol - y_distance * y_distance).max(0.0).sqrt();
+    let lambda = factor.min_eigenvalue_bound();
+    let scale = factor.scale()[neuron];
+    if scale > 0.0 && lambda.sqrt() * miss / scale > 2.0 * rho {
+        Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron, value }))
     } else {
-        Ok(Finding::VerificationFailed(subset))
+        Ok(Finding::Inconclusive(Numerics::IllConditioned))
     }
 }
 

@@ -35,18 +35,11 @@ pub fn certificate(block: &Block, s_star: &[f64]) -> Certificate {
     }
 }
 
-/// A lower bound on `min_{s in [0,1]^m} ||sum_i s_i R_i - T||_F / ||A||_F`
-/// proved by `y` alone: `(<Y, T> - sum_i |<Y, R_i>|) / (||Y||_F ||A||_F)`.
-pub fn lower_bound(block: &Block, y: &Matrix) -> f64 {
-    let y_norm = y.frobenius_norm();
-    let a_norm = block.skip.frobenius_norm();
-    if y_norm == 0.0 || a_norm == 0.0 {
-        return 0.0;
-    }
-    let y_dot_t = -dot(y.data(), block.skip.data());
+/// `<Y, R_i> = c v_i^T Y u_i` for every neuron `i`: the gradient of the
+/// relaxation at the point whose residual is `y`.
+pub fn inner_products(block: &Block, y: &Matrix) -> Vec<f64> {
     let c = block.flip_constant;
-    let m = block.width();
-    let leak: f64 = (0..m)
+    (0..block.width())
         .into_par_iter()
         .map(|i| {
             let ui = block.w_up.row(i);
@@ -57,8 +50,37 @@ pub fn lower_bound(block: &Block, y: &Matrix) -> f64 {
                     acc += v * dot(y.row(p), ui);
                 }
             }
-            (c * acc).abs()
+            c * acc
         })
-        .sum();
-    ((y_dot_t - leak) / (y_norm * a_norm)).max(0.0)
+        .collect()
+}
+
+/// A lower bound on `min_{s in [0,1]^m} ||sum_i s_i R_i - T||_F / ||A||_F`
+/// proved by `y` alone: `(<Y, T> - sum_i |<Y, R_i>|) / (||Y||_F ||A||_F)`.
+/// `inner` are the `<Y, R_i>` (see [`inner_products`]).
+pub fn lower_bound_from(block: &Block, y: &Matrix, inner: &[f64]) -> f64 {
+    let y_norm = y.frobenius_norm();
+    let a_norm = block.skip.frobenius_norm();
+    if y_norm == 0.0 || a_norm == 0.0 {
+        return 0.0;
+    }
+    // Normalise first so that neither product can overflow.
+    let y_dot_t: f64 = -y
+        .data()
+        .iter()
+        .zip(block.skip.data())
+        .map(|(a, b)| (a / y_norm) * (b / a_norm))
+        .sum::<f64>();
+    let leak: f64 = inner.iter().map(|x| (x / y_norm).abs() / a_norm).sum();
+    let bound = y_dot_t - leak;
+    if bound.is_finite() {
+        bound.max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// [`lower_bound_from`] with the inner products computed here.
+pub fn lower_bound(block: &Block, y: &Matrix) -> f64 {
+    lower_bound_from(block, y, &inner_products(block, y))
 }

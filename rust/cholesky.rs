@@ -32,6 +32,8 @@ const NULL_DROP: f64 = 1e-11;
 #[derive(Debug, Clone)]
 pub struct PivotedCholesky {
     m: usize,
+    /// Jacobi scaling: the factor is of `diag(scale) G diag(scale)`.
+    scale: Vec<f64>,
     pivots: Vec<usize>,
     rows: Vec<Vec<f64>>,
 }
@@ -49,6 +51,25 @@ impl PivotedCholesky {
     /// Factor `gram` (consumed: it becomes the first Schur complement).
     pub fn factor(gram: Matrix, budget: &Budget) -> Result<Self, Stop> {
         let m = gram.rows();
+        // Scale to unit diagonal, so that the rank cutoff measures each
+        // neuron's term against its own size, not against the largest one.
+        // Neurons whose term is zero get scale 0 and are never pivots.
+        let scale: Vec<f64> = (0..m)
+            .map(|j| {
+                let g = gram.get(j, j);
+                if g > 0.0 && g.is_finite() {
+                    1.0 / g.sqrt()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let mut gram = gram;
+        for (i, row) in gram.data_mut().chunks_exact_mut(m.max(1)).enumerate() {
+            for (j, x) in row.iter_mut().enumerate() {
+                *x *= scale[i] * scale[j];
+            }
+        }
         let max_diag = (0..m).map(|j| gram.get(j, j)).fold(0.0, f64::max);
         let tol = (m as f64) * f64::EPSILON * max_diag;
         // The Schur complement over the neurons not yet pivoted, compacted:
@@ -150,7 +171,12 @@ impl PivotedCholesky {
             idx = keep.iter().map(|&j| idx[j]).collect();
             schur = next;
         }
-        Ok(PivotedCholesky { m, pivots, rows })
+        Ok(PivotedCholesky {
+            m,
+            scale,
+            pivots,
+            rows,
+        })
     }
 
     pub fn rank(&self) -> usize {
@@ -169,14 +195,46 @@ impl PivotedCholesky {
             .collect()
     }
 
+    /// A lower bound on the smallest eigenvalue of the scaled Gram matrix
+    /// restricted to the pivots, `1 / ||U^-1||_F^2`; `O(r^3)`, so only
+    /// computed when a conclusion depends on the conditioning.
+    pub fn min_eigenvalue_bound(&self) -> f64 {
+        let r = self.rank();
+        let u = self.pivot_block();
+        // Columns of U^-1 by back substitution.
+        let mut sum = 0.0;
+        let mut x = vec![0.0; r];
+        for col in 0..r {
+            x.iter_mut().for_each(|v| *v = 0.0);
+            for k in (0..=col).rev() {
+                let mut acc = if k == col { 1.0 } else { 0.0 };
+                for t in k + 1..=col {
+                    acc -= u[k][t] * x[t];
+                }
+                x[k] = acc / u[k][k];
+                sum += x[k] * x[k];
+            }
+        }
+        if sum > 0.0 && sum.is_finite() {
+            1.0 / sum
+        } else {
+            0.0
+        }
+    }
+
+    /// `diag(scale)`: the factor is of the Gram matrix scaled by it on both sides.
+    pub fn scale(&self) -> &[f64] {
+        &self.scale
+    }
+
     /// The basic least-squares solution of `G s = h`: zero at free neurons.
     pub fn solve(&self, h: &[f64]) -> Vec<f64> {
         let r = self.rank();
         let u = self.pivot_block();
-        // U^T y = h_B (forward), then U z = y (backward).
+        // U^T y = D h_B (forward), then U z = y (backward), s = D z.
         let mut y = vec![0.0; r];
         for t in 0..r {
-            let mut s = h[self.pivots[t]];
+            let mut s = h[self.pivots[t]] * self.scale[self.pivots[t]];
             for (k, yk) in y.iter().enumerate().take(t) {
                 s -= u[k][t] * yk;
             }
@@ -190,7 +248,7 @@ impl PivotedCholesky {
                 acc -= u[k][t] * z[t];
             }
             z[k] = acc / u[k][k];
-            s[self.pivots[k]] = z[k];
+            s[self.pivots[k]] = z[k] * self.scale[self.pivots[k]];
         }
         s
     }
@@ -217,10 +275,16 @@ impl PivotedCholesky {
                     }
                     x[k] = acc / u[k][k];
                 }
+                // Back to unscaled neurons, normalised to 1 at f. A neuron
+                // with a zero term (scale 0) moves nothing.
+                let sf = self.scale[f];
+                if sf == 0.0 {
+                    return Ok(Vec::new());
+                }
                 Ok(x.iter()
                     .enumerate()
+                    .map(|(k, &v)| (self.pivots[k], v * self.scale[self.pivots[k]] / sf))
                     .filter(|(_, v)| v.abs() > NULL_DROP)
-                    .map(|(k, &v)| (self.pivots[k], v))
                     .collect())
             })
             .collect();

@@ -50,7 +50,7 @@ pub mod verification;
 #[cfg(feature = "python")]
 mod python;
 
-pub use absorption::{decide, Evidence, Finding, Options, Outcome};
+pub use absorption::{decide, Evidence, Finding, Numerics, Options, Outcome};
 pub use block::Block;
 pub use error::Error;
 pub use genericity::{GenericityCheck, GenericityReport};

@@ -43,7 +43,8 @@ impl<'a> Budget<'a> {
         let start = Instant::now();
         Budget {
             start,
-            deadline: limits.time_limit.map(|t| start + t),
+            // A deadline past what Instant can hold is no deadline.
+            deadline: limits.time_limit.and_then(|t| start.checked_add(t)),
             node_limit: limits.node_limit,
             nodes: 0,
             cancel,

@@ -89,8 +89,10 @@ impl Matrix {
         t
     }
 
+    /// Frobenius norm, scaled by the largest entry so that neither tiny
+    /// (below 1e-154) nor huge (above 1e154) entries under- or overflow.
     pub fn frobenius_norm(&self) -> f64 {
-        self.data.iter().map(|x| x * x).sum::<f64>().sqrt()
+        scaled_norm(&self.data)
     }
 }
 
@@ -116,6 +118,15 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
         tail += a[i] * b[i];
     }
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// Euclidean norm of `x`, computed without under- or overflow.
+pub fn scaled_norm(x: &[f64]) -> f64 {
+    let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    if big == 0.0 || !big.is_finite() {
+        return big;
+    }
+    big * x.iter().map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
 }
 
 /// `y += alpha * x`.

@@ -161,6 +161,11 @@ fn search_flip_set<'py>(
                 }
             }
         }
+        Finding::Inconclusive(why) => {
+            d.set_item("finding", "inconclusive")?;
+            d.set_item("subset", py.None())?;
+            d.set_item("numerics", why.as_str())?;
+        }
         Finding::Stopped(stop) => {
             d.set_item("finding", "stopped")?;
             d.set_item("subset", py.None())?;

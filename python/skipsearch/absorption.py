@@ -335,6 +335,21 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             status=raw["stop"],
             **fields,
         )
+    if finding == "inconclusive":
+        why = {
+            "overflow": "products of the weights overflow float64 (rescale the block)",
+            "ill_conditioned": (
+                "the relaxation is too ill-conditioned in float64 to prove or refute a flip "
+                "set at this tolerance"
+            ),
+        }[raw["numerics"]]
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=f"Undecided: {why}.",
+            argument="none",
+            status=raw["numerics"],
+            **fields,
+        )
     if finding == "verification_failed":
         return AbsorptionResult(
             verdict="undecided",
@@ -368,7 +383,7 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         argument = "branch_and_bound"
     if raw.get("certificate") is not None:
         fields["certificate"] = np.asarray(raw["certificate"])
-    if act.necessity == "sufficient_only":
+    if act.necessity not in ("genericity_checked", "generic_weights"):
         return AbsorptionResult(
             verdict="undecided",
             reason=(

@@ -143,8 +143,15 @@ def residual_block_output(
     ndarray, shape (n, d_out)
     """
     act = get_activation(activation)
+    if act.gated != (W_gate is not None):
+        raise ValueError(
+            f"activation {act.name!r} is {'gated: pass W_gate' if act.gated else 'not gated'}"
+            + ("" if act.gated else ", but W_gate was given")
+        )
     w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
-    x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    x, _ = as_float_array("x", np.atleast_2d(x), 2, f"(n, {w.d_in})")
+    if x.shape[1] != w.d_in:
+        raise ValueError(f"x has shape {x.shape}, expected (n, {w.d_in})")
     pre = x @ w.W_up.T + (w.b_up if w.b_up is not None else 0.0)
     hidden = act(x @ w.W_gate.T) * pre if w.W_gate is not None else act(pre)
     out = hidden @ w.W_down.T + x @ w.A.T

@@ -120,8 +120,9 @@ class AbsorptionResult:
     genericity : GenericityChecks or None
         The neuron checks performed and their outcome.
     status : str
-        ``"complete"``, ``"time_limit"``, ``"node_limit"`` or
-        ``"verification_failed"``.
+        ``"complete"``, ``"time_limit"``, ``"node_limit"``,
+        ``"verification_failed"``, ``"ill_conditioned"`` (float64 cannot
+        settle the question at this tolerance) or ``"overflow"``.
     stats : SearchStats
         Method path, nodes explored, seconds.
     block : SkipFreeBlock or None
