@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Optional, Sequence
 
 from skipsearch import __version__
+from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
 from skipsearch.result import VERDICTS
 
@@ -58,34 +59,28 @@ _VERDICT_WORDS = {
 }
 
 
-def _tolerance(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
-    return value
+def _option(convert, check, expected: str):
+    """An argparse type: ``convert`` the text, then validate it with the same
+    check the Python API applies, so the CLI and the API agree."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        try:
+            return check(value)
+        except (TypeError, ValueError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite non-negative number, got {text}")
-    return value
-
-
-def _threads(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 1024, got {text}")
-    return value
+_tolerance = _option(float, check_tol, "a number in (0, 1)")
+_seconds = _option(
+    float, lambda v: check_limit("time_limit", v, integer=False), "a number of seconds"
+)
+_threads = _option(int, check_threads, "a positive integer")
 
 
 def _parser() -> argparse.ArgumentParser:
