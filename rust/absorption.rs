@@ -140,9 +140,26 @@ pub struct Outcome {
 /// Tolerance on the relaxed value of a single neuron, derived from the
 /// problem tolerance; every candidate is re-verified, so it only steers the
 /// search.
-/// Smallest eigenvalue (of the unit-diagonal Gram matrix of the pivots)
-/// below which a search that ran with a value tolerance proves nothing.
-const WELL_CONDITIONED: f64 = 1e-8;
+/// Whether every basic neuron's relaxed value is known to within `delta`.
+/// A flip set within tolerance is at Gram distance at most
+/// `rho = ||A|| (tol + dist)` from the relaxed solution; in scaled
+/// coordinates that moves neuron `i` by at most
+/// `scale_i rho / sqrt(lambda_min)`.
+fn values_are_sharp(
+    factor: &PivotedCholesky,
+    a_norm: f64,
+    tol: f64,
+    distance: f64,
+    delta: f64,
+) -> bool {
+    let lambda = factor.min_eigenvalue_bound();
+    let worst = factor
+        .pivots()
+        .iter()
+        .map(|&p| factor.scale()[p])
+        .fold(0.0f64, f64::max);
+    lambda > 0.0 && worst * a_norm * (tol + distance) / lambda.sqrt() <= delta
+}
 
 /// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
 const REFINEMENT_STEPS: usize = 3;
@@ -249,6 +266,7 @@ fn stages(
         return Ok(Finding::Inconclusive(Numerics::IllConditioned));
     }
     let y_distance = cert.distance;
+    let a_norm = block.skip.frobenius_norm();
     drop(cert);
 
     let delta = value_tolerance(tol);
@@ -281,9 +299,9 @@ fn stages(
         for (k, comp) in comps.iter().enumerate() {
             match search_component(comp, &null, &s_star, delta, budget)? {
                 Some(ones) => subset.extend(ones),
-                // Exhaustion with tolerance `delta` proves nothing when the
-                // basic part is ill-conditioned: the null basis is inexact.
-                None if factor.min_eigenvalue_bound() < WELL_CONDITIONED => {
+                // Exhaustion within `delta` is a proof only if the relaxed
+                // values are known to better than `delta`.
+                None if !values_are_sharp(&factor, a_norm, tol, y_distance, delta) => {
                     return Ok(Finding::Inconclusive(Numerics::IllConditioned))
                 }
                 None => return Ok(Finding::NoSubset(Evidence::Exhausted { component: k })),
@@ -303,8 +321,8 @@ fn stages(
     };
     if factor.rank() < m {
         // The fixed neuron lies outside every null vector's support; its
-        // relaxed value is exact up to the basic part's conditioning.
-        if factor.min_eigenvalue_bound() < WELL_CONDITIONED {
+        // relaxed value is as sharp as the basic part's conditioning allows.
+        if !values_are_sharp(&factor, a_norm, tol, y_distance, delta) {
             return Ok(Finding::Inconclusive(Numerics::IllConditioned));
         }
         return Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron, value }));
@@ -314,7 +332,7 @@ fn stages(
     // coordinates ||M x|| >= sqrt(lambda_min) |x_i|. Neuron i misses 0 and 1
     // by `miss`, so no flip set exists when sqrt(lambda) miss / scale_i
     // exceeds rho (with a safety factor of 2).
-    let rho = block.skip.frobenius_norm() * (tol * tol - y_distance * y_distance).max(0.0).sqrt();
+    let rho = a_norm * (tol * tol - y_distance * y_distance).max(0.0).sqrt();
     let lambda = factor.min_eigenvalue_bound();
     let scale = factor.scale()[neuron];
     if scale > 0.0 && lambda.sqrt() * miss / scale > 2.0 * rho {

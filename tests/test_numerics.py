@@ -68,3 +68,37 @@ def test_residual_block_output_checks_the_gate(rng):
         skipsearch.residual_block_output(x + 1j, W_up, W_down)
     with pytest.raises(ValueError, match=r"x has shape \(2, 4\), expected \(n, 3\)"):
         skipsearch.residual_block_output(np.ones((2, 4)), W_up, W_down)
+
+
+def test_nearly_parallel_neurons_never_give_a_false_proof():
+    # Three nearly parallel neurons of very different sizes: the flip set
+    # {0, 2} is exact, but float64 cannot resolve the relaxation well
+    # enough to rule other sets out, so the answer must not be a proof of
+    # impossibility.
+    W_up = np.array(
+        [
+            [-0.615102926235641, -0.615366386673162, 0.4109139101939532],
+            [5.0918979619417755, 2.2206606544153114, 4.745731693674595],
+            [2.545948978955315, 1.110330327804533, 2.372865842447287],
+            [1.2728694232260744, 0.554768829521559, 1.1859680576859595],
+        ]
+    )
+    W_down = np.array(
+        [
+            [178.0886100148026, 45.828026837420545, 24.43550399489755, 0.001066037244687328],
+            [611.2393284560497, -82.95094339289663, -44.229443202424434, -0.001931456227295624],
+            [181.97370923407846, 80.82254080243321, 43.0945788602704, 0.0018807638518468033],
+        ]
+    )
+    skip = np.array(
+        [
+            [47.331278703275025, 82.45826329173141, -131.16125987466518],
+            [488.5810053245989, 425.24542911408923, -146.21620751470618],
+            [2.2159620000206095, 64.13128604836514, -177.03318258605924],
+        ]
+    )
+    r = find(W_up, W_down, skip=skip, activation="gelu")
+    assert r.verdict != "not_absorbable"
+    assert baseline.find_absorbing_subset(
+        W_up, W_down, skip=skip, activation="gelu"
+    ).subset.tolist() == [0, 2]
