@@ -179,7 +179,15 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         .stack_size(16 << 20)
         .build()
         .map_err(|e| Error::ThreadPool(e.to_string()))?;
-    Ok(pool.install(|| run(block, options, cancel)))
+    let (balanced, k_skip) = block.balanced();
+    let mut outcome = pool.install(|| run(&balanced, options, cancel));
+    if let Some(y) = outcome.certificate.as_mut() {
+        // Y is in the units of the balanced skip, 2^k_skip A.
+        y.data_mut()
+            .iter_mut()
+            .for_each(|x| *x = crate::block::ldexp(*x, -k_skip));
+    }
+    Ok(outcome)
 }
 
 fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {

@@ -79,4 +79,56 @@ impl Block {
     pub fn width(&self) -> usize {
         self.w_up.rows()
     }
+
+    /// The same problem rescaled by powers of two, and the exponent `k`
+    /// with `A_balanced = 2^k A`. `W_up` and `b_up` are scaled so their
+    /// largest entry is near 1, `W_down` inversely, then `W_down` and `A`
+    /// together so the skip's largest entry is near 1. Powers of two are
+    /// exact, so every relative residual and every genericity test is
+    /// unchanged, while weights of any magnitude stay clear of under- and
+    /// overflow in the Gram matrix.
+    pub fn balanced(&self) -> (Block, i32) {
+        let exponent = |x: f64| {
+            if x > 0.0 && x.is_finite() {
+                x.log2().round() as i32
+            } else {
+                0
+            }
+        };
+        let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        let bias_max = self.b_up.as_deref().map_or(0.0, max_abs);
+        let k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
+        let k_skip = -exponent(max_abs(self.skip.data()));
+        let mut out = self.clone();
+        out.w_up
+            .data_mut()
+            .iter_mut()
+            .for_each(|x| *x = ldexp(*x, k_up));
+        if let Some(b) = out.b_up.as_mut() {
+            b.iter_mut().for_each(|x| *x = ldexp(*x, k_up));
+        }
+        let k_down = k_skip - k_up;
+        out.w_down
+            .data_mut()
+            .iter_mut()
+            .for_each(|x| *x = ldexp(*x, k_down));
+        out.skip
+            .data_mut()
+            .iter_mut()
+            .for_each(|x| *x = ldexp(*x, k_skip));
+        (out, k_skip)
+    }
+}
+
+/// `x * 2^k`, exact unless the result under- or overflows.
+pub fn ldexp(mut x: f64, mut k: i32) -> f64 {
+    while k > 1000 {
+        x *= 2f64.powi(1000);
+        k -= 1000;
+    }
+    while k < -1000 {
+        x *= 2f64.powi(-1000);
+        k += 1000;
+    }
+    x * 2f64.powi(k)
 }

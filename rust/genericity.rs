@@ -78,7 +78,7 @@ pub fn offending_pair(check: GenericityCheck, a_ij: f64, a_ii: f64, a_jj: f64, t
     match check {
         GenericityCheck::None => false,
         // 1 - |cos| <= tol
-        GenericityCheck::Proportional => a_ij.abs() >= (1.0 - tol) * (a_ii * a_jj).sqrt(),
+        GenericityCheck::Proportional => a_ij.abs() >= (1.0 - tol) * a_ii.sqrt() * a_jj.sqrt(),
         // || a_i -+ a_j ||^2 <= max(tol^2, resolution) max(|a_i|^2, |a_j|^2)
         GenericityCheck::SignedDistinct => {
             a_ii + a_jj - 2.0 * a_ij.abs() <= (tol * tol).max(GRAM_RESOLUTION) * a_ii.max(a_jj)

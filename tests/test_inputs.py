@@ -176,3 +176,45 @@ def test_result_repr_is_readable(block):
     assert "relaxation_distance" in text and "certificate: Y, shape (3, 3)" in text
     with pytest.raises(AttributeError):
         r.verdict = "absorbable"
+
+
+def test_masked_and_ragged_inputs(block):
+    W_up, W_down = block
+    masked = np.ma.masked_array(W_up, mask=np.zeros_like(W_up, dtype=bool))
+    masked.mask[0, 0] = True
+    with pytest.raises(TypeError, match="W_up has masked entries"):
+        find(masked, W_down)
+    with pytest.raises(ValueError, match="W_down is not a rectangular numeric array"):
+        find(W_up, [[1.0, 2.0], [3.0]])
+
+
+def test_hand_made_activations_are_checked(block):
+    bad = skipsearch.Activation("abs", "flip_linear", np.abs, flip_constant=None)
+    with pytest.raises(ValueError, match="needs a finite nonzero flip_constant"):
+        find(*block, skip=np.ones((3, 3)), activation=bad)
+    odd = skipsearch.Activation("odd", "flip_linear", np.abs, flip_constant=1.0, genericity="x")
+    with pytest.raises(ValueError, match="genericity one of"):
+        find(*block, skip=np.ones((3, 3)), activation=odd)
+    # A hand-made flip-linear activation without a necessity claim is
+    # sufficient-only: "no flip set" is undecided, not a theorem's verdict.
+    mine = skipsearch.Activation("mine", "flip_linear", lambda z: z, flip_constant=1.0)
+    assert find(*block, skip=np.ones((3, 3)), activation=mine).verdict == "undecided"
+    with pytest.raises(TypeError, match="negative_slope"):
+        skipsearch.leaky_relu(True)
+
+
+def test_option_errors_are_not_blamed_on_a_block(block):
+    with pytest.raises(ValueError, match="^threads must be"):
+        skipsearch.decide_stack([{"W_up": block[0], "W_down": block[1], "skip": 0.0}], threads=0)
+
+
+def test_helpers_check_their_arguments(block):
+    W_up, W_down = block
+    with pytest.raises(ValueError, match=r"W_up must be 2-D"):
+        skipsearch.build_skip_free_block(W_up.ravel(), W_down, [0])
+    r = find(np.eye(2), -np.eye(2))
+    for bad in (0, -1, 2.5, "5"):
+        with pytest.raises(ValueError, match="n_samples must be a positive integer"):
+            skipsearch.max_abs_difference(r.block, np.eye(2), -np.eye(2), n_samples=bad)
+    with pytest.raises(ValueError, match="scale must be a finite positive number"):
+        skipsearch.max_abs_difference(r.block, np.eye(2), -np.eye(2), scale=float("nan"))

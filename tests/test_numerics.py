@@ -102,3 +102,21 @@ def test_nearly_parallel_neurons_never_give_a_false_proof():
     assert baseline.find_absorbing_subset(
         W_up, W_down, skip=skip, activation="gelu"
     ).subset.tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("a", [1e-200, 1e-100, 1e100, 1e200])
+def test_verdicts_do_not_depend_on_the_scale_of_the_weights(a, rng):
+    from tests.conftest import planted_block
+
+    kwargs, S, _ = planted_block(rng, 3, 3, 8, 3)
+    r = find(kwargs["W_up"] * a, kwargs["W_down"] / a)
+    assert r.verdict == "absorbable" and r.subset.tolist() == S.tolist()
+    assert r.genericity.passed
+    W_up, W_down = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    ref = find(W_up, W_down)
+    b = np.sqrt(a)
+    r = find(W_up * b, W_down * b, skip=a)
+    assert r.verdict == "not_absorbable"
+    assert r.relaxation_distance == pytest.approx(ref.relaxation_distance, rel=1e-12)
+    np.testing.assert_allclose(r.certificate / a, ref.certificate, rtol=1e-9, atol=1e-12)
+    assert find(W_up * a, W_down).genericity.offending_pair_count == 0

@@ -32,7 +32,12 @@ def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.
     """
     if value is None:
         raise TypeError(f"{name} is required, got None")
-    arr = np.asarray(value)
+    if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():
+        raise TypeError(f"{name} has masked entries; fill them (e.g. with .filled()) first")
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{name} is not a rectangular numeric array {expected}: {e}") from None
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(f"{name} has complex dtype {arr.dtype}; skipsearch needs real weights")

@@ -371,7 +371,7 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
     elif evidence == "relaxation":
         neuron, value = raw["conflict"]
         no_set = (
-            f"the relaxation forces neuron {neuron} to weight {value:.3g}, not 0 or 1, "
+            f"the relaxation forces neuron {neuron} to weight {value:.9g}, not 0 or 1, "
             "so no flip set exists"
         )
         argument = "relaxation"
@@ -477,6 +477,10 @@ def decide_stack(
         raise TypeError("blocks must be a sequence (list or tuple) of MLPBlock or mappings")
     if len(blocks) == 0:
         raise ValueError("blocks must hold at least one block")
+    check_tol(tol)
+    check_limit("time_limit", time_limit, integer=False)
+    check_limit("node_limit", node_limit, integer=True)
+    check_threads(threads)
     results = []
     for k, blk in enumerate(blocks):
         if isinstance(blk, MLPBlock):

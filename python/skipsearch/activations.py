@@ -199,12 +199,13 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
     ValueError
         If the slope is not finite or equals ``1`` or ``-1``.
     """
-    try:
-        slope = float(negative_slope)
-    except (TypeError, ValueError):
+    if isinstance(negative_slope, (bool, np.bool_)) or not isinstance(
+        negative_slope, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(
             f"negative_slope must be a real number, got {type(negative_slope).__name__}"
-        ) from None
+        )
+    slope = float(negative_slope)
     if not math.isfinite(slope) or slope in (1.0, -1.0):
         raise ValueError(
             "negative_slope must be finite and differ from 1 (identity) and -1 (abs), "
@@ -339,6 +340,30 @@ def known_activations() -> list[str]:
     return sorted([*ACTIVATIONS, *ALIASES])
 
 
+_KINDS = (FLIP_LINEAR, HOMOGENEOUS, GATED, BOUNDED, OTHER)
+_NECESSITY = (None, "genericity_checked", "generic_weights", "sufficient_only")
+_GENERICITY = ("none", "non_proportional", "distinct_up_to_sign")
+
+
+def _checked(act: Activation) -> Activation:
+    """Reject a hand-made Activation whose fields contradict each other."""
+    where = f"Activation {act.name!r}"
+    if act.kind not in _KINDS:
+        raise ValueError(f"{where}: kind must be one of {_KINDS}, got {act.kind!r}")
+    if act.necessity not in _NECESSITY or act.genericity not in _GENERICITY:
+        raise ValueError(
+            f"{where}: necessity must be one of {_NECESSITY} and genericity one of "
+            f"{_GENERICITY}, got {act.necessity!r} and {act.genericity!r}"
+        )
+    if act.kind == FLIP_LINEAR:
+        c = act.flip_constant
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c == 0:
+            raise ValueError(f"{where}: a flip-linear activation needs a finite nonzero flip_constant")
+    if not callable(act.function):
+        raise TypeError(f"{where}: function must be callable")
+    return act
+
+
 def get_activation(activation: Union[str, Activation]) -> Activation:
     """Resolve a registry name or pass an :class:`Activation` through.
 
@@ -361,7 +386,7 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
         For anything that is neither a string nor an :class:`Activation`.
     """
     if isinstance(activation, Activation):
-        return activation
+        return _checked(activation)
     if not isinstance(activation, str):
         raise TypeError(
             "activation must be a registry name or a skipsearch.Activation, "

@@ -102,7 +102,9 @@ def build_skip_free_block(
             f"activation {act.name!r} is not flip-linear (act(z) - act(-z) != c z), "
             "so flipping neurons does not absorb a skip"
         )
-    w = Weights(W_up, W_down, b_up, b_down, None, np.zeros((np.shape(W_down)[0], np.shape(W_up)[1])))
+    up, _ = as_float_array("W_up", W_up, 2, "(m, d_in)")
+    down, _ = as_float_array("W_down", W_down, 2, "(d_out, m)")
+    w = Weights(up, down, b_up, b_down, None, np.zeros((down.shape[0], up.shape[1])))
     s, _ = as_float_array("subset", np.asarray(subset).reshape(-1), 1, "(|S|,)")
     if len(s) and (np.any(s != np.round(s)) or s.min() < 0 or s.max() >= w.m):
         raise ValueError(f"subset must hold integer neuron indices in [0, {w.m}), got {subset!r}")
@@ -198,6 +200,10 @@ def max_abs_difference(
     """
     if not isinstance(block, SkipFreeBlock):
         raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < np.inf:
+        raise ValueError(f"scale must be a finite positive number, got {scale!r}")
     if activation is None:
         activation = block.activation
     rng = np.random.default_rng(seed)
