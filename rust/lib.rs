@@ -41,6 +41,7 @@ pub mod certificate;
 pub mod cholesky;
 pub mod error;
 pub mod genericity;
+pub mod lattice;
 pub mod limits;
 pub mod matrix;
 pub mod null_space;

@@ -22,6 +22,8 @@ use crate::absorption::{decide, Evidence, Finding, Options};
 use crate::block::Block;
 use crate::error::Error;
 use crate::genericity::GenericityCheck;
+use crate::lattice;
+use crate::limits::Limits;
 use crate::matrix::Matrix;
 
 fn to_py_err(e: Error) -> PyErr {
@@ -207,9 +209,63 @@ fn search_flip_set<'py>(
     Ok(d)
 }
 
+/// Enumerate the +-1 vectors of a reduced kernel lattice; see
+/// `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (basis, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None))]
+fn enumerate_pm1<'py>(
+    py: Python<'py>,
+    basis: PyReadonlyArray2<'py, i64>,
+    radius_sq: f64,
+    max_solutions: usize,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let rows: Vec<Vec<i64>> = basis
+        .as_array()
+        .outer_iter()
+        .map(|r| r.iter().copied().collect())
+        .collect();
+    if !(radius_sq.is_finite() && radius_sq >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "radius_sq must be a finite non-negative number, got {radius_sq}"
+        )));
+    }
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    let limits = Limits {
+        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
+        node_limit,
+    };
+    let cancel = AtomicBool::new(false);
+    let result = run_interruptible(py, &cancel, || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        pool.install(|| lattice::enumerate_pm1(&rows, radius_sq, max_solutions, limits, &cancel))
+    })?
+    .map_err(to_py_err)?;
+    let d = PyDict::new(py);
+    let dim = rows.first().map_or(0, |r| r.len());
+    let flat: Vec<i64> = result.solutions.iter().flatten().copied().collect();
+    d.set_item(
+        "solutions",
+        flat.into_pyarray(py)
+            .reshape([result.solutions.len(), dim])?,
+    )?;
+    d.set_item("stop", result.stopped.map(|s| s.as_str()))?;
+    d.set_item("nodes", result.nodes)?;
+    d.set_item("seconds", result.seconds)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
+    m.add_function(wrap_pyfunction!(enumerate_pm1, m)?)?;
     Ok(())
 }

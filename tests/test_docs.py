@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 import skipsearch
-from skipsearch import absorption, baseline
+from skipsearch import absorption, baseline, subset_sum
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-@pytest.mark.parametrize("module", [absorption, baseline])
+@pytest.mark.parametrize("module", [absorption, baseline, subset_sum])
 def test_docstring_examples(module):
     failures, tried = doctest.testmod(module, raise_on_error=False)
     assert tried > 0 and failures == 0

@@ -24,6 +24,7 @@ from skipsearch.construction import (
 )
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 from skipsearch.scan import LayerReport, scan_checkpoint
+from skipsearch.subset_sum import SubsetSumResult, subset_sum
 
 __all__ = [
     "__version__",
@@ -36,6 +37,7 @@ __all__ = [
     "SearchStats",
     "SkipFreeBlock",
     "StackResult",
+    "SubsetSumResult",
     "build_skip_free_block",
     "check_certificate",
     "decide_stack",
@@ -46,4 +48,5 @@ __all__ = [
     "max_abs_difference",
     "residual_block_output",
     "scan_checkpoint",
+    "subset_sum",
 ]

@@ -28,3 +28,17 @@ def search_flip_set(
     ``method`` and ``seconds``. Raises ``ValueError`` on bad shapes or
     options and ``KeyboardInterrupt`` on Ctrl-C.
     """
+
+def enumerate_pm1(
+    basis: npt.NDArray[np.int64],
+    radius_sq: float,
+    max_solutions: int = 1,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> dict[str, Any]:
+    """All vectors (up to sign, at most ``max_solutions``) of the lattice
+    spanned by the rows of ``basis`` with squared norm at most ``radius_sq``
+    and every entry +-1. Returns ``solutions`` (array, one per row),
+    ``stop`` (None when the search was complete), ``nodes`` and ``seconds``.
+    """
