@@ -17,12 +17,13 @@ import skipsearch
 from tests.conftest import planted_block
 
 
-def hard_instance(m=60, seed=1):
-    """Integer weights, d = 3: the relaxation is exact (m > d^2) and branch
-    and bound has a 51-dimensional null space to search."""
-    rng = np.random.default_rng(seed)
-    W_up = rng.integers(-3, 4, size=(m, 3)).astype(float)
-    W_down = rng.integers(-3, 4, size=(3, m)).astype(float)
+def hard_instance(m=80, seed=0, d=4):
+    """Integer weights in [-3, 3]: the relaxation is exact (m > d^2), and
+    neither the float branch and bound nor the exact lattice enumeration
+    (a 65-dimensional kernel) finishes within a minute."""
+    rng = np.random.default_rng([d, m, seed, 0])
+    W_up = rng.integers(-3, 4, size=(m, d)).astype(float)
+    W_down = rng.integers(-3, 4, size=(d, m)).astype(float)
     return W_up, W_down
 
 
@@ -52,7 +53,7 @@ def test_results_do_not_depend_on_threads(rng):
         (planted, {}),
         ({"W_up": W[0], "W_down": W[1]}, {"activation": "gelu"}),
         (dict(zip(("W_up", "W_down"), hard_instance())), {"node_limit": 20000}),
-        (dict(zip(("W_up", "W_down"), hard_instance(40, 3))), {}),
+        (dict(zip(("W_up", "W_down"), hard_instance(40, 3, d=3))), {}),
     ]
     for kwargs, opts in cases:
         results = [
@@ -77,9 +78,9 @@ def test_ctrl_c_interrupts_a_long_search():
         """
         import sys
         import numpy as np, skipsearch
-        rng = np.random.default_rng(1)
-        W_up = rng.integers(-3, 4, size=(60, 3)).astype(float)
-        W_down = rng.integers(-3, 4, size=(3, 60)).astype(float)
+        rng = np.random.default_rng([4, 80, 0, 0])
+        W_up = rng.integers(-3, 4, size=(80, 4)).astype(float)
+        W_down = rng.integers(-3, 4, size=(4, 80)).astype(float)
         print("started", flush=True)
         try:
             skipsearch.find_absorbing_subset(W_up, W_down)

@@ -134,3 +134,24 @@ def test_bad_input():
         skipsearch.subset_sum(np.ones((2, 4)) * 1j, np.ones(2))
     with pytest.raises(ValueError, match="b contains NaN"):
         skipsearch.subset_sum(np.ones((1, 2)), np.array([np.nan]))
+
+
+def test_integer_absorption_blocks_are_solved_exactly():
+    # d = 3, m = 60 small integers: the float branch and bound stalls here;
+    # the exact integer engine settles it.
+    for planted in (False, True):
+        A, b, W_up, W_down = absorption_int(3, 60, 0, planted)
+        r = skipsearch.find_absorbing_subset(W_up, W_down)
+        assert r.status == "complete"
+        assert any(step.startswith("exact integer") for step in r.stats.method)
+        assert r.verdict == "absorbable"
+        E = W_down[:, r.subset] @ W_up[r.subset] + np.eye(3)
+        assert not np.any(E)
+    # Infeasible for 0/1 but exactly solvable in the reals: every entry of
+    # W_down is even, so no flip set reaches -I.
+    rng = np.random.default_rng(0)
+    W_up = rng.integers(-3, 4, size=(30, 2)).astype(float)
+    W_down = 2.0 * rng.integers(-2, 3, size=(2, 30))
+    r = skipsearch.find_absorbing_subset(W_up, W_down)
+    assert r.subset is None and r.relaxation_distance < 1e-9
+    assert "exact integer" in r.stats.method[-1]

@@ -8,6 +8,7 @@ enumerates subsets with numpy and shares everything else in this module).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
@@ -25,10 +26,64 @@ __all__ = ["find_absorbing_subset", "decide_stack", "MLPBlock"]
 PAPER = "Mijoski & Karbevski 2026, arXiv:2604.23705"
 
 
+#: Branch-and-bound nodes the float search may spend on an integer-valued
+#: block before the exact integer engine takes over.
+_FLOAT_NODES_BEFORE_EXACT = 100_000
+#: Largest d_out * d_in for which integer blocks go to the lattice engine.
+_EXACT_MAX_EQUATIONS = 256
+
+
+def _is_integral(x: np.ndarray) -> bool:
+    return bool(np.all(x == np.round(x))) and float(np.max(np.abs(x), initial=0.0)) < 2.0**20
+
+
 def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads) -> dict:
-    return _core.search_flip_set(
-        W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads
+    integral = (
+        float(c).is_integer()
+        and A.size <= _EXACT_MAX_EQUATIONS
+        and all(_is_integral(x) for x in (W_up, W_down, A))
     )
+    if not integral:
+        return _core.search_flip_set(
+            W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads
+        )
+    # Integer-valued block: the float pipeline first (a certificate or an
+    # easy flip set ends it), then the exact integer engine for what the
+    # relaxation leaves open.
+    cap = _FLOAT_NODES_BEFORE_EXACT if node_limit is None else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
+    start = time.perf_counter()
+    raw = _core.search_flip_set(W_up, W_down, A, b_up, c, tol, check, time_limit, cap, threads)
+    open_ended = raw["finding"] in ("inconclusive", "verification_failed") or (
+        raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit
+    ) or (raw["finding"] == "no_subset" and raw["evidence"] != "certificate")
+    if not open_ended:
+        return raw
+    from skipsearch.subset_sum import _integer
+
+    columns = (c * np.einsum("pi,iq->pqi", W_down, W_up)).reshape(A.size, -1)
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+    exact = _integer(
+        np.rint(columns).astype(np.int64),
+        np.rint(-A).astype(np.int64).reshape(-1),
+        time.perf_counter(),
+        left,
+        node_limit,
+        threads,
+    )
+    raw = dict(raw)
+    raw["method"] = list(raw["method"]) + [f"exact integer ({' -> '.join(exact.method)})"]
+    raw["nodes"] = int(raw["nodes"]) + exact.nodes
+    raw["seconds"] = float(raw["seconds"]) + exact.seconds
+    raw.pop("numerics", None)
+    if exact.status == "feasible":
+        subset = np.flatnonzero(exact.solution).astype(np.int64)
+        E = c * W_down[:, subset] @ W_up[subset] + A
+        raw.update(finding="subset", subset=subset, residual=float(np.linalg.norm(E) / np.linalg.norm(A)))
+    elif exact.status == "infeasible":
+        raw.update(finding="no_subset", subset=None, evidence="lattice")
+    else:
+        raw.update(finding="stopped", subset=None, stop=exact.status)
+    return raw
 
 
 def find_absorbing_subset(
@@ -375,6 +430,12 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             "so no flip set exists"
         )
         argument = "relaxation"
+    elif evidence == "lattice":
+        no_set = (
+            "exact integer lattice enumeration (Aardal, Hurkens & Lenstra 2000) proves no flip "
+            "set exists"
+        )
+        argument = "lattice"
     elif evidence == "enumeration":
         no_set = "enumerating all 2^m subsets found no flip set"
         argument = "enumeration"
