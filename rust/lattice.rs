@@ -66,7 +66,7 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
             crate::matrix::axpy(&mut v, -m, &star[j]);
         }
         norms[i] = crate::matrix::dot(&v, &v);
-        if !(norms[i] > 1e-9) {
+        if norms[i].is_nan() || norms[i] <= 1e-9 {
             return Err(Error::InvalidOption {
                 option: "basis",
                 message: format!("the basis vectors are linearly dependent (vector {i})"),
