@@ -29,8 +29,80 @@ use rayon::prelude::*;
 use crate::error::Error;
 use crate::limits::{Limits, Stop};
 
-/// The enumeration tree is cut into at least this many parallel prefixes.
-const PREFIXES: usize = 64;
+/// The enumeration tree is cut into at least this many parallel subtrees.
+const PREFIXES: usize = 256;
+
+/// A subtree of the enumeration: coefficients `level..d` fixed.
+struct Job {
+    coeffs: Vec<i64>,
+    level: usize,
+    partial: f64,
+    free: bool,
+}
+
+/// Collect, in search order, the nodes `depth` levels below `level` (the
+/// coefficients from `level` up are fixed in `coeffs`).
+#[allow(clippy::too_many_arguments)]
+fn expand(
+    gso: &Gso,
+    radius_sq: f64,
+    depth: usize,
+    coeffs: &mut Vec<i64>,
+    level: usize,
+    partial: f64,
+    free: bool,
+    out: &mut Vec<Job>,
+) {
+    if depth == 0 || level == 0 {
+        out.push(Job {
+            coeffs: coeffs.clone(),
+            level,
+            partial,
+            free,
+        });
+        return;
+    }
+    let t = level - 1;
+    let center: f64 = -(t + 1..coeffs.len())
+        .map(|j| gso.mu[j][t] * coeffs[j] as f64)
+        .sum::<f64>();
+    let mut c = if free { 1 } else { center.round() as i64 };
+    let mut dx: i64 = if center >= c as f64 { 1 } else { -1 };
+    let mut ddx = dx;
+    loop {
+        let diff = c as f64 - center;
+        let next = partial + diff * diff * gso.norms[t];
+        if next > radius_sq {
+            if free && c > 0 {
+                c = 0;
+                continue;
+            }
+            break;
+        }
+        coeffs[t] = c;
+        expand(
+            gso,
+            radius_sq,
+            depth - 1,
+            coeffs,
+            t,
+            next,
+            free && c == 0,
+            out,
+        );
+        if free {
+            if c == 0 {
+                break;
+            }
+            c += 1;
+        } else {
+            c += dx;
+            ddx = -ddx;
+            dx = ddx - dx;
+        }
+    }
+    coeffs[t] = 0;
+}
 
 /// What the enumeration found.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,12 +166,34 @@ struct Walker<'a, 'b> {
     shared: &'b Shared<'a>,
     index: usize,
     coeffs: Vec<i64>,
+    /// `sig[t][j] = sum_{i >= j} c_i mu[i][t]`, valid for `j > begin[t]`.
+    sig: Vec<Vec<f64>>,
+    /// Highest `j` whose `sig[t][j]` is stale (lazy update, as in fplll).
+    begin: Vec<usize>,
+    /// `part[t] = sum_{i >= t} c_i b_i`, the lattice vector built so far.
+    part: Vec<Vec<i64>>,
     found: Vec<Vec<i64>>,
     local_nodes: u64,
     stopped: Option<Stop>,
 }
 
-impl Walker<'_, '_> {
+impl<'a, 'b> Walker<'a, 'b> {
+    fn new(shared: &'b Shared<'a>, index: usize) -> Self {
+        let d = shared.basis.len();
+        let dim = shared.basis[0].len();
+        Walker {
+            shared,
+            index,
+            coeffs: vec![0; d],
+            sig: vec![vec![0.0; d + 1]; d],
+            begin: vec![d - 1; d],
+            part: vec![vec![0; dim]; d + 1],
+            found: Vec::new(),
+            local_nodes: 0,
+            stopped: None,
+        }
+    }
+
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
         if self.local_nodes % 4096 == 0 {
@@ -119,18 +213,17 @@ impl Walker<'_, '_> {
         self.stopped.is_none()
     }
 
-    fn leaf(&mut self) {
-        let dim = self.shared.basis[0].len();
-        let mut y = vec![0i64; dim];
-        for (c, b) in self.coeffs.iter().zip(self.shared.basis) {
-            if *c != 0 {
-                for (yi, bi) in y.iter_mut().zip(b) {
-                    *yi += c * bi;
-                }
-            }
+    /// Set coefficient `t` to `c`: mark the centers below stale and extend
+    /// the partial vector.
+    fn set(&mut self, t: usize, c: i64) {
+        self.coeffs[t] = c;
+        if t > 0 && self.begin[t - 1] < t {
+            self.begin[t - 1] = t;
         }
-        if y.iter().all(|&v| v == 1 || v == -1) {
-            self.found.push(y);
+        let (lower, upper) = self.part.split_at_mut(t + 1);
+        let b = &self.shared.basis[t];
+        for ((out, &above), &bi) in lower[t].iter_mut().zip(&upper[0]).zip(b) {
+            *out = above + c * bi;
         }
     }
 
@@ -139,46 +232,66 @@ impl Walker<'_, '_> {
     /// says all coefficients above are zero (symmetry: first nonzero > 0).
     fn walk(&mut self, t: usize, partial: f64, free: bool) -> bool {
         let gso = self.shared.gso;
-        let center: f64 = -(t + 1..self.coeffs.len())
-            .map(|j| gso.mu[j][t] * self.coeffs[j] as f64)
-            .sum::<f64>();
-        let room = self.shared.radius_sq - partial;
-        if room < 0.0 {
-            return true;
+        // Refresh the stale part of sig[t] from the top down.
+        for j in (t + 1..=self.begin[t]).rev() {
+            self.sig[t][j] = self.sig[t][j + 1] + self.coeffs[j] as f64 * gso.mu[j][t];
         }
-        let half = (room / gso.norms[t]).sqrt();
-        let lo = (center - half).ceil() as i64;
-        let hi = (center + half).floor() as i64;
-        let lo = if free { lo.max(0) } else { lo };
-        // Schnorr-Euchner order: nearest to the center first.
-        let mut values: Vec<i64> = (lo..=hi).collect();
-        values.sort_by(|a, b| {
-            let (da, db) = ((*a as f64 - center).abs(), (*b as f64 - center).abs());
-            da.partial_cmp(&db)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(a.cmp(b))
-        });
-        for c in values {
+        if t > 0 && self.begin[t - 1] < self.begin[t] {
+            self.begin[t - 1] = self.begin[t];
+        }
+        self.begin[t] = t;
+        let center = -self.sig[t][t + 1];
+        let norm = gso.norms[t];
+        let radius = self.shared.radius_sq;
+        // Schnorr-Euchner zig-zag around the center (or 0, 1, 2, ... when
+        // every coefficient above is zero and symmetry fixes the sign).
+        // Free levels try 1, 2, ... first and the all-zero branch last:
+        // solutions sit where the top coefficients are nonzero.
+        let mut c = if free { 1 } else { center.round() as i64 };
+        let mut dx: i64 = if center >= c as f64 { 1 } else { -1 };
+        let mut ddx = dx;
+        loop {
+            let diff = c as f64 - center;
+            let next = partial + diff * diff * norm;
+            if next > radius {
+                if free && c > 0 {
+                    c = 0;
+                    continue;
+                }
+                break;
+            }
             if !self.tick() {
+                self.coeffs[t] = 0;
                 return false;
             }
-            let diff = c as f64 - center;
-            let next = partial + diff * diff * gso.norms[t];
-            self.coeffs[t] = c;
+            self.set(t, c);
             if t == 0 {
                 if !(free && c == 0) {
-                    self.leaf();
-                    if self.found.len() >= self.shared.max_solutions {
-                        self.coeffs[t] = 0;
-                        return false;
+                    let y = &self.part[0];
+                    if y.iter().all(|&v| v == 1 || v == -1) {
+                        self.found.push(y.clone());
+                        if self.found.len() >= self.shared.max_solutions {
+                            self.coeffs[t] = 0;
+                            return false;
+                        }
                     }
                 }
             } else if !self.walk(t - 1, next, free && c == 0) {
                 self.coeffs[t] = 0;
                 return false;
             }
+            if free {
+                if c == 0 {
+                    break;
+                }
+                c += 1;
+            } else {
+                c += dx;
+                ddx = -ddx;
+                dx = ddx - dx;
+            }
         }
-        self.coeffs[t] = 0;
+        self.set(t, 0);
         true
     }
 }
@@ -214,20 +327,26 @@ pub fn enumerate_pm1(
     // Integer vectors have integer squared norms, so half a unit of slack
     // keeps vectors exactly on the sphere despite rounding in the GSO.
     let radius_sq = radius_sq.floor() + 0.5;
-    // Prefixes: the values of the top coefficient (first nonzero positive),
-    // then, under the zero value, the next level's, and so on.
-    let top = d - 1;
-    let half = (radius_sq / gso.norms[top]).sqrt().floor() as i64;
-    let mut prefixes: Vec<(usize, i64)> = (1..=half).map(|c| (top, c)).collect();
-    // The all-zero-above prefixes descend one level each: (level, value).
-    let mut level = top;
-    // A fixed count (not the thread count) keeps node totals deterministic.
-    while level > 0 && prefixes.len() < PREFIXES {
-        level -= 1;
-        let h = (radius_sq / gso.norms[level]).sqrt().floor() as i64;
-        prefixes.extend((1..=h).map(|c| (level, c)));
+    // Cut the tree at a fixed depth, in search order: every subtree below
+    // the cut is one parallel job. The depth depends only on the lattice, so
+    // node counts and the solution order do not depend on the thread count.
+    let mut jobs = Vec::new();
+    for depth in 1..=d {
+        jobs.clear();
+        expand(
+            &gso,
+            radius_sq,
+            depth,
+            &mut vec![0; d],
+            d,
+            0.0,
+            true,
+            &mut jobs,
+        );
+        if jobs.len() >= PREFIXES || depth == d {
+            break;
+        }
     }
-    // The remaining all-zero-above subtree starts below `level` with nothing fixed.
     let nodes = AtomicU64::new(0);
     let done_below = AtomicUsize::new(usize::MAX);
     let shared = Shared {
@@ -241,40 +360,22 @@ pub fn enumerate_pm1(
         cancel,
         done_below: &done_below,
     };
-    let mut jobs: Vec<Option<(usize, i64)>> = prefixes.into_iter().map(Some).collect();
-    if level > 0 {
-        jobs.push(None);
-    }
     let results: Vec<(Vec<Vec<i64>>, Option<Stop>, u64)> = jobs
         .par_iter()
         .enumerate()
         .map(|(index, job)| {
-            let mut w = Walker {
-                shared: &shared,
-                index,
-                coeffs: vec![0; d],
-                found: Vec::new(),
-                local_nodes: 0,
-                stopped: None,
-            };
-            match *job {
-                Some((t, c)) => {
-                    // Levels above t are zero; t holds c > 0.
-                    w.coeffs[t] = c;
-                    let center = 0.0;
-                    let diff = c as f64 - center;
-                    let partial = diff * diff * gso.norms[t];
-                    if partial <= radius_sq {
-                        if t == 0 {
-                            w.leaf();
-                        } else {
-                            w.walk(t - 1, partial, false);
-                        }
-                    }
+            let mut w = Walker::new(&shared, index);
+            // Top down: each partial vector builds on the one above it.
+            for t in (job.level..d).rev() {
+                w.set(t, job.coeffs[t]);
+            }
+            if job.level == 0 {
+                let y = &w.part[0];
+                if !job.free && y.iter().all(|&v| v == 1 || v == -1) {
+                    w.found.push(y.clone());
                 }
-                None => {
-                    w.walk(level - 1, 0.0, true);
-                }
+            } else {
+                w.walk(job.level - 1, job.partial, job.free);
             }
             if w.found.len() >= shared.max_solutions {
                 done_below.fetch_min(index, Ordering::Relaxed);

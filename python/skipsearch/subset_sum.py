@@ -29,6 +29,8 @@ from skipsearch._validation import as_float_array, check_limit, check_threads, c
 
 __all__ = ["SubsetSumResult", "subset_sum"]
 
+#: Branch-and-bound nodes of the float heuristic tried before the lattice.
+_HEURISTIC_NODES = 20_000
 #: Block size of the BKZ pass after LLL (for n >= 30).
 _BKZ_BLOCK = 20
 
@@ -182,6 +184,20 @@ def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
         # Every column is zero and b passed the gcd test, so b = 0.
         return _done(start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base)
     Aa, ba = A[np.ix_(rows, active)], b[rows]
+    # A cheap primal heuristic first: the float relaxation and a short
+    # branch and bound find planted or easy solutions in milliseconds.
+    quick = _core.search_flip_set(
+        np.ones((len(active), 1)), Aa.astype(float), -ba[:, None].astype(float), None, 1.0,
+        1e-9, "none", time_limit, _HEURISTIC_NODES, threads,
+    )
+    method.append("float heuristic")
+    if quick["finding"] == "subset":
+        x = np.zeros(len(active), dtype=np.int64)
+        x[np.asarray(quick["subset"], dtype=np.int64)] = 1
+        if np.array_equal(Aa @ x, ba):
+            solution[active] = x
+            base.update(nodes=int(quick["nodes"]), memory_bytes=8 * len(active) ** 2)
+            return _done(start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base)
     x, stop, nodes, memory, steps = _lattice(Aa, ba, time_limit, node_limit, threads, start)
     method += steps
     base.update(nodes=nodes, memory_bytes=memory)
