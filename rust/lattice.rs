@@ -118,6 +118,8 @@ pub struct Enumeration {
 
 struct Gso {
     mu: Vec<Vec<f64>>,
+    /// `mu_t[t][j] = mu[j][t]`: the centre updates read along `j`.
+    mu_t: Vec<Vec<f64>>,
     norms: Vec<f64>,
 }
 
@@ -146,7 +148,8 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
         }
         star.push(v);
     }
-    Ok(Gso { mu, norms })
+    let mu_t = (0..d).map(|t| (0..d).map(|j| mu[j][t]).collect()).collect();
+    Ok(Gso { mu, mu_t, norms })
 }
 
 struct Shared<'a> {
@@ -233,8 +236,9 @@ impl<'a, 'b> Walker<'a, 'b> {
     fn walk(&mut self, t: usize, partial: f64, free: bool) -> bool {
         let gso = self.shared.gso;
         // Refresh the stale part of sig[t] from the top down.
+        let (sig, mu_t) = (&mut self.sig[t], &gso.mu_t[t]);
         for j in (t + 1..=self.begin[t]).rev() {
-            self.sig[t][j] = self.sig[t][j + 1] + self.coeffs[j] as f64 * gso.mu[j][t];
+            sig[j] = sig[j + 1] + self.coeffs[j] as f64 * mu_t[j];
         }
         if t > 0 && self.begin[t - 1] < self.begin[t] {
             self.begin[t - 1] = self.begin[t];
@@ -264,21 +268,30 @@ impl<'a, 'b> Walker<'a, 'b> {
                 self.coeffs[t] = 0;
                 return false;
             }
-            self.set(t, c);
             if t == 0 {
-                if !(free && c == 0) {
-                    let y = &self.part[0];
-                    if y.iter().all(|&v| v == 1 || v == -1) {
-                        self.found.push(y.clone());
-                        if self.found.len() >= self.shared.max_solutions {
-                            self.coeffs[t] = 0;
-                            return false;
-                        }
+                // Leaf: test y = part[1] + c b_0 entry by entry; almost all
+                // leaves fail on the first few entries.
+                let b0 = &self.shared.basis[0];
+                let pm1 = !(free && c == 0)
+                    && self.part[1]
+                        .iter()
+                        .zip(b0)
+                        .all(|(&p, &b)| (p + c * b).abs() == 1);
+                if pm1 {
+                    self.set(0, c);
+                    self.found.push(self.part[0].clone());
+                    if self.found.len() >= self.shared.max_solutions {
+                        self.coeffs[t] = 0;
+                        return false;
                     }
                 }
-            } else if !self.walk(t - 1, next, free && c == 0) {
-                self.coeffs[t] = 0;
-                return false;
+                self.coeffs[0] = c;
+            } else {
+                self.set(t, c);
+                if !self.walk(t - 1, next, free && c == 0) {
+                    self.coeffs[t] = 0;
+                    return false;
+                }
             }
             if free {
                 if c == 0 {
