@@ -33,6 +33,16 @@
 //!
 //! Which activation may use the condition, and what "no flip set" proves,
 //! is decided by the Python layer, which knows the activation registry.
+//!
+//! # Exact integer subset sum
+//!
+//! Integer instances `A s = b` (market split, integer-weight absorption)
+//! that the relaxation leaves open are decided exactly by `lattice`: the
+//! Python layer embeds them in a lattice (Aardal, Hurkens & Lenstra 2000)
+//! and reduces it with fpylll; this crate enumerates the kernel part for
+//! `+-1` vectors, completely, so an empty enumeration is a proof. The tree
+//! is cut at a fixed depth into subtrees that run in parallel and are
+//! reported in search order, which keeps answers independent of threads.
 
 pub mod absorption;
 pub mod block;
