@@ -32,6 +32,56 @@ use crate::limits::{Limits, Stop};
 /// The enumeration tree is cut into at least this many parallel subtrees.
 const PREFIXES: usize = 256;
 
+/// The order of the values tried at one level: Schnorr-Euchner zig-zag,
+/// nearest the centre first on alternating sides; at a free level (every
+/// coefficient above is zero) 1, 2, ... and 0 last, since only one sign of
+/// each vector is searched and solutions sit where the top is nonzero.
+struct Order {
+    c: i64,
+    dx: i64,
+    ddx: i64,
+    free: bool,
+}
+
+impl Order {
+    fn new(center: f64, free: bool) -> Self {
+        let c = if free { 1 } else { center.round() as i64 };
+        let dx = if center >= c as f64 { 1 } else { -1 };
+        Order {
+            c,
+            dx,
+            ddx: dx,
+            free,
+        }
+    }
+
+    /// The current value is outside the radius: `true` if the level goes on
+    /// (a free level jumps to its last value, 0), `false` if it is done.
+    fn out_of_range(&mut self) -> bool {
+        if self.free && self.c > 0 {
+            self.c = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Move to the next value; `false` when the level is done.
+    fn step(&mut self) -> bool {
+        if self.free {
+            if self.c == 0 {
+                return false;
+            }
+            self.c += 1;
+        } else {
+            self.c += self.dx;
+            self.ddx = -self.ddx;
+            self.dx = self.ddx - self.dx;
+        }
+        true
+    }
+}
+
 /// A subtree of the enumeration: coefficients `level..d` fixed.
 struct Job {
     coeffs: Vec<i64>,
@@ -66,15 +116,13 @@ fn expand(
     let center: f64 = -(t + 1..coeffs.len())
         .map(|j| gso.mu[j][t] * coeffs[j] as f64)
         .sum::<f64>();
-    let mut c = if free { 1 } else { center.round() as i64 };
-    let mut dx: i64 = if center >= c as f64 { 1 } else { -1 };
-    let mut ddx = dx;
+    let mut order = Order::new(center, free);
     loop {
+        let c = order.c;
         let diff = c as f64 - center;
         let next = partial + diff * diff * gso.norms[t];
         if next > radius_sq {
-            if free && c > 0 {
-                c = 0;
+            if order.out_of_range() {
                 continue;
             }
             break;
@@ -90,15 +138,8 @@ fn expand(
             free && c == 0,
             out,
         );
-        if free {
-            if c == 0 {
-                break;
-            }
-            c += 1;
-        } else {
-            c += dx;
-            ddx = -ddx;
-            dx = ddx - dx;
+        if !order.step() {
+            break;
         }
     }
     coeffs[t] = 0;
@@ -247,19 +288,13 @@ impl<'a, 'b> Walker<'a, 'b> {
         let center = -self.sig[t][t + 1];
         let norm = gso.norms[t];
         let radius = self.shared.radius_sq;
-        // Schnorr-Euchner zig-zag around the center (or 0, 1, 2, ... when
-        // every coefficient above is zero and symmetry fixes the sign).
-        // Free levels try 1, 2, ... first and the all-zero branch last:
-        // solutions sit where the top coefficients are nonzero.
-        let mut c = if free { 1 } else { center.round() as i64 };
-        let mut dx: i64 = if center >= c as f64 { 1 } else { -1 };
-        let mut ddx = dx;
+        let mut order = Order::new(center, free);
         loop {
+            let c = order.c;
             let diff = c as f64 - center;
             let next = partial + diff * diff * norm;
             if next > radius {
-                if free && c > 0 {
-                    c = 0;
+                if order.out_of_range() {
                     continue;
                 }
                 break;
@@ -293,15 +328,8 @@ impl<'a, 'b> Walker<'a, 'b> {
                     return false;
                 }
             }
-            if free {
-                if c == 0 {
-                    break;
-                }
-                c += 1;
-            } else {
-                c += dx;
-                ddx = -ddx;
-                dx = ddx - dx;
+            if !order.step() {
+                break;
             }
         }
         self.set(t, 0);
