@@ -30,3 +30,44 @@ def planted_block(rng, d_in, d_out, m, k, *, c=1.0, skip=None, bias=False):
 @pytest.fixture
 def rng():
     return np.random.default_rng(20260501)
+
+
+def interrupt(setup: str, call: str, wait: float = 0.5):
+    """Run ``setup`` then ``call`` in a fresh interpreter, send SIGINT
+    ``wait`` seconds into the call, and return (exit code, stdout, seconds
+    from the signal to the exit). Exit code 3 means KeyboardInterrupt was
+    raised by the call."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = (
+        textwrap.dedent(setup)
+        + textwrap.dedent(
+            f"""
+            import sys
+            print("started", flush=True)
+            try:
+                {call}
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                sys.exit(3)
+            print("finished", flush=True)
+            """
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "started", proc.stderr.read()
+    time.sleep(wait)
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover - the failure being tested
+        proc.kill()
+        pytest.fail("Ctrl-C was ignored")
+    return proc.returncode, out.strip(), time.perf_counter() - sent

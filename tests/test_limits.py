@@ -4,17 +4,13 @@ thread count; Ctrl-C stops a long search."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import numpy as np
 import pytest
 
 import skipsearch
-from tests.conftest import planted_block
+from tests.conftest import interrupt, planted_block
 
 
 def hard_instance(m=80, seed=0, d=4):
@@ -74,36 +70,13 @@ def test_results_do_not_depend_on_threads(rng):
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_ctrl_c_interrupts_a_long_search():
-    script = textwrap.dedent(
-        """
-        import sys
+    setup = """
         import numpy as np, skipsearch
         rng = np.random.default_rng([4, 80, 0, 0])
         W_up = rng.integers(-3, 4, size=(80, 4)).astype(float)
         W_down = rng.integers(-3, 4, size=(4, 80)).astype(float)
-        print("started", flush=True)
-        try:
-            skipsearch.find_absorbing_subset(W_up, W_down)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(3)
-        print("finished", flush=True)
-        """
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout.readline().strip() == "started"
-    time.sleep(0.5)
-    sent = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:  # pragma: no cover - the failure being tested
-        proc.kill()
-        pytest.fail("the search ignored Ctrl-C")
-    waited = time.perf_counter() - sent
-    assert proc.returncode == 3, (out, err)
-    assert out.strip() == "interrupted"
+    """
+    code, out, waited = interrupt(setup, "skipsearch.find_absorbing_subset(W_up, W_down)")
+    assert (code, out) == (3, "interrupted")
     # Generous bound: this checks that the cancel flag works, not speed.
     assert waited < 10

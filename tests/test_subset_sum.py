@@ -17,6 +17,7 @@ from skipsearch import baseline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from families import absorption_int, market_split  # noqa: E402
+from tests.conftest import interrupt  # noqa: E402
 
 
 def brute_force(A, b, tol=None):
@@ -158,37 +159,14 @@ def test_integer_absorption_blocks_are_solved_exactly():
 
 
 def test_ctrl_c_interrupts_the_enumeration():
-    import signal
-    import subprocess
-    import textwrap
-    import time
-
-    script = textwrap.dedent(
-        f"""
+    setup = f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "benches")!r})
         import skipsearch
         from families import market_split
         A, b = market_split(7, 0)
         skipsearch.subset_sum(A[:1, :40], b[:1])  # warm up the imports
-        print("started", flush=True)
-        try:
-            skipsearch.subset_sum(A, b)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(3)
-        print("finished", flush=True)
-        """
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stdout.readline().strip() == "started"
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    try:
-        out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:  # pragma: no cover - the failure being tested
-        proc.kill()
-        pytest.fail("subset_sum ignored Ctrl-C")
-    assert proc.returncode == 3, (out, err)
+    """
+    code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b)", wait=1.0)
+    assert (code, out) == (3, "interrupted")
+    assert waited < 10
