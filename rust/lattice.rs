@@ -24,11 +24,13 @@
 //!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
 //! the top is positive. The tree is split at its top levels into prefixes
-//! that run in parallel; each prefix is searched in a fixed order and the
-//! solution reported is the first one of the lowest prefix, so the answer
-//! does not depend on the thread count.
+//! that run in parallel, largest estimated subtree first (Gaussian
+//! heuristic), which keeps both cores busy to the end; each prefix is
+//! searched in a fixed order and the solution reported is the first one of
+//! the lowest prefix, so the answer does not depend on the thread count.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -150,6 +152,34 @@ fn expand(
         }
     }
     coeffs[t] = 0;
+}
+
+type JobResult = (Vec<Vec<i64>>, Option<Stop>, u64);
+
+/// Log of the Gaussian-heuristic node count of a subtree whose levels
+/// `0..level` are free and whose squared radius left is `rest_sq`: the sum
+/// over `k` of the volume of the `k`-ball of that radius divided by the
+/// volume of the projected lattice of the `k` levels just below `level`.
+fn log_subtree_size(gso: &Gso, level: usize, rest_sq: f64) -> f64 {
+    let log_r = 0.5 * rest_sq.max(1e-300).ln();
+    let half_log_pi = 0.5 * std::f64::consts::PI.ln();
+    // ln Gamma(k/2 + 1) by Gamma(x + 1) = x Gamma(x), from Gamma(1) and Gamma(3/2).
+    let mut lgamma = [0.0, (std::f64::consts::PI.sqrt() / 2.0).ln()];
+    let (mut log_det, mut total) = (0.0, f64::NEG_INFINITY);
+    for k in 1..=level {
+        if k >= 2 {
+            lgamma[k % 2] += (k as f64 / 2.0).ln();
+        }
+        log_det += 0.5 * gso.norms[level - k].ln();
+        let term = k as f64 * (half_log_pi + log_r) - lgamma[k % 2] - log_det;
+        let (hi, lo) = if term > total {
+            (term, total)
+        } else {
+            (total, term)
+        };
+        total = hi + (lo - hi).exp().ln_1p();
+    }
+    total
 }
 
 /// What the enumeration found.
@@ -443,34 +473,56 @@ pub fn enumerate_pm1(
         cancel,
         done_below: &done_below,
     };
-    let results: Vec<(Vec<Vec<i64>>, Option<Stop>, u64)> = jobs
-        .par_iter()
-        .enumerate()
-        .map(|(index, job)| {
-            let mut w = Walker::new(&shared, index);
-            // Top down: each partial vector builds on the one above it.
-            for t in (job.level..d).rev() {
-                w.set(t, job.coeffs[t]);
-                let center: f64 = -(t + 1..d)
-                    .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
-                    .sum::<f64>();
-                w.project(t, job.coeffs[t] as f64 - center, 0.0);
+    // Workers take the jobs largest first (by the Gaussian-heuristic size
+    // of their subtrees), so no large subtree is left running alone at the
+    // end; the results are kept by job index, so the answer still comes
+    // from the lowest prefix.
+    let estimates: Vec<f64> = jobs
+        .iter()
+        .map(|job| log_subtree_size(&gso, job.level, radius_sq - job.partial))
+        .collect();
+    let mut schedule: Vec<usize> = (0..jobs.len()).collect();
+    schedule.sort_by(|&a, &b| estimates[b].total_cmp(&estimates[a]).then(a.cmp(&b)));
+    let next = AtomicUsize::new(0);
+    let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
+    let run_job = |index: usize| -> JobResult {
+        let job = &jobs[index];
+        let mut w = Walker::new(&shared, index);
+        // Top down: each partial vector builds on the one above it.
+        for t in (job.level..d).rev() {
+            w.set(t, job.coeffs[t]);
+            let center: f64 = -(t + 1..d)
+                .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
+                .sum::<f64>();
+            w.project(t, job.coeffs[t] as f64 - center, 0.0);
+        }
+        if job.level == 0 {
+            let y = &w.part[0];
+            if !job.free && y.iter().all(|&v| v == 1 || v == -1) {
+                w.found.push(y.clone());
             }
-            if job.level == 0 {
-                let y = &w.part[0];
-                if !job.free && y.iter().all(|&v| v == 1 || v == -1) {
-                    w.found.push(y.clone());
-                }
-            } else {
-                w.walk(job.level - 1, job.partial, job.free);
-            }
-            if w.found.len() >= shared.max_solutions {
-                done_below.fetch_min(index, Ordering::Relaxed);
-            }
-            let rest = w.local_nodes % 4096;
-            nodes.fetch_add(rest, Ordering::Relaxed);
-            (w.found, w.stopped, w.local_nodes)
-        })
+        } else {
+            w.walk(job.level - 1, job.partial, job.free);
+        }
+        if w.found.len() >= shared.max_solutions {
+            done_below.fetch_min(index, Ordering::Relaxed);
+        }
+        let rest = w.local_nodes % 4096;
+        nodes.fetch_add(rest, Ordering::Relaxed);
+        (w.found, w.stopped, w.local_nodes)
+    };
+    (0..rayon::current_num_threads())
+        .into_par_iter()
+        .for_each(|_| loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&index) = schedule.get(k) else {
+                break;
+            };
+            let _ = slots[index].set(run_job(index));
+        });
+    let results: Vec<JobResult> = slots
+        .into_iter()
+        .map(|slot| slot.into_inner().expect("every job ran"))
         .collect();
     let mut solutions = Vec::new();
     let mut stopped = None;
