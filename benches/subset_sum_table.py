@@ -140,7 +140,16 @@ def main():
         print(line, flush=True)
     print("\nmedian ratio (solver time / skipsearch time; timeouts count at the limit)")
     for name, per in ratios.items():
+        groups = dict(per)
+        # Whole families too: MS(4..6) together, all ABS-int sizes with and
+        # without a planted subset.
         for fam, rs in per.items():
+            base = fam.split("(")[0]
+            if base in ("MS", "MS-planted") and fam[len(base) + 1 : -1] in ("4", "5", "6"):
+                groups.setdefault(f"{base}(4..6)", []).extend(rs)
+            if base == "ABS-int":
+                groups.setdefault("ABS-int (all)", []).extend(rs)
+        for fam, rs in groups.items():
             rs = [r for r in rs if r == r]
             if rs:
                 print(f"  {name:<8} {fam:<18} {statistics.median(rs):10.1f}  ({len(rs)} instances)")
