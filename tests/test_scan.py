@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from skipsearch import __version__, cli, scan
+import importlib
+
+from skipsearch import __version__, cli
+
+# The package exports the function scan, which hides the module name.
+scan = importlib.import_module("skipsearch.scan")
 from skipsearch.scan import CheckpointError, LayerReport, describe_checkpoint, scan_checkpoint
 
 D, M = 4, 6
@@ -38,13 +43,13 @@ def _layers(seed: int = 0) -> list:
     return [generic, planted]
 
 
-def _tensors(prefix: str = "bert.", dtype=np.float32) -> dict:
-    rng = np.random.default_rng(1)
+def _tensors(prefix: str = "bert.", dtype=np.float32, seed: int = 0) -> dict:
+    rng = np.random.default_rng(1 + seed)
     tensors = {
         f"{prefix}embeddings.word_embeddings.weight": rng.standard_normal((10, D)),
         f"{prefix}pooler.dense.weight": rng.standard_normal((D, D)),
     }
-    for i, layer in enumerate(_layers()):
+    for i, layer in enumerate(_layers(seed)):
         base = f"{prefix}encoder.layer.{i}."
         # Same suffix as the FFN down projection, inside the attention: must be ignored.
         tensors[base + "attention.output.dense.weight"] = rng.standard_normal((D, D))
@@ -68,9 +73,9 @@ def _config(**overrides) -> dict:
     return {k: v for k, v in config.items() if v is not None}
 
 
-def write_checkpoint(directory, *, prefix="bert.", dtype=np.float32, config=True, **overrides):
+def write_checkpoint(directory, *, prefix="bert.", dtype=np.float32, config=True, seed=0, **overrides):
     directory.mkdir(parents=True, exist_ok=True)
-    save_file(_tensors(prefix, dtype), str(directory / "model.safetensors"))
+    save_file(_tensors(prefix, dtype, seed), str(directory / "model.safetensors"))
     if config:
         (directory / "config.json").write_text(json.dumps(_config(**overrides)))
     return directory
@@ -152,7 +157,8 @@ def test_bfloat16_weights(tmp_path):
 def test_describe_checkpoint(ckpt):
     info = describe_checkpoint(ckpt)
     assert (info.model_type, info.hidden_act, info.activation) == ("bert", "relu", "relu")
-    assert (info.d, info.m, info.num_layers, info.prefix) == (D, M, 2, "bert.encoder.")
+    assert (info.d, info.m, info.num_layers, info.family, info.norm) == (D, M, 2, "bert", "post")
+    assert info.blocks == ("bert.encoder.layer.0", "bert.encoder.layer.1")
     assert info.path == (ckpt / "model.safetensors").resolve()
 
 
@@ -186,18 +192,21 @@ def test_cli_table(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].startswith("checkpoint: ") and "model.safetensors" in lines[0]
-    assert lines[1].split() == ["layer", "d", "m", "activation", "verdict", "relaxation",
-                                "distance", "seconds"]
-    assert lines[2].split()[:5] == ["0", "4", "6", "relu", "not_absorbable"]
-    assert lines[3].split()[:5] == ["1", "4", "6", "relu", "absorbable"]
+    assert lines[0].startswith("model: tiny-bert (bert, 2 FFN blocks") and "model.safetensors" in lines[0]
+    assert lines[1].startswith("scope: FFN sub-layer with its residual, post-LN")
+    assert lines[2].split() == ["block", "layer", "d", "m", "activation", "LN", "verdict",
+                                "relaxation", "distance", "seconds"]
+    assert lines[3].split()[:7] == ["bert.encoder.layer.0", "0", "4", "6", "relu", "post-LN",
+                                    "not_absorbable"]
+    assert lines[4].split()[:7] == ["bert.encoder.layer.1", "1", "4", "6", "relu", "post-LN",
+                                    "absorbable"]
     assert lines[-1].startswith("2 FFN blocks: 1 absorbable, 1 not absorbable")
 
 
 def test_cli_table_names_the_limit_hit(ckpt, capsys):
     code, out, _ = run_cli(capsys, "scan", str(ckpt), "--no-progress", "--time-limit", "0")
     assert code == 0
-    rows = out.splitlines()[2:4]
+    rows = out.splitlines()[3:5]
     assert all("undecided (time_limit)" in row for row in rows)
 
 
@@ -205,14 +214,103 @@ def test_cli_json_matches_scan(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--json", "--tol", "1e-5")
     assert code == 0 and err == ""
     doc = json.loads(out)
-    assert doc["model_type"] == "bert" and doc["activation"] == "relu"
-    assert doc["checkpoint"] == str((ckpt / "model.safetensors").resolve())
+    (model,) = doc["models"]
+    assert model["model_type"] == "bert" and model["activation"] == "relu"
+    assert model["path"] == str((ckpt / "model.safetensors").resolve())
+    assert model["norm"] == "post" and "post-LN" in model["scope"]
     assert doc["summary"] == {"absorbable": 1, "not_absorbable": 1, "undecided": 0}
     expected = [r.to_dict() for r in scan_checkpoint(ckpt, tol=1e-5, progress=False)]
-    assert len(doc["layers"]) == 2
-    for got, want in zip(doc["layers"], expected):
+    assert len(doc["blocks"]) == 2
+    for got, want in zip(doc["blocks"], expected):
         got.pop("seconds"), want.pop("seconds")
         assert got == want
+
+
+def test_cli_many_paths_and_a_directory_of_models(tmp_path, capsys):
+    write_checkpoint(tmp_path / "zoo" / "a")
+    write_checkpoint(tmp_path / "zoo" / "b")
+    code, out, err = run_cli(capsys, "scan", str(tmp_path / "zoo"), "--no-progress", "--json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert [m["name"] for m in doc["models"]] == ["a", "b"]
+    assert [(b["model"], b["layer"]) for b in doc["blocks"]] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    code, out, _ = run_cli(capsys, "scan", str(tmp_path / "zoo" / "b"), str(tmp_path / "zoo" / "a"),
+                           "--no-progress")
+    assert code == 0
+    heads = [line for line in out.splitlines() if line.startswith("model: ")]
+    assert [h.split()[1] for h in heads] == ["b", "a"]
+    assert out.splitlines()[-1].startswith("4 FFN blocks: 2 absorbable, 2 not absorbable")
+
+
+def test_cli_csv(ckpt, capsys):
+    import csv
+    import io
+
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--csv", "--no-progress")
+    assert code == 0 and err == ""
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(r["block"], r["verdict"], r["norm"]) for r in rows] == [
+        ("bert.encoder.layer.0", "not_absorbable", "post"),
+        ("bert.encoder.layer.1", "absorbable", "post"),
+    ]
+    assert rows[1]["subset"] == "0 1 2 3" and rows[0]["subset"] == ""
+    assert float(rows[0]["relaxation_distance"]) > 0.01
+    assert rows[0]["scope"].startswith("FFN sub-layer with its residual, post-LN")
+
+
+def test_cli_markdown(ckpt, capsys):
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--markdown", "--no-progress")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("| model | block | layer |") and lines[1].startswith("|---|")
+    cells = [c.strip() for c in lines[3].strip("|").split("|")]
+    assert cells[:8] == ["tiny-bert", "bert.encoder.layer.1", "1", "4", "6", "relu", "post-LN",
+                         "absorbable"]
+    assert any(line.startswith("- **tiny-bert** (bert") and "post-LN" in line for line in lines)
+
+
+def test_cli_output_formats_exclude_each_other(ckpt, capsys):
+    code, _, err = run_cli(capsys, "scan", str(ckpt), "--json", "--csv")
+    assert code == 2 and "not allowed with" in err
+
+
+def test_plot_is_written_and_shows_each_model(tmp_path, capsys):
+    plt = pytest.importorskip("matplotlib.pyplot")
+    write_checkpoint(tmp_path / "zoo" / "a")
+    write_checkpoint(tmp_path / "zoo" / "b", seed=1)
+    png = tmp_path / "distances.png"
+    code, out, err = run_cli(capsys, "scan", str(tmp_path / "zoo"), "--no-progress", "--plot", str(png))
+    assert code == 0 and err == "" and f"plot: {png}" in out
+    image = plt.imread(str(png))
+    assert image.shape[0] >= 400 and image.shape[1] >= 700
+    # Two models: two line colours from matplotlib's default cycle (C0 blue, C1 orange).
+    rgb = image[..., :3]
+    for colour in ((0.122, 0.467, 0.706), (1.0, 0.498, 0.055)):
+        close = np.all(np.abs(rgb - np.array(colour)) < 0.03, axis=-1)
+        assert close.sum() > 50, colour
+    # Mostly white background: a real figure, not a blank or black image.
+    assert 0.5 < np.mean(np.all(rgb > 0.95, axis=-1)) < 0.99
+    from skipsearch.plot import plot_relaxation_distances
+
+    with pytest.raises(ValueError, match="empty"):
+        plot_relaxation_distances([], tmp_path / "x.png")
+
+
+def test_plot_without_matplotlib(ckpt, tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError("no matplotlib here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--plot", str(tmp_path / "p.png"))
+    assert code == 2 and out == ""
+    _assert_one_line_error(err, "matplotlib", "skipsearch[plot]")
+    assert not (tmp_path / "p.png").exists()
 
 
 def test_summary_line_all_same():
@@ -283,7 +381,7 @@ def test_directory_without_weights(tmp_path, capsys):
         (dict(intermediate_size=7), ["intermediate_size=7"]),
         (dict(intermediate_size=None), ["intermediate_size", "missing"]),
         (dict(num_hidden_layers=3), ["num_hidden_layers=3", "2 FFN block"]),
-        (dict(model_type="gpt2"), ["gpt2", "not supported", "bert"]),
+        (dict(model_type="mamba"), ["mamba", "not supported", "bert", "gpt2", "Layout"]),
         (dict(hidden_act="swiglu"), ["swiglu", "gated"]),
     ],
 )
@@ -325,7 +423,7 @@ def test_nan_weights(tmp_path, capsys):
     (path / "config.json").write_text(json.dumps(_config()))
     code, _, err = run_cli(capsys, "scan", str(path), "--no-progress")
     assert code == 2
-    _assert_one_line_error(err, "layer 1", "NaN")
+    _assert_one_line_error(err, "bert.encoder.layer.1", "NaN")
 
 
 @pytest.mark.parametrize(
@@ -352,7 +450,7 @@ def test_keyboard_interrupt_exit_code(ckpt, monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(scan, "scan_checkpoint", interrupted)
+    monkeypatch.setattr(scan, "scan", interrupted)
     code, _, err = run_cli(capsys, "scan", str(ckpt), "--json")
     assert code == 130
     assert "interrupted" in err
@@ -388,9 +486,10 @@ def test_minilm_cli_json(minilm):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     doc = json.loads(proc.stdout)
-    assert doc["model_type"] == "bert" and doc["activation"] == "gelu"
-    assert doc["checkpoint"].endswith("model.safetensors")
+    (model,) = doc["models"]
+    assert model["model_type"] == "bert" and model["activation"] == "gelu"
+    assert model["name"] == "all-MiniLM-L6-v2" and model["path"].endswith("model.safetensors")
     assert doc["summary"]["not_absorbable"] == 6
-    assert [layer["verdict"] for layer in doc["layers"]] == ["not_absorbable"] * 6
-    for got, want in zip(doc["layers"], minilm):
+    assert [block["verdict"] for block in doc["blocks"]] == ["not_absorbable"] * 6
+    for got, want in zip(doc["blocks"], minilm):
         assert got["relaxation_distance"] == pytest.approx(want.relaxation_distance, rel=1e-9)

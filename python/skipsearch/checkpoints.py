@@ -1,0 +1,246 @@
+"""Read tensors from safetensors checkpoints, single-file or sharded.
+
+A checkpoint is a directory holding ``config.json`` and either
+``model.safetensors`` or a sharded set described by
+``model.safetensors.index.json``, or a single ``.safetensors`` file with
+``config.json`` beside it. In a sharded checkpoint the index's
+``weight_map`` is authoritative: every shard it names must exist, and
+``.safetensors`` files it does not name are ignored with a warning.
+
+Tensors are returned as new numpy arrays: float16 is widened to float32 and
+bfloat16 is widened to float32 from its raw 16 bits (the upper half of the
+float32 bit pattern); bfloat16 is never read as float16. Nothing is
+unpickled: ``pytorch_model.bin`` checkpoints are refused with a hint to
+convert them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import warnings
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+
+__all__ = ["Checkpoint", "CheckpointError", "CONFIG_NAME", "INDEX_NAME", "WEIGHTS_NAME"]
+
+WEIGHTS_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+CONFIG_NAME = "config.json"
+FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class CheckpointError(ValueError):
+    """The checkpoint cannot be scanned: unreadable or inconsistent files, an
+    unsupported architecture or activation, or tensors of the wrong shape."""
+
+
+class _File:
+    """One safetensors file: names, shapes and dtypes from its header, and
+    tensors read one at a time."""
+
+    def __init__(self, path: Path):
+        from safetensors import SafetensorError, safe_open
+
+        self.path = path
+        try:
+            self._handle = safe_open(str(path), framework="numpy")
+        except SafetensorError as e:
+            raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
+        self._raw_header: Optional[tuple[int, dict]] = None
+
+    def keys(self) -> list:
+        return list(self._handle.keys())
+
+    def shape(self, key: str) -> tuple:
+        return tuple(self._handle.get_slice(key).get_shape())
+
+    def dtype(self, key: str) -> str:
+        return str(self._handle.get_slice(key).get_dtype())
+
+    def get(self, key: str) -> np.ndarray:
+        dtype = self.dtype(key)
+        if dtype == "BF16":
+            return self._bf16(key)
+        array = self._handle.get_tensor(key)
+        if dtype == "F16":
+            return array.astype(np.float32)
+        return np.array(array, copy=True)
+
+    def _bf16(self, key: str) -> np.ndarray:
+        # numpy has no bfloat16: shift the raw bits into the top half of a
+        # float32, which is exactly the value bfloat16 encodes.
+        if self._raw_header is None:
+            with open(self.path, "rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))
+                self._raw_header = (8 + n, json.loads(fh.read(n)))
+        start, header = self._raw_header
+        entry = header[key]
+        begin, end = entry["data_offsets"]
+        raw = np.fromfile(self.path, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
+        return (raw.astype(np.uint32) << 16).view(np.float32).reshape(tuple(entry["shape"]))
+
+
+class Checkpoint:
+    """A checkpoint on disk: its ``config.json`` and its tensors.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A directory holding ``config.json`` and ``model.safetensors`` or
+        ``model.safetensors.index.json`` with its shards; or a
+        ``.safetensors`` file (or an index ``.json``) with ``config.json``
+        beside it.
+
+    Attributes
+    ----------
+    root : pathlib.Path
+        The directory of the checkpoint.
+    config : dict
+        The parsed ``config.json``.
+    config_path : pathlib.Path
+    files : list of pathlib.Path
+        The safetensors files read (one, or the shards of the index).
+
+    Raises
+    ------
+    FileNotFoundError
+        The path, ``config.json``, the weights or a shard named by the index
+        is missing (all missing shards are listed).
+    CheckpointError
+        Invalid JSON, a file that is not safetensors, an index whose
+        ``weight_map`` names tensors its shard does not hold.
+    """
+
+    def __init__(self, path: PathLike):
+        p = Path(os.fspath(path)).expanduser()
+        if not p.exists():
+            raise FileNotFoundError(f"checkpoint path does not exist: {p}")
+        if p.is_dir():
+            root = p
+            index = p / INDEX_NAME
+            single = p / WEIGHTS_NAME
+            if single.is_file():
+                target = single
+            elif index.is_file():
+                target = index
+            elif (p / "pytorch_model.bin").is_file():
+                raise FileNotFoundError(
+                    f"no {WEIGHTS_NAME} in {p}, only pytorch_model.bin: skipsearch never unpickles "
+                    "checkpoints; convert it to safetensors first (or load it with "
+                    "torch.load(..., weights_only=True) and use skipsearch.from_torch)"
+                )
+            else:
+                raise FileNotFoundError(
+                    f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}: pass a checkpoint directory, or a "
+                    f".safetensors file with {CONFIG_NAME} beside it"
+                )
+        else:
+            root = p.parent
+            target = p
+            if not (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
+                raise CheckpointError(
+                    f"{p} is not a .safetensors file or a .safetensors.index.json index; pass a "
+                    f"checkpoint directory, or a .safetensors file with {CONFIG_NAME} beside it"
+                )
+        self.root = root.resolve()
+        self.config_path = (root / CONFIG_NAME).resolve()
+        if not self.config_path.is_file():
+            raise FileNotFoundError(
+                f"no {CONFIG_NAME} beside {target}: the scan reads the model type, the "
+                "activation and the sizes from it"
+            )
+        self.config = _read_json(self.config_path, "config.json")
+        self.name = self.root.name
+        self._files: dict = {}
+        if target.name.endswith(".json"):
+            self._key_file = self._read_index(target.resolve())
+        else:
+            f = self._open(target.resolve())
+            self._key_file = {key: f.path for key in f.keys()}
+        self.files = sorted(set(self._key_file.values()))
+
+    def _open(self, path: Path) -> _File:
+        if path not in self._files:
+            self._files[path] = _File(path)
+        return self._files[path]
+
+    def _read_index(self, index_path: Path) -> dict:
+        index = _read_json(index_path, "index")
+        weight_map = index.get("weight_map")
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+        ):
+            raise CheckpointError(
+                f"{index_path} must hold a 'weight_map' object mapping tensor names to shard files"
+            )
+        folder = index_path.parent
+        shards = sorted(set(weight_map.values()))
+        missing = [s for s in shards if not (folder / s).is_file()]
+        if missing:
+            raise FileNotFoundError(
+                f"{index_path} names {len(missing)} shard(s) that are missing from {folder}: "
+                + ", ".join(missing)
+            )
+        unindexed = sorted(
+            q.name for q in folder.glob("*.safetensors") if q.name not in set(shards)
+        )
+        if unindexed:
+            warnings.warn(
+                f"{folder}: ignoring {len(unindexed)} .safetensors file(s) not named in "
+                f"{index_path.name}: " + ", ".join(unindexed),
+                stacklevel=3,
+            )
+        key_file = {key: (folder / shard).resolve() for key, shard in weight_map.items()}
+        for shard in shards:
+            f = self._open((folder / shard).resolve())
+            held = set(f.keys())
+            absent = [k for k, s in weight_map.items() if s == shard and k not in held]
+            if absent:
+                raise CheckpointError(
+                    f"{index_path.name} maps {len(absent)} tensor(s) to {shard}, which does not hold "
+                    f"them: {', '.join(absent[:5])}{' ...' if len(absent) > 5 else ''}"
+                )
+        return key_file
+
+    def keys(self) -> list:
+        """Every tensor name, in sorted order."""
+        return sorted(self._key_file)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._key_file
+
+    def shape(self, key: str) -> tuple:
+        """The shape of tensor ``key``, from the header (nothing is read)."""
+        return self._file(key).shape(key)
+
+    def dtype(self, key: str) -> str:
+        """The safetensors dtype of ``key`` (``"F32"``, ``"BF16"``, ...)."""
+        return self._file(key).dtype(key)
+
+    def get(self, key: str) -> np.ndarray:
+        """Tensor ``key`` as a new numpy array; F16 and BF16 become float32."""
+        return self._file(key).get(key)
+
+    def _file(self, key: str) -> _File:
+        try:
+            path = self._key_file[key]
+        except KeyError:
+            raise CheckpointError(f"{self.root} has no tensor named {key!r}") from None
+        return self._open(path)
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{path} ({what}) must hold a JSON object, got {type(value).__name__}")
+    return value

@@ -1,0 +1,101 @@
+"""Plot the relaxation distance per layer of scanned models (matplotlib).
+
+matplotlib is an optional dependency: ``pip install "skipsearch[plot]"``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence, Union
+
+__all__ = ["plot_relaxation_distances", "require_matplotlib"]
+
+_MARKERS = {"absorbable": "*", "not_absorbable": "o", "undecided": "X"}
+
+
+def require_matplotlib():
+    """Import matplotlib with the non-interactive Agg backend.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed; the message gives the install command.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError(
+            'plotting needs matplotlib: pip install "skipsearch[plot]" (or pip install matplotlib)'
+        ) from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[str]"]) -> None:
+    """Draw the relaxation distance of each block against its layer, one line
+    per model, and save it as an image.
+
+    The relaxation distance ``||Y||_F / ||A||_F`` (A = I) is how close any
+    real weighting of the neurons comes to absorbing the skip: 0 means the
+    relaxation reaches it, and a distance above the tolerance is a
+    certificate that no flip set exists (Mijoski & Karbevski 2026,
+    arXiv:2604.23705). Markers give the verdict: a circle for not
+    absorbable, a star for absorbable, a cross for undecided. Blocks with no
+    distance (gated blocks, decided without a search) are listed in the
+    legend instead.
+
+    Parameters
+    ----------
+    reports : sequence of BlockReport
+        From :func:`skipsearch.scan`; blocks are grouped by ``model``.
+    path : str or os.PathLike
+        The image file; the format follows its suffix (``.png``, ``.svg``, ...).
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed.
+    ValueError
+        ``reports`` is empty.
+    """
+    plt = require_matplotlib()
+    reports = list(reports)
+    if not reports:
+        raise ValueError("reports is empty: nothing to plot")
+    models: dict = {}
+    for r in reports:
+        models.setdefault((r.model, r.path), []).append(r)
+    names = [m for m, _ in models]
+    label_of = {key: (key[0] if names.count(key[0]) == 1 else f"{key[0]} ({key[1]})") for key in models}
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    top = 0.0
+    for key, rows in models.items():
+        with_distance = [r for r in rows if r.relaxation_distance is not None]
+        label = label_of[key]
+        if not with_distance:
+            verdicts = sorted({r.verdict.replace("_", " ") for r in rows})
+            ax.plot([], [], " ", label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)")
+            continue
+        xs = [r.layer for r in with_distance]
+        ys = [r.relaxation_distance for r in with_distance]
+        top = max(top, max(ys))
+        (line,) = ax.plot(xs, ys, "-", linewidth=1.5, label=f"{label} ({rows[0].activation})")
+        for verdict, marker in _MARKERS.items():
+            pts = [(x, y) for x, y, r in zip(xs, ys, with_distance) if r.verdict == verdict]
+            if pts:
+                ax.plot(*zip(*pts), marker, color=line.get_color(), markersize=9 if marker == "*" else 6)
+    for verdict, marker in _MARKERS.items():
+        if any(r.verdict == verdict and r.relaxation_distance is not None for r in reports):
+            ax.plot([], [], marker, color="0.3", label=verdict.replace("_", " "))
+    ax.set_xlabel("layer")
+    ax.set_ylabel("relaxation distance  ||Y||_F / ||I||_F")
+    ax.set_ylim(0.0, max(1.0, top * 1.1))
+    ax.set_title("How close the FFN blocks come to absorbing their skip (0 = reached)")
+    ax.grid(True, alpha=0.3)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(os.fspath(path))
+    plt.close(fig)
