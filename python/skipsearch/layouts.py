@@ -239,9 +239,9 @@ def config_activation(name: Any, gated: bool, where: str) -> Activation:
     return get_activation(gated_name)
 
 
-def _bert(norm: str) -> Family:
+def _bert(norm: str, name: str = "bert") -> Family:
     return Family(
-        name="bert",
+        name=name,
         layout=Layout(
             up="*layer.{i}.intermediate.dense.weight",
             down="*layer.{i}.output.dense.weight",
@@ -295,14 +295,8 @@ FAMILIES: dict = {
     "roberta": _BERT,
     "xlm-roberta": _BERT,
     "electra": _BERT,
-    "vit": Family(
-        name="vit",
-        layout=Layout(
-            up="*layer.{i}.intermediate.dense.weight",
-            down="*layer.{i}.output.dense.weight",
-            norm="pre",
-        ),
-    ),
+    # ViT keeps BERT's tensor names but puts its LayerNorms before the sub-layers.
+    "vit": _bert("pre", name="vit"),
     "gpt2": Family(
         name="gpt2",
         layout=Layout(

@@ -22,6 +22,7 @@ the blocks that share them.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import math
@@ -38,7 +39,7 @@ import numpy as np
 from tqdm import tqdm
 
 from skipsearch._validation import check_limit, check_threads, check_tol
-from skipsearch.absorption import find_absorbing_subset
+from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
 from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, NORM_SCOPES, Layout, config_activation, supported_model_types
@@ -79,9 +80,10 @@ class _Block:
     gate: Optional[str]
     b_up: Optional[str]
     b_down: Optional[str]
+    b_gate: Optional[str] = None
 
     def keys(self) -> list:
-        return [k for k in (self.up, self.down, self.gate, self.b_up, self.b_down) if k]
+        return [k for k in (self.up, self.down, self.gate, self.b_up, self.b_down, self.b_gate) if k]
 
 
 @dataclass(frozen=True)
@@ -287,12 +289,16 @@ def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list:
             b_up = key[: -len("weight")] + "bias"
         if down.endswith(".weight") and down[: -len("weight")] + "bias" in ckpt:
             b_down = down[: -len("weight")] + "bias"
+        b_gate = None
+        if gate is not None and gate.endswith(".weight") and gate[: -len("weight")] + "bias" in ckpt:
+            b_gate = gate[: -len("weight")] + "bias"
         # The module path shared by the projections: "h.0.mlp" for
         # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
         common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
         name = common[: common.rfind(".")] if "." in common else common
-        stars = tuple(v for k, v in sorted(match.groupdict().items()) if k.startswith("s"))
-        blocks.append(((stars, int(match["layer"])), _Block(name, int(match["layer"]), key, down, gate, b_up, b_down)))
+        # Encoder blocks before decoder blocks (T5), then by layer.
+        stars = tuple(("decoder" in v, v) for k, v in sorted(match.groupdict().items()) if k.startswith("s"))
+        blocks.append(((stars, int(match["layer"])), _Block(name, int(match["layer"]), key, down, gate, b_up, b_down, b_gate)))
     blocks.sort(key=lambda item: item[0])
     return [b for _, b in blocks]
 
@@ -408,6 +414,8 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
             _check_tensor(ckpt, b.b_up, (m,), sizes)
         if b.b_down is not None:
             _check_tensor(ckpt, b.b_down, (d,), sizes)
+        if b.b_gate is not None:
+            _check_tensor(ckpt, b.b_gate, (m,), sizes)
     single = len(ckpt.files) == 1
     info = CheckpointInfo(
         path=ckpt.files[0] if single else ckpt.root,
@@ -482,10 +490,14 @@ def _show_progress(progress: Optional[bool]) -> bool:
     return bool(progress)
 
 
-def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limit, threads):
+def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limit, threads, b_gate=None):
     """One block's decision; a module-level function so that process and
-    cluster executors can ship it."""
-    return find_absorbing_subset(
+    cluster executors can ship it.
+
+    ``find_absorbing_subset`` takes no gate bias, and the linearization and
+    degree arguments for gated blocks need a block without inner biases: a
+    nonzero ``b_gate`` makes such a verdict undecided."""
+    result = find_absorbing_subset(
         W_up,
         W_down,
         activation=activation,
@@ -497,6 +509,17 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
         time_limit=time_limit,
         threads=threads,
     )
+    if b_gate is not None and np.any(b_gate != 0) and result.argument in ("linearization", "degree"):
+        result = dataclasses.replace(
+            result,
+            verdict="undecided",
+            argument="none",
+            reason=(
+                f"Undecided: the {result.argument} argument ({PAPER}) needs a block without inner "
+                "biases, and the gate bias b_gate is nonzero."
+            ),
+        )
+    return result
 
 
 def _fingerprint(arrays) -> str:
@@ -648,7 +671,8 @@ def scan(
                         arrays = [None if a is None else a.T.copy() for a in arrays]
                     b_up = None if block.b_up is None else ckpt.get(block.b_up)
                     b_down = None if block.b_down is None else ckpt.get(block.b_down)
-                    key = (info.path, _fingerprint(arrays + [b_up, b_down]))
+                    b_gate = None if block.b_gate is None else ckpt.get(block.b_gate)
+                    key = (info.path, _fingerprint(arrays + [b_up, b_down, b_gate]))
                     if key in shared:
                         owner = shared[key]
                         owner.append(block.name)
@@ -661,7 +685,9 @@ def scan(
                     # Registry activations travel by name (any executor can
                     # ship a string); a hand-made Activation as itself.
                     act = info._act if info._act is not None else info.activation
-                    args = (arrays[0], arrays[1], act, b_up, b_down, arrays[2], block_tol, time_limit, threads)
+                    args = (
+                        arrays[0], arrays[1], act, b_up, b_down, arrays[2], block_tol, time_limit, threads, b_gate
+                    )
                     reports.append(None)
                     slot = len(reports) - 1
                     if executor is None:
@@ -671,7 +697,7 @@ def scan(
                         while len(pending) >= max_pending:
                             finish(pending.popleft())
                     shared[key] = _SharedNames(slot)
-                    del arrays, b_up, b_down
+                    del arrays, b_up, b_down, b_gate
             while pending:
                 finish(pending.popleft())
         except BaseException:
