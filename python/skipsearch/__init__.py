@@ -27,6 +27,7 @@ from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, S
 from skipsearch.layouts import Layout
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
+from skipsearch.torch_adapter import from_torch, load_state_dict
 
 __all__ = [
     "__version__",
@@ -46,9 +47,11 @@ __all__ = [
     "check_certificate",
     "decide_stack",
     "find_absorbing_subset",
+    "from_torch",
     "get_activation",
     "known_activations",
     "leaky_relu",
+    "load_state_dict",
     "max_abs_difference",
     "residual_block_output",
     "scan",

