@@ -54,6 +54,7 @@ pub mod genericity;
 pub mod lattice;
 pub mod limits;
 pub mod matrix;
+pub mod meet_in_the_middle;
 pub mod null_space;
 pub mod relaxation;
 pub mod verification;

@@ -262,10 +262,60 @@ fn enumerate_pm1<'py>(
     Ok(d)
 }
 
+/// Solve `A x = b` over `{0,1}^n` by meeting in the middle (integer `A`,
+/// `n <= 52`); see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (a, b, time_limit=None, node_limit=None, threads=None))]
+fn meet_in_the_middle<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, i64>,
+    b: PyReadonlyArray1<'py, i64>,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let a = a.as_array();
+    let b: Vec<i64> = b.as_array().iter().copied().collect();
+    if a.nrows() != b.len() {
+        return Err(PyValueError::new_err(format!(
+            "A has {} rows but b has {} entries",
+            a.nrows(),
+            b.len()
+        )));
+    }
+    let columns: Vec<Vec<i64>> = a.columns().into_iter().map(|c| c.to_vec()).collect();
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    let limits = Limits {
+        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
+        node_limit,
+    };
+    let cancel = AtomicBool::new(false);
+    let result = run_interruptible(py, &cancel, || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        pool.install(|| {
+            crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, limits, &cancel)
+        })
+    })?
+    .map_err(to_py_err)?;
+    let d = PyDict::new(py);
+    d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
+    d.set_item("stop", result.stopped.map(|s| s.as_str()))?;
+    d.set_item("nodes", result.nodes)?;
+    d.set_item("memory_bytes", result.memory_bytes)?;
+    d.set_item("seconds", result.seconds)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_pm1, m)?)?;
+    m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     Ok(())
 }

@@ -3,6 +3,7 @@ statuses, and the result does not depend on threads."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from hypothesis import strategies as st
 
 import skipsearch
 from skipsearch import baseline
+
+# The package exports the function subset_sum, which hides the module name.
+subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from families import absorption_int, market_split  # noqa: E402
@@ -41,16 +45,26 @@ def brute_force(A, b, tol=None):
     planted=st.booleans(),
     duplicates=st.integers(0, 3),
 )
-def test_integer_agrees_with_brute_force(seed, k, n, low, planted, duplicates):
+@pytest.mark.parametrize("engine", ["meet in the middle", "lattice"])
+def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, duplicates):
+    # Small components go to meet in the middle; with its threshold at 0
+    # every component takes the heuristic-then-lattice path instead.
+    subset_sum_module._MITM_MAX = 32 if engine == "meet in the middle" else 0
     rng = np.random.default_rng(seed)
     A = rng.integers(low, 21, size=(k, n))
     for _ in range(duplicates):
         A[:, rng.integers(n)] = A[:, rng.integers(n)]
     b = A @ rng.integers(0, 2, size=n) if planted else rng.integers(-30, 60, size=k)
-    r = skipsearch.subset_sum(A, b)
+    try:
+        r = skipsearch.subset_sum(A, b)
+    finally:
+        subset_sum_module._MITM_MAX = 32
     expected = brute_force(A, b)
     assert (r.status == "feasible") == (expected is not None), (A, b, r)
     assert r.exact
+    if r.status == "feasible" and not r.method[-1].startswith("presolve"):
+        assert any(step.startswith(engine) or (engine == "lattice" and step == "float heuristic")
+                   for step in r.method), r.method
     if r.solution is not None:
         np.testing.assert_array_equal(A @ r.solution, b)
         assert set(np.unique(r.solution)) <= {0, 1}
@@ -91,8 +105,50 @@ def test_market_split_three_rows_agrees_with_brute_force():
         assert (r.status == "feasible") == (brute_force(A, b) is not None)
 
 
+def test_presolve_fixes_variables_and_splits_components():
+    # Row 0 can only reach 10 with column 0 (fixed to 1) and never with
+    # column 1 (fixed to 0); rows 1 and 2 share no column: two components,
+    # which the row bounds leave open.
+    A = np.array([
+        [10, 11, 0, 0, 0, 0, 0, 0],
+        [0, 0, 3, 5, 4, 0, 0, 0],
+        [0, 0, 0, 0, 0, 7, 2, 5],
+    ])
+    b = np.array([10, 7, 7])
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "feasible" and r.solution[:5].tolist() == [1, 0, 1, 0, 1]
+    np.testing.assert_array_equal(A @ r.solution, b)
+    assert "presolve: 2 of 8 fixed" in r.method
+    assert "presolve: 2 independent components" in r.method
+    assert any(step.startswith("meet in the middle") for step in r.method)
+    # One infeasible component (no subset of 3, 5, 4 sums to 6) makes the
+    # whole instance infeasible.
+    r = skipsearch.subset_sum(A, np.array([10, 6, 7]))
+    assert r.status == "infeasible" and r.solution is None
+    # A variable that row bounds force both ways: infeasible at once.
+    r = skipsearch.subset_sum(np.array([[5, 1], [5, 1]]), np.array([5, 1]))
+    assert r.status == "infeasible" and r.method == ("presolve: row bounds fix a variable both ways",)
+
+
+def test_meet_in_the_middle_is_deterministic_and_bounded():
+    from skipsearch import _core
+
+    A, b = market_split(4, 0, planted=True)  # n = 30
+    runs = [_core.meet_in_the_middle(A, b, None, None, t) for t in (1, 2)]
+    np.testing.assert_array_equal(runs[0]["solution"], runs[1]["solution"])
+    np.testing.assert_array_equal(A @ runs[0]["solution"], b)
+    assert runs[0]["memory_bytes"] == 16 * 2 * 2**15
+    A, b = market_split(4, 1)  # infeasible
+    out = _core.meet_in_the_middle(A, b, None, None, None)
+    assert out["solution"] is None and out["stop"] is None
+    out = _core.meet_in_the_middle(A, b, None, 10, None)
+    assert out["solution"] is None and out["stop"] == "node_limit"
+    with pytest.raises(ValueError, match="at most 52 columns"):
+        _core.meet_in_the_middle(np.ones((1, 60), dtype=np.int64), np.ones(1, dtype=np.int64))
+
+
 def test_presolve_proofs():
-    r = skipsearch.subset_sum(np.array([[2, 4, 6]]), np.array([5]))
+    r = skipsearch.subset_sum(np.array([[2, 4, 6, 8]]), np.array([9]))
     assert r.status == "infeasible" and r.method == ("presolve: row gcd",)
     r = skipsearch.subset_sum(np.array([[1, 2], [3, 4]]), np.array([4, 1]))
     assert r.status == "infeasible" and r.method == ("presolve: row bounds",)

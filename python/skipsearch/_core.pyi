@@ -42,3 +42,17 @@ def enumerate_pm1(
     and every entry +-1. Returns ``solutions`` (array, one per row),
     ``stop`` (None when the search was complete), ``nodes`` and ``seconds``.
     """
+
+def meet_in_the_middle(
+    a: npt.NDArray[np.int64],
+    b: npt.NDArray[np.int64],
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> dict[str, Any]:
+    """``x`` in ``{0,1}^n`` with ``a @ x == b`` exactly (``a`` of shape
+    ``(k, n)``, ``n <= 52``), by meeting in the middle. Returns ``solution``
+    (uint8 array, or None), ``stop`` (None when the search was complete, so
+    a None solution proves infeasibility), ``nodes`` (subset sums formed),
+    ``memory_bytes`` and ``seconds``.
+    """
