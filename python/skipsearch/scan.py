@@ -169,7 +169,9 @@ class BlockReport:
         weighting of the neurons) comes relatively closer to ``-I``. ``None``
         when no search ran (gated blocks) or it did not get that far.
     seconds : float
-        Wall time spent on the block: reading its tensors and deciding.
+        Wall time spent on the block: reading its tensors and deciding it
+        (on the executor, when one is given; time waiting in its queue is
+        not counted).
     reason : str
         One sentence naming the argument and its source.
     shared_with : tuple of str
@@ -493,7 +495,9 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
 
     ``find_absorbing_subset`` takes no gate bias, and the linearization and
     degree arguments for gated blocks need a block without inner biases: a
-    nonzero ``b_gate`` makes such a verdict undecided."""
+    nonzero ``b_gate`` makes such a verdict undecided. Returns the result
+    and the seconds it took."""
+    start = time.perf_counter()
     result = find_absorbing_subset(
         W_up,
         W_down,
@@ -516,7 +520,7 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
                 "biases, and the gate bias b_gate is nonzero."
             ),
         )
-    return result
+    return result, time.perf_counter() - start
 
 
 def _fingerprint(arrays) -> str:
@@ -633,29 +637,28 @@ def scan(
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     models = [_inspect(p, layout) for p in _checkpoint_paths(paths)]
     total = sum(info.num_layers for info, _ in models)
-    show = _show_progress(progress)
-    reports: list = []
-    shared: dict = {}  # fingerprint -> index into reports (or None while pending)
+    reports: list = []  # BlockReport, or None while its decision is pending
+    slot_of: dict = {}  # (checkpoint, fingerprint of the weights) -> index in reports
+    tied: dict = {}  # index in reports -> names of the blocks tied to it
     pending: deque = deque()
     with tqdm(
         total=total,
         desc="scan",
         unit="block",
         file=sys.stderr,
-        disable=not show,
+        disable=not _show_progress(progress),
         leave=False,
         dynamic_ncols=True,
         # by default, appear only when the scan takes more than a moment
         delay=0.5 if progress is None else 0.0,
     ) as bar:
 
-        def finish(item):
-            info, block, start, future, slot = item
+        def finish(slot, info, block, read_seconds, job):
             try:
-                result = _decide_block(*future) if isinstance(future, tuple) else future.result()
+                result, decide_seconds = _decide_block(*job) if isinstance(job, tuple) else job.result()
             except ValueError as e:
                 raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
-            reports[slot] = _report(info, block, result, time.perf_counter() - start)
+            reports[slot] = _report(info, block, result, read_seconds + decide_seconds)
             bar.set_postfix_str(f"{info.name} {block.name}: {result.verdict}", refresh=False)
             bar.update(1)
 
@@ -663,58 +666,57 @@ def scan(
             for info, ckpt in models:
                 for block in info._blocks:
                     start = time.perf_counter()
-                    arrays = [None if k is None else ckpt.get(k) for k in (block.up, block.down, block.gate)]
-                    if info._transpose:
-                        arrays = [None if a is None else a.T.copy() for a in arrays]
-                    b_up = None if block.b_up is None else ckpt.get(block.b_up)
-                    b_down = None if block.b_down is None else ckpt.get(block.b_down)
-                    b_gate = None if block.b_gate is None else ckpt.get(block.b_gate)
-                    key = (info.path, _fingerprint(arrays + [b_up, b_down, b_gate]))
-                    if key in shared:
-                        owner = shared[key]
-                        owner.append(block.name)
+                    tensors = _read_block(info, ckpt, block)
+                    key = (info.path, _fingerprint(tensors.values()))
+                    if key in slot_of:
+                        tied[slot_of[key]].append(block.name)
                         bar.update(1)
                         continue
-                    block_tol = tol
-                    if block_tol is None:
+                    if tol is None:
                         dtypes = {ckpt.dtype(k) for k in block.keys()}
                         block_tol = max((NARROW_TOL[t] for t in dtypes if t in NARROW_TOL), default=None)
+                    else:
+                        block_tol = tol
                     # Registry activations travel by name (any executor can
                     # ship a string); a hand-made Activation as itself.
                     act = info._act if info._act is not None else info.activation
-                    args = (
-                        arrays[0], arrays[1], act, b_up, b_down, arrays[2], block_tol, time_limit, threads, b_gate
+                    job = (
+                        tensors["W_up"], tensors["W_down"], act, tensors["b_up"], tensors["b_down"],
+                        tensors["W_gate"], block_tol, time_limit, threads, tensors["b_gate"],
                     )
+                    slot_of[key], tied[len(reports)] = len(reports), []
                     reports.append(None)
-                    slot = len(reports) - 1
+                    read_seconds = time.perf_counter() - start
                     if executor is None:
-                        finish((info, block, start, args, slot))
+                        finish(len(reports) - 1, info, block, read_seconds, job)
                     else:
-                        pending.append((info, block, start, executor.submit(_decide_block, *args), slot))
+                        future = executor.submit(_decide_block, *job)
+                        pending.append((len(reports) - 1, info, block, read_seconds, future))
                         while len(pending) >= max_pending:
-                            finish(pending.popleft())
-                    shared[key] = _SharedNames(slot)
-                    del arrays, b_up, b_down, b_gate
+                            finish(*pending.popleft())
+                    del tensors, job
             while pending:
-                finish(pending.popleft())
+                finish(*pending.popleft())
         except BaseException:
             for item in pending:
-                item[3].cancel()  # a pending item always holds a future
+                item[-1].cancel()
             raise
-    # Attach the names of tied blocks to the block decided for them.
-    for names in shared.values():
-        if isinstance(names, _SharedNames) and names:
-            r = reports[names.slot]
-            reports[names.slot] = BlockReport(**{**r.__dict__, "shared_with": tuple(names)})
-    return reports
+    return [
+        BlockReport(**{**r.__dict__, "shared_with": tuple(tied[slot])}) if tied[slot] else r
+        for slot, r in enumerate(reports)
+    ]
 
 
-class _SharedNames(list):
-    """The names of the blocks tied to the block at ``slot``."""
-
-    def __init__(self, slot: int):
-        super().__init__()
-        self.slot = slot
+def _read_block(info: CheckpointInfo, ckpt: Checkpoint, block: _Block) -> dict:
+    """The block's tensors as float arrays in ``torch.nn.Linear`` layout
+    (``W_up`` of shape ``(m, d)``); absent ones are None."""
+    out = {}
+    for name, key in (("W_up", block.up), ("W_down", block.down), ("W_gate", block.gate)):
+        array = None if key is None else ckpt.get(key)
+        out[name] = array.T.copy() if info._transpose and array is not None else array
+    for name, key in (("b_up", block.b_up), ("b_down", block.b_down), ("b_gate", block.b_gate)):
+        out[name] = None if key is None else ckpt.get(key)
+    return out
 
 
 def _report(info: CheckpointInfo, block: _Block, result: AbsorptionResult, seconds: float) -> BlockReport:
