@@ -34,8 +34,9 @@ def require_matplotlib():
 
 
 def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[str]"]) -> None:
-    """Draw the relaxation distance of each block against its layer, one line
-    per model, and save it as an image.
+    """Draw the relaxation distance of each block against its position in the
+    model (the layer; T5's decoder blocks follow its encoder blocks), one
+    line per model, and save it as an image.
 
     The relaxation distance ``||Y||_F / ||A||_F`` (A = I) is how close any
     real weighting of the neurons comes to absorbing the skip: 0 means the
@@ -72,13 +73,16 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     top = 0.0
     for key, rows in models.items():
+        # x is the block's position in the model (its layer, except where a
+        # model has several stacks, such as T5's encoder then decoder).
+        positions = {id(r): p for p, r in enumerate(rows)}
         with_distance = [r for r in rows if r.relaxation_distance is not None]
         label = label_of[key]
         if not with_distance:
             verdicts = sorted({r.verdict.replace("_", " ") for r in rows})
             ax.plot([], [], " ", label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)")
             continue
-        xs = [r.layer for r in with_distance]
+        xs = [positions[id(r)] for r in with_distance]
         ys = [r.relaxation_distance for r in with_distance]
         top = max(top, max(ys))
         (line,) = ax.plot(xs, ys, "-", linewidth=1.5, label=f"{label} ({rows[0].activation})")
@@ -89,7 +93,7 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     for verdict, marker in _MARKERS.items():
         if any(r.verdict == verdict and r.relaxation_distance is not None for r in reports):
             ax.plot([], [], marker, color="0.3", label=verdict.replace("_", " "))
-    ax.set_xlabel("layer")
+    ax.set_xlabel("FFN block, in layer order")
     ax.set_ylabel("relaxation distance  ||Y||_F / ||I||_F")
     ax.set_ylim(0.0, max(1.0, top * 1.1))
     ax.set_title("How close the FFN blocks come to absorbing their skip (0 = reached)")
