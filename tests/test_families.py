@@ -704,3 +704,91 @@ def test_dask_executor_matches_inline(many):
     ) as cluster, Client(cluster) as client:
         distributed = scan(many, executor=client.get_executor())
     assert summary(distributed) == summary(inline)
+
+
+# -- bad input: each gets a clear error that names what was expected -----------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,words",
+    [
+        (dict(up="a.{i}.up", down="a.0.down"), ValueError, "down pattern 'a.0.down' must contain {i}"),
+        (dict(up="a.{i}.x.{i}", down="a.{i}.down"), ValueError, "exactly once; it has it 2 times"),
+        (dict(up="a.{i}.up", down="a.{i}.up"), ValueError, "must differ"),
+        (dict(up="a.{i}.up", down="*a.{i}.down"), ValueError, "more '*'"),
+        (dict(up="a.{i}.up", down="a.{i}.down", activation=5), TypeError, "registry name"),
+        (dict(up="a.{i}.up", down="a.{i}.down", transpose="no"), TypeError, "True or False"),
+        (dict(up="a.{i}.up", down="a.{i}.down", norm="middle"), ValueError, "'pre', 'post'"),
+    ],
+)
+def test_bad_layouts(kwargs, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        skipsearch.Layout(**kwargs)
+
+
+def test_bad_scan_arguments(tmp_path):
+    path = save(tmp_path / "m", *bert_like(np.random.default_rng(0)))
+    with pytest.raises(TypeError, match="not bytes"):
+        skipsearch.scan(bytes(path))
+    with pytest.raises(ValueError, match="empty path"):
+        skipsearch.scan([""])
+    with pytest.raises(TypeError, match="Executor instance"):
+        skipsearch.scan(path, executor=ThreadPoolExecutor)
+    with pytest.raises(TypeError, match="progress must be True, False or None"):
+        skipsearch.scan(path, progress="no")
+    # The same checkpoint twice, directly and through a link, is scanned once.
+    (tmp_path / "link").symlink_to(path)
+    reports = skipsearch.scan([path, path, tmp_path / "link"])
+    assert len(reports) == 2 and all(r.shared_with == () for r in reports)
+
+
+def test_bad_configs_are_checkpoint_errors(tmp_path):
+    rng = np.random.default_rng(0)
+    tensors, config = bert_like(rng)
+    path = save(tmp_path / "list", tensors, {**config, "model_type": ["bert"]})
+    with pytest.raises(CheckpointError, match="model_type .* must be a string"):
+        skipsearch.scan(path)
+    path = save(tmp_path / "opt", *opt(rng, do_layer_norm_before="false"))
+    with pytest.raises(CheckpointError, match="do_layer_norm_before must be true or false"):
+        skipsearch.scan(path)
+    path = save(tmp_path / "layers", tensors, {**config, "num_hidden_layers": "2"})
+    with pytest.raises(CheckpointError, match="num_hidden_layers must be a positive integer"):
+        skipsearch.scan(path)
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    shutil.copy(tmp_path / "list" / "model.safetensors", loop)
+    (loop / "config.json").symlink_to(loop / "config.json")
+    with pytest.raises((CheckpointError, FileNotFoundError)):
+        skipsearch.scan(loop)
+
+
+def test_shards_must_stay_in_their_folder(tmp_path):
+    tensors, config = bert_like(np.random.default_rng(0))
+    path = save(tmp_path / "m", tensors, config, name="model-00001-of-00001.safetensors")
+    outside = tmp_path / "outside.safetensors"
+    shutil.copy(path / "model-00001-of-00001.safetensors", outside)
+    index = {"weight_map": {k: "../outside.safetensors" for k in tensors}}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match="outside its folder: ../outside.safetensors"):
+        skipsearch.scan(path)
+
+
+@pytest.mark.parametrize(
+    "plot,words",
+    [
+        ("", "empty"),
+        (".", "is a directory"),
+        ("no/such/folder/p.png", "does not exist"),
+        ("p.xyz", "needs an image suffix"),
+    ],
+)
+def test_cli_checks_the_plot_path_before_scanning(tmp_path, capsys, monkeypatch, plot, words):
+    pytest.importorskip("matplotlib")
+    from skipsearch import cli
+
+    path = save(tmp_path / "m", *bert_like(np.random.default_rng(0)))
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["scan", str(path), "--no-progress", "--plot", plot])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("skipsearch: error: ") and words in err

@@ -226,3 +226,26 @@ def test_ctrl_c_interrupts_the_enumeration():
     code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b)", wait=1.0)
     assert (code, out) == (3, "interrupted")
     assert waited < 10
+
+
+def test_large_integers_are_solved_exactly():
+    # Float64 cannot tell 2**41 + 1 from 2**41 + 1 - 1e-8 * ||b||: the exact
+    # engine must not accept a near miss.
+    r = skipsearch.subset_sum(np.array([[2**41, 3]]), np.array([2**41 + 1]))
+    assert r.status == "infeasible" and r.exact
+    r = skipsearch.subset_sum(np.array([[2**39, 2**39, 2**39]]), np.array([3 * 2**39 + 1]))
+    assert r.status == "infeasible" and r.exact
+    rng = np.random.default_rng(1)
+    for k, n in ((1, 32), (3, 40)):
+        A = rng.integers(-(2**39), 2**39, size=(k, n))
+        b = A @ rng.integers(0, 2, n)
+        r = skipsearch.subset_sum(A, b, time_limit=60)
+        assert r.status == "feasible" and r.exact
+        np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    # Integral floats above 2**53 are exact integers too.
+    r = skipsearch.subset_sum(np.array([[2.0**55, 1.0]]), np.array([2.0**55]))
+    assert r.status == "feasible" and r.solution.tolist() == [1, 0] and r.exact
+    with pytest.raises(ValueError, match="below 2\\*\\*62"):
+        skipsearch.subset_sum(np.array([[2**61, 2**61]]), np.array([1]))
+    with pytest.raises(ValueError, match="2\\*\\*63 or more"):
+        skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))

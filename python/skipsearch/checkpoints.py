@@ -185,6 +185,12 @@ class Checkpoint:
     """
 
     def __init__(self, path: PathLike):
+        try:
+            self._open_checkpoint(path)
+        except RuntimeError as e:  # pathlib's "Symlink loop from ..."
+            raise CheckpointError(f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}") from None
+
+    def _open_checkpoint(self, path: PathLike) -> None:
         p = Path(os.fspath(path)).expanduser()
         if not p.exists():
             raise FileNotFoundError(f"checkpoint path does not exist: {p}")
@@ -248,6 +254,12 @@ class Checkpoint:
             )
         folder = index_path.parent
         shards = sorted(set(weight_map.values()))
+        outside = [s for s in shards if (folder / s).resolve().parent != folder.resolve()]
+        if outside:
+            raise CheckpointError(
+                f"{index_path} names shard(s) outside its folder: {', '.join(outside)}; a shard must "
+                "be a file name in the checkpoint folder"
+            )
         missing = [s for s in shards if not (folder / s).is_file()]
         if missing:
             raise FileNotFoundError(

@@ -293,9 +293,9 @@ def _scan(args: argparse.Namespace) -> int:
     from skipsearch.scan import _checkpoint_paths, describe_checkpoint, scan
 
     if args.plot is not None:
-        from skipsearch.plot import require_matplotlib
+        from skipsearch.plot import check_plot_path
 
-        require_matplotlib()
+        check_plot_path(args.plot)
     layout = _layout(args)
     paths = _checkpoint_paths(args.paths or None)
     models = [describe_checkpoint(p, layout=layout) for p in paths]

@@ -84,8 +84,12 @@ class Layout:
     Raises
     ------
     ValueError
-        ``up`` lacks ``{i}``, a pattern is not a string, or ``norm`` is not
-        ``"pre"``, ``"post"`` or None.
+        A pattern is not a non-empty string, lacks ``{i}`` or has it more
+        than once, has more ``*`` than ``up``, two patterns are equal, or
+        ``norm`` is not ``"pre"``, ``"post"`` or None.
+    TypeError
+        ``transpose`` is not a bool, or ``activation`` is not a name, an
+        ``Activation`` or None.
     """
 
     up: str
@@ -102,17 +106,36 @@ class Layout:
                 continue
             if not isinstance(value, str) or not value:
                 raise ValueError(f"Layout {name} must be a non-empty key pattern string, got {value!r}")
-        if "{i}" not in self.up:
-            raise ValueError(f"Layout up pattern {self.up!r} must contain {{i}} for the layer index")
+            # Each projection of layer i must be found through i: a pattern
+            # without it would give every layer the same tensor.
+            if value.count("{i}") != 1:
+                raise ValueError(
+                    f"Layout {name} pattern {value!r} must contain {{i}} (the layer index) exactly "
+                    f"once; it has it {value.count('{i}')} times"
+                )
+            if value.count("*") > self.up.count("*"):
+                raise ValueError(
+                    f"Layout {name} pattern {value!r} has more '*' than the up pattern {self.up!r}, "
+                    "so its key cannot be filled in from the up key"
+                )
+        if len({self.up, self.down, self.gate} - {None}) < (3 if self.gate else 2):
+            raise ValueError("Layout up, down and gate patterns must differ")
         if self.norm not in ("pre", "post", None):
             raise ValueError(f"Layout norm must be 'pre', 'post' or None, got {self.norm!r}")
+        if not isinstance(self.transpose, bool):
+            raise TypeError(f"Layout transpose must be True or False, got {self.transpose!r}")
+        if self.activation is not None and not isinstance(self.activation, (str, Activation)):
+            raise TypeError(
+                "Layout activation must be a registry name (see skipsearch.known_activations()), "
+                f"a skipsearch.Activation or None, got {type(self.activation).__name__}"
+            )
 
     def regex(self, pattern: str) -> re.Pattern:
         """``pattern`` as an anchored regular expression with named groups."""
         out, star = [], 0
         for part in re.split(r"(\{i\}|\*)", pattern):
             if part == "{i}":
-                out.append(r"(?P<layer>\d+)")
+                out.append(r"(?P<layer>[0-9]+)")
             elif part == "*":
                 out.append(f"(?P<s{star}>.*?)")
                 star += 1
@@ -179,8 +202,8 @@ class Family:
         m = _size(config, self.m_keys, where, default=4 * d if self.name == "gpt2" else None)
         layers, layer_key = None, None
         key, value = _first(config, self.layer_keys)
-        if isinstance(value, int) and not isinstance(value, bool):
-            layers, layer_key = value, key
+        if key is not None:
+            layers, layer_key = _size(config, (key,), where), key
         d_key = _first(config, self.d_keys)[0]
         m_key = _first(config, self.m_keys)[0] or f"{self.m_keys[0]} (default 4 * {d_key})"
         norm = self.norm(config) if callable(self.norm) else self.norm
@@ -282,7 +305,10 @@ def _gated(name: str, activation_keys: tuple = ("hidden_act",)) -> Family:
 
 
 def _opt_norm(config: dict) -> str:
-    return "pre" if config.get("do_layer_norm_before", True) else "post"
+    value = config.get("do_layer_norm_before", True)
+    if not isinstance(value, bool):
+        raise CheckpointError(f"do_layer_norm_before must be true or false in config.json, got {value!r}")
+    return "pre" if value else "post"
 
 
 _BERT = _bert("post")
@@ -324,7 +350,11 @@ FAMILIES: dict = {
     ),
     "t5": Family(
         name="t5",
-        layout=Layout(up="*block.{i}.layer.*.DenseReluDense.wi.weight", down="*.wo.weight"),
+        # Read from feed_forward_proj by _t5; this is the v1.0 layout.
+        layout=Layout(
+            up="*block.{i}.layer.*.DenseReluDense.wi.weight",
+            down="*block.{i}.layer.*.DenseReluDense.wo.weight",
+        ),
         d_keys=("d_model",),
         m_keys=("d_ff",),
         layer_keys=(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Sequence, Union
 
-__all__ = ["plot_relaxation_distances", "require_matplotlib"]
+__all__ = ["check_plot_path", "plot_relaxation_distances", "require_matplotlib"]
 
 _MARKERS = {"absorbable": "*", "not_absorbable": "o", "undecided": "X"}
 
@@ -31,6 +31,44 @@ def require_matplotlib():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def check_plot_path(path: Union[str, "os.PathLike[str]"]) -> str:
+    """Check where a plot will be written, before any work is done.
+
+    Returns
+    -------
+    str
+        The path, unchanged.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed.
+    ValueError
+        The path is empty, is a directory, lies in a folder that does not
+        exist, or has no image suffix matplotlib can write (``.png``,
+        ``.svg``, ``.pdf``, ...).
+    """
+    require_matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    text = os.fspath(path)
+    if not text:
+        raise ValueError("the plot path is empty; give a file name such as distances.png")
+    if os.path.isdir(text):
+        raise ValueError(f"the plot path {text!r} is a directory; give a file name such as distances.png")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise ValueError(f"the folder of the plot path {text!r} does not exist: {folder}")
+    suffix = os.path.splitext(text)[1].lstrip(".").lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if suffix not in formats:
+        raise ValueError(
+            f"the plot path {text!r} needs an image suffix matplotlib can write: "
+            + ", ".join("." + f for f in sorted(formats))
+        )
+    return text
 
 
 def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[str]"]) -> None:
@@ -59,9 +97,10 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     ImportError
         matplotlib is not installed.
     ValueError
-        ``reports`` is empty.
+        ``reports`` is empty, or ``path`` fails :func:`check_plot_path`.
     """
     plt = require_matplotlib()
+    path = check_plot_path(path)
     reports = list(reports)
     if not reports:
         raise ValueError("reports is empty: nothing to plot")
@@ -96,10 +135,11 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     ax.set_xlabel("FFN block, in layer order")
     ax.set_ylabel("relaxation distance  ||Y||_F / ||I||_F")
     ax.set_ylim(0.0, max(1.0, top * 1.1))
+    ax.set_xlim(-0.5, max(len(rows) for rows in models.values()) - 0.5)
     ax.set_title("How close the FFN blocks come to absorbing their skip (0 = reached)")
     ax.grid(True, alpha=0.3)
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(os.fspath(path))
+    fig.savefig(path)
     plt.close(fig)

