@@ -859,3 +859,15 @@ def test_real_torch_modules(tmp_path, rng):
 
 class _Pickled:
     """Not a tensor: torch.load(weights_only=True) must refuse it."""
+
+
+def test_activation_settings_that_are_not_numbers_are_named():
+    rng = np.random.default_rng(0)
+    cases = [("LeakyReLU", "negative_slope", "abc"), ("LeakyReLU", "negative_slope", None),
+             ("LeakyReLU", "negative_slope", float("nan")), ("ELU", "alpha", [1.0]),
+             ("Hardtanh", "min_val", "low")]
+    for name, attribute, value in cases:
+        act = _act(name, **{attribute: value})
+        seq = Sequential(Linear(rng.normal(size=(3, 2))), act, Linear(rng.normal(size=(2, 3))))
+        with pytest.raises(ValueError, match=f"{name}.{attribute} must be"):
+            skipsearch.from_torch(seq)

@@ -109,6 +109,20 @@ def _unsupported(mod: Any, where: str, why: str = "") -> ValueError:
     )
 
 
+def _number(mod: Any, attribute: str, default: float, where: str) -> float:
+    """A numeric setting of an activation module, e.g. LeakyReLU's slope."""
+    value = getattr(mod, attribute, default)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{where}: {type(mod).__name__}.{attribute} must be a number, got {value!r}"
+        ) from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{where}: {type(mod).__name__}.{attribute} must be finite, got {value!r}")
+    return number
+
+
 def _activation_token(mod: Any, where: str) -> str:
     """The registry name (or "identity") of an activation module."""
     name = type(mod).__name__
@@ -122,22 +136,22 @@ def _activation_token(mod: Any, where: str) -> str:
             return "gelu_tanh"
         raise _unsupported(mod, where, f"approximate={approximate!r}")
     if name == "LeakyReLU":
-        return _leaky(float(getattr(mod, "negative_slope", 0.01)), mod, where)
+        return _leaky(_number(mod, "negative_slope", 0.01, where), mod, where)
     if name == "PReLU":
         weight = _to_numpy(getattr(mod, "weight", None), f"{where}.weight")
         if weight is None or weight.size != 1:
             raise _unsupported(mod, where, "only a single shared slope (num_parameters=1)")
         return _leaky(float(weight.reshape(-1)[0]), mod, where)
     if name == "ELU":
-        if float(getattr(mod, "alpha", 1.0)) != 1.0:
+        if _number(mod, "alpha", 1.0, where) != 1.0:
             raise _unsupported(mod, where, "the registry's elu has alpha = 1")
         return "elu"
     if name == "Softplus":
-        if float(getattr(mod, "beta", 1.0)) != 1.0:
+        if _number(mod, "beta", 1.0, where) != 1.0:
             raise _unsupported(mod, where, "the registry's softplus has beta = 1")
         return "softplus"
     if name == "Hardtanh":
-        bounds = (float(getattr(mod, "min_val", -1.0)), float(getattr(mod, "max_val", 1.0)))
+        bounds = (_number(mod, "min_val", -1.0, where), _number(mod, "max_val", 1.0, where))
         if bounds != (-1.0, 1.0):
             raise _unsupported(mod, where, "the registry's hardtanh clips to [-1, 1]")
         return "hardtanh"
