@@ -46,6 +46,14 @@ def test_a_wrong_certificate_proves_nothing(rng):
     assert bogus <= r.relaxation_distance + 1e-12
 
 
+def test_certificate_check_is_scale_invariant(rng):
+    W_up, W_down = rng.standard_normal((32, 8)), rng.standard_normal((8, 32))
+    r = skipsearch.find_absorbing_subset(W_up, W_down, activation="gelu")
+    for scale in (1e-300, 1e-5, 1e300):
+        bound = skipsearch.check_certificate(scale * r.certificate, W_up, W_down, activation="gelu")
+        assert bound == pytest.approx(r.relaxation_distance, rel=1e-9)
+
+
 def test_silu_without_flip_set_is_undecided(rng):
     W_up, W_down = rng.standard_normal((10, 4)), rng.standard_normal((4, 10))
     r = skipsearch.find_absorbing_subset(W_up, W_down, activation="silu")

@@ -65,6 +65,11 @@ def check_certificate(
     Y, _ = as_float_array("certificate", certificate, 2, f"({w.d_out}, {w.d_in})")
     if Y.shape != w.A.shape:
         raise ValueError(f"certificate has shape {Y.shape}, expected {w.A.shape} like skip")
+    # The bound is invariant to the scale of Y: normalise it first, so that
+    # a huge or tiny Y cannot overflow or underflow the products below.
+    y_max = float(np.max(np.abs(Y), initial=0.0))
+    if y_max > 0:
+        Y = Y / y_max
     y_norm, a_norm = np.linalg.norm(Y), np.linalg.norm(w.A)
     if y_norm == 0 or a_norm == 0:
         return 0.0
