@@ -392,7 +392,10 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         )
     if finding == "inconclusive":
         why = {
-            "overflow": "products of the weights overflow float64 (rescale the block)",
+            "overflow": (
+                "products of the weights, scaled to the skip, overflow float64: the skip and "
+                "W_down @ W_up differ in scale by more than float64 can hold (rescale the block)"
+            ),
             "ill_conditioned": (
                 "the relaxation is too ill-conditioned in float64 to prove or refute a flip "
                 "set at this tolerance"
