@@ -792,3 +792,56 @@ def test_cli_checks_the_plot_path_before_scanning(tmp_path, capsys, monkeypatch,
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("skipsearch: error: ") and words in err
+
+
+def test_activation_override_and_no_config_with_a_layout(tmp_path, capsys):
+    from skipsearch import cli
+
+    rng = np.random.default_rng(0)
+    tensors, config = bert_like(rng, hidden_act="gelu_10")  # not a registry name
+    path = save(tmp_path / "m", tensors, config)
+    with pytest.raises(CheckpointError, match="gelu_10"):
+        skipsearch.scan(path)
+    reports = skipsearch.scan(path, activation="relu")
+    assert [r.activation for r in reports] == ["relu", "relu"]
+    assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
+    code = cli.main(["scan", str(path), "--activation", "relu", "--no-progress", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and [b["activation"] for b in json.loads(out)["blocks"]] == ["relu", "relu"]
+    # A gated family takes the gate's activation and maps it to the gated entry.
+    path = save(tmp_path / "llama", *llama(rng))
+    assert {r.activation for r in skipsearch.scan(path, activation="gelu")} == {"geglu"}
+    # With a layout and an activation, config.json is optional.
+    (tmp_path / "m" / "config.json").unlink()
+    layout = skipsearch.Layout(up="*layer.{i}.intermediate.dense.weight",
+                               down="*layer.{i}.output.dense.weight", activation="relu")
+    reports = skipsearch.scan(tmp_path / "m", layout=layout)
+    assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
+    assert describe_checkpoint(tmp_path / "m", layout=layout).config_path is None
+    with pytest.raises(FileNotFoundError, match="--up/--down/--activation"):
+        skipsearch.scan(tmp_path / "m")
+
+
+def test_cli_messages_name_the_cli_options(tmp_path, capsys):
+    from skipsearch import cli
+
+    tensors, config = bert_like(np.random.default_rng(0))
+    path = save(tmp_path / "m", tensors, {**config, "model_type": "madeup"})
+    assert cli.main(["scan", str(path), "--no-progress"]) == 2
+    assert "--up/--down/--activation" in capsys.readouterr().err
+    assert cli.main(["scan", str(path), "--gate", "x.{i}.g", "--no-progress"]) == 2
+    assert "needs both --up and --down" in capsys.readouterr().err
+
+
+def test_cli_warnings_are_one_line(tmp_path, capsys):
+    from skipsearch import cli
+
+    tensors, config = bert_like(np.random.default_rng(0))
+    path = save(tmp_path / "m", tensors, config, name="model-00001-of-00001.safetensors")
+    index = {"weight_map": {k: "model-00001-of-00001.safetensors" for k in tensors}}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    shutil.copy(path / "model-00001-of-00001.safetensors", path / "stale.safetensors")
+    assert cli.main(["scan", str(path), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("skipsearch: warning: ") and "stale.safetensors" in err
+    assert len(err.strip().splitlines()) == 1

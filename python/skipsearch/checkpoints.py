@@ -163,6 +163,9 @@ class Checkpoint:
         ``model.safetensors.index.json`` with its shards; or a
         ``.safetensors`` file (or an index ``.json``) with ``config.json``
         beside it.
+    config_required : bool
+        Whether a missing ``config.json`` is an error (default); otherwise
+        ``config`` is empty and ``config_path`` None.
 
     Attributes
     ----------
@@ -170,7 +173,7 @@ class Checkpoint:
         The directory of the checkpoint.
     config : dict
         The parsed ``config.json``.
-    config_path : pathlib.Path
+    config_path : pathlib.Path or None
     files : list of pathlib.Path
         The safetensors files read (one, or the shards of the index).
 
@@ -184,13 +187,13 @@ class Checkpoint:
         ``weight_map`` names tensors its shard does not hold.
     """
 
-    def __init__(self, path: PathLike):
+    def __init__(self, path: PathLike, config_required: bool = True):
         try:
-            self._open_checkpoint(path)
+            self._open_checkpoint(path, config_required)
         except RuntimeError as e:  # pathlib's "Symlink loop from ..."
             raise CheckpointError(f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}") from None
 
-    def _open_checkpoint(self, path: PathLike) -> None:
+    def _open_checkpoint(self, path: PathLike, config_required: bool) -> None:
         p = Path(os.fspath(path)).expanduser()
         if not p.exists():
             raise FileNotFoundError(f"checkpoint path does not exist: {p}")
@@ -222,13 +225,17 @@ class Checkpoint:
                     f"checkpoint directory, or a .safetensors file with {CONFIG_NAME} beside it"
                 )
         self.root = root.resolve()
-        self.config_path = (root / CONFIG_NAME).resolve()
-        if not self.config_path.is_file():
+        self.config_path: Optional[Path] = (root / CONFIG_NAME).resolve()
+        if self.config_path.is_file():
+            self.config = _read_json(self.config_path, "config.json")
+        elif config_required:
             raise FileNotFoundError(
                 f"no {CONFIG_NAME} beside {target}: the scan reads the model type, the "
-                "activation and the sizes from it"
+                "activation and the sizes from it (a model without one can be scanned with "
+                "the generic mapping: a Layout, or --up/--down/--activation)"
             )
-        self.config = _read_json(self.config_path, "config.json")
+        else:
+            self.config_path, self.config = None, {}
         self.name = self.root.name
         self._files: dict = {}
         if target.name.endswith(".json"):

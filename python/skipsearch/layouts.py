@@ -186,12 +186,14 @@ class Family:
     # Rewrites the config before reading (T5: feed_forward_proj).
     adapt: Optional[Callable[[dict], tuple[Layout, Optional[str]]]] = field(default=None, repr=False)
 
-    def resolve(self, config: dict, where: str) -> dict:
-        """Layout, activation, sizes and norm placement for ``config``."""
+    def resolve(self, config: dict, where: str, read_activation: bool = True) -> dict:
+        """Layout, activation, sizes and norm placement for ``config``; the
+        activation is None when ``read_activation`` is false (the user
+        names it)."""
         layout, act_name = self.layout, None
         if self.adapt is not None:
             layout, act_name = self.adapt(config)
-        if act_name is None:
+        if act_name is None and read_activation:
             key, act_name = _first(config, self.activation_keys)
             if key is None:
                 raise CheckpointError(
@@ -207,7 +209,7 @@ class Family:
         d_key = _first(config, self.d_keys)[0]
         m_key = _first(config, self.m_keys)[0] or f"{self.m_keys[0]} (default 4 * {d_key})"
         norm = self.norm(config) if callable(self.norm) else self.norm
-        act = config_activation(act_name, gated=layout.gate is not None, where=where)
+        act = config_activation(act_name, gated=layout.gate is not None, where=where) if read_activation else None
         return dict(
             layout=layout,
             activation=act,

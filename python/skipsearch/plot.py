@@ -25,7 +25,8 @@ def require_matplotlib():
         import matplotlib
     except ImportError:
         raise ImportError(
-            'plotting needs matplotlib: pip install "skipsearch[plot]" (or pip install matplotlib)'
+            'plotting needs matplotlib: pip install matplotlib (or the "plot" extra: '
+            'pip install ".[plot]" in a clone of skipsearch)'
         ) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

@@ -93,8 +93,8 @@ class CheckpointInfo:
     path : pathlib.Path
         The checkpoint: its ``.safetensors`` file, or its directory when it
         is sharded.
-    config_path : pathlib.Path
-        Its ``config.json``.
+    config_path : pathlib.Path or None
+        Its ``config.json`` (None for a generic layout without one).
     files : tuple of pathlib.Path
         The safetensors files that hold its tensors.
     name : str
@@ -120,7 +120,7 @@ class CheckpointInfo:
     """
 
     path: Path
-    config_path: Path
+    config_path: Optional[Path]
     files: tuple
     name: str
     model_type: Optional[str]
@@ -344,30 +344,44 @@ def _checkpoint_paths(paths) -> list:
     return unique
 
 
-def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[CheckpointInfo, Checkpoint]:
-    ckpt = Checkpoint(path)
+def _chosen_activation(activation, gated: bool, where: str) -> Activation:
+    """A user-given activation (name or object) for a block with or without a gate."""
+    if isinstance(activation, str):
+        return config_activation(activation, gated=gated, where=where)
+    if not isinstance(activation, Activation):
+        raise TypeError(f"activation must be a registry name or a skipsearch.Activation, got {activation!r}")
+    if activation.gated != gated:
+        raise CheckpointError(
+            f"{where}: activation {activation.name!r} is {'' if activation.gated else 'not '}gated, but "
+            f"the block has {'a' if gated else 'no'} gate projection"
+        )
+    return activation
+
+
+def _inspect(
+    path: PathLike, layout: Optional[Layout] = None, activation=None
+) -> tuple[CheckpointInfo, Checkpoint]:
+    ckpt = Checkpoint(path, config_required=layout is None)
     try:
         if ckpt.root == default_checkpoint().resolve():
             ckpt.name = DEFAULT_NAME
     except ModuleNotFoundError:
         pass
-    where = str(ckpt.config_path)
+    where = str(ckpt.config_path or ckpt.root)
     config = ckpt.config
     model_type = config.get("model_type")
     if layout is not None:
-        if layout.activation is not None:
-            hidden_act = layout.activation if isinstance(layout.activation, str) else layout.activation.name
-            act = (
-                config_activation(layout.activation, gated=layout.gate is not None, where="the layout")
-                if isinstance(layout.activation, str)
-                else layout.activation
-            )
+        given = activation if activation is not None else layout.activation
+        if given is not None:
+            hidden_act = given if isinstance(given, str) else given.name
+            act = _chosen_activation(given, layout.gate is not None, "the given activation")
         else:
             hidden_act = config.get("hidden_act") or config.get("activation_function")
             if hidden_act is None:
                 raise CheckpointError(
-                    f"the layout gives no activation and {where} has neither hidden_act nor "
-                    "activation_function: pass Layout(..., activation=<name>)"
+                    f"no activation given and {where} has neither hidden_act nor "
+                    "activation_function: name it (Layout(..., activation=<name>), or "
+                    "--activation on the command line)"
                 )
             act = config_activation(hidden_act, gated=layout.gate is not None, where=where)
         family, norm, d = "generic", layout.norm, None
@@ -376,8 +390,8 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
     else:
         if model_type is None:
             raise CheckpointError(
-                f"{where} has no model_type; supported: {', '.join(SUPPORTED_MODEL_TYPES)}, or "
-                "give a Layout (the generic mapping)"
+                f"{where} has no model_type; supported: {', '.join(SUPPORTED_MODEL_TYPES)}; any "
+                "other model needs the generic mapping (a Layout, or --up/--down on the command line)"
             )
         if not isinstance(model_type, str):
             raise CheckpointError(f"model_type in {where} must be a string, got {model_type!r}")
@@ -385,11 +399,14 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
         if fam is None:
             raise CheckpointError(
                 f"model_type {model_type!r} in {where} is not supported; supported: "
-                f"{', '.join(SUPPORTED_MODEL_TYPES)}; any other model can be scanned with a Layout "
-                "(the generic mapping: key patterns and activation)"
+                f"{', '.join(SUPPORTED_MODEL_TYPES)}; any other model needs the generic mapping of "
+                "key patterns and activation (a Layout, or --up/--down/--activation on the command line)"
             )
-        spec = fam.resolve(config, where)
+        spec = fam.resolve(config, where, read_activation=activation is None)
         layout, act, hidden_act = spec["layout"], spec["activation"], spec["hidden_act"]
+        if activation is not None:
+            hidden_act = activation if isinstance(activation, str) else activation.name
+            act = _chosen_activation(activation, layout.gate is not None, "the given activation")
         family, norm, d, m, layers = fam.name, spec["norm"], spec["d"], spec["m"], spec["layers"]
         sizes, layer_key = f"config.json: {spec['sizes']}", spec["layer_key"]
     blocks = _find_blocks(ckpt, layout)
@@ -410,7 +427,8 @@ def _inspect(path: PathLike, layout: Optional[Layout] = None) -> tuple[Checkpoin
         raise CheckpointError(
             f"{where}: the {family} weights are stored transposed (in, out), but the hidden "
             f"width equals the model width ({d}), so the shapes cannot confirm the orientation; "
-            "scan it with an explicit Layout(..., transpose=...) instead"
+            "scan it with the generic mapping, which states the orientation (a Layout with "
+            "transpose=..., or --up/--down with or without --transpose on the command line)"
         )
     if layers is not None and len(blocks) != layers:
         raise CheckpointError(
@@ -473,14 +491,19 @@ def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple, sizes: str) -> No
         raise CheckpointError(f"{key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})")
 
 
-def describe_checkpoint(path: Optional[PathLike] = None, *, layout: Optional[Layout] = None) -> CheckpointInfo:
+def describe_checkpoint(
+    path: Optional[PathLike] = None,
+    *,
+    layout: Optional[Layout] = None,
+    activation: Union[str, Activation, None] = None,
+) -> CheckpointInfo:
     """Locate a checkpoint and check its layout without loading any weight.
 
     Parameters
     ----------
     path : str or os.PathLike, optional
         As for :func:`scan`, one checkpoint. Default: all-MiniLM-L6-v2.
-    layout : Layout, optional
+    layout, activation : optional
         As for :func:`scan`.
 
     Returns
@@ -493,7 +516,7 @@ def describe_checkpoint(path: Optional[PathLike] = None, *, layout: Optional[Lay
     FileNotFoundError, CheckpointError, ModuleNotFoundError
         As for :func:`scan`.
     """
-    info, _ = _inspect(default_checkpoint() if path is None else path, layout)
+    info, _ = _inspect(default_checkpoint() if path is None else path, layout, activation)
     return info
 
 
@@ -555,6 +578,7 @@ def scan(
     paths: Union[PathLike, Sequence[PathLike], None] = None,
     *,
     layout: Optional[Layout] = None,
+    activation: Union[str, Activation, None] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
@@ -582,7 +606,15 @@ def scan(
     layout : Layout, optional
         The generic mapping: key patterns and activation, for models whose
         ``model_type`` is not in :data:`SUPPORTED_MODEL_TYPES` (or to
-        override the family layout). Default: chosen by ``model_type``.
+        override the family layout). Patterns match whole tensor names:
+        ``{i}`` is the layer index, ``*`` any run of characters (start with
+        ``*`` to allow any prefix). With a layout, ``config.json`` is
+        optional. Default: chosen by ``model_type``.
+    activation : str or Activation, optional
+        Overrides the activation of every block (a registry name such as
+        ``"gelu"``; for gated blocks the gate's activation or the gated
+        name, ``"silu"`` or ``"swiglu"``). Default: the layout's, else the
+        family's ``config.json`` key.
     tol : float, optional
         Relative tolerance in (0, 1) of the absorption condition. Default:
         ``sqrt(eps)`` of the stored dtype (3.5e-4 for float32, 3.1e-2 for
@@ -658,7 +690,7 @@ def scan(
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
-    models = [_inspect(p, layout) for p in _checkpoint_paths(paths)]
+    models = [_inspect(p, layout, activation) for p in _checkpoint_paths(paths)]
     total = sum(info.num_layers for info, _ in models)
     reports: list = []  # BlockReport, or None while its decision is pending
     slot_of: dict = {}  # (checkpoint, fingerprint of the weights) -> index in reports
@@ -766,6 +798,7 @@ def scan_checkpoint(
     path: Optional[PathLike] = None,
     *,
     layout: Optional[Layout] = None,
+    activation: Union[str, Activation, None] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
@@ -784,6 +817,7 @@ def scan_checkpoint(
     return scan(
         default_checkpoint() if path is None else path,
         layout=layout,
+        activation=activation,
         tol=tol,
         time_limit=time_limit,
         threads=threads,
