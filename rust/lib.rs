@@ -37,12 +37,19 @@
 //! # Exact integer subset sum
 //!
 //! Integer instances `A s = b` (market split, integer-weight absorption)
-//! that the relaxation leaves open are decided exactly by `lattice`: the
-//! Python layer embeds them in a lattice (Aardal, Hurkens & Lenstra 2000)
-//! and reduces it with fpylll; this crate enumerates the kernel part for
-//! `+-1` vectors, completely, so an empty enumeration is a proof. The tree
-//! is cut at a fixed depth into subtrees that run in parallel and are
-//! reported in search order, which keeps answers independent of threads.
+//! that the relaxation leaves open are decided exactly. The Python layer
+//! presolves them (bound fixings, row gcds, independent components) and
+//! picks a method per component:
+//!
+//! - `meet_in_the_middle` for at most 32 columns: sorted 64-bit subset-sum
+//!   fingerprints of the two halves, each match re-checked exactly;
+//! - `lattice` beyond: the Python layer embeds the component in a lattice
+//!   (Aardal, Hurkens & Lenstra 2000) and reduces it with fpylll; this
+//!   crate enumerates the kernel part for `+-1` vectors completely, with
+//!   Wassermann's infinity-norm pruning, so an empty enumeration is a
+//!   proof. The tree is cut at a fixed depth into subtrees that run in
+//!   parallel, largest estimated first, and are reported in search order,
+//!   which keeps answers independent of threads.
 
 pub mod absorption;
 pub mod block;
