@@ -100,6 +100,33 @@ fn run_interruptible<T: Send>(
     })
 }
 
+/// Run `work(limits, cancel)` on a fresh rayon pool of `threads` workers
+/// (all cores when None), interruptibly, as the exact-engine bindings do.
+fn run_on_pool<T: Send>(
+    py: Python<'_>,
+    threads: Option<usize>,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    work: impl FnOnce(Limits, &AtomicBool) -> Result<T, Error> + Send,
+) -> PyResult<T> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    let limits = Limits {
+        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
+        node_limit,
+    };
+    let cancel = AtomicBool::new(false);
+    run_interruptible(py, &cancel, || {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        pool.install(|| work(limits, &cancel))
+    })?
+    .map_err(to_py_err)
+}
+
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None))]
@@ -232,22 +259,9 @@ fn enumerate_pm1<'py>(
             "radius_sq must be a finite non-negative number, got {radius_sq}"
         )));
     }
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
-    let limits = Limits {
-        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
-        node_limit,
-    };
-    let cancel = AtomicBool::new(false);
-    let result = run_interruptible(py, &cancel, || {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.unwrap_or(0))
-            .build()
-            .map_err(|e| Error::ThreadPool(e.to_string()))?;
-        pool.install(|| lattice::enumerate_pm1(&rows, radius_sq, max_solutions, limits, &cancel))
-    })?
-    .map_err(to_py_err)?;
+    let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+        lattice::enumerate_pm1(&rows, radius_sq, max_solutions, limits, cancel)
+    })?;
     let d = PyDict::new(py);
     let dim = rows.first().map_or(0, |r| r.len());
     let flat: Vec<i64> = result.solutions.iter().flatten().copied().collect();
@@ -284,24 +298,9 @@ fn meet_in_the_middle<'py>(
         )));
     }
     let columns: Vec<Vec<i64>> = a.columns().into_iter().map(|c| c.to_vec()).collect();
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
-    let limits = Limits {
-        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
-        node_limit,
-    };
-    let cancel = AtomicBool::new(false);
-    let result = run_interruptible(py, &cancel, || {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.unwrap_or(0))
-            .build()
-            .map_err(|e| Error::ThreadPool(e.to_string()))?;
-        pool.install(|| {
-            crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, limits, &cancel)
-        })
-    })?
-    .map_err(to_py_err)?;
+    let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+        crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, limits, cancel)
+    })?;
     let d = PyDict::new(py);
     d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
     d.set_item("stop", result.stopped.map(|s| s.as_str()))?;

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import struct
+
 import numpy as np
 import pytest
 
@@ -71,3 +74,20 @@ def interrupt(setup: str, call: str, wait: float = 0.5):
         proc.kill()
         pytest.fail("Ctrl-C was ignored")
     return proc.returncode, out.strip(), time.perf_counter() - sent
+
+
+def write_bf16_safetensors(path, tensors: dict) -> None:
+    """Write ``tensors`` as a BF16 safetensors file (safetensors.numpy
+    cannot): each float32 value keeps its top 16 bits, i.e. is truncated to
+    bfloat16."""
+    header, blobs, offset = {}, [], 0
+    for key, value in tensors.items():
+        bits = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
+        blob = (bits >> 16).astype("<u2").tobytes()
+        header[key] = {"dtype": "BF16", "shape": list(np.shape(value)), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import struct
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -24,6 +23,7 @@ import skipsearch
 from skipsearch.checkpoints import Checkpoint, CheckpointError
 from skipsearch.layouts import NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES, describe_checkpoint
+from tests.conftest import write_bf16_safetensors
 
 D, M = 4, 7
 
@@ -48,24 +48,12 @@ def bf16_exact(a) -> np.ndarray:
 
 
 def save_bf16(directory, tensors: dict, config: dict):
-    """safetensors.numpy cannot write bfloat16: build the file by hand from raw bits."""
+    """A BF16 checkpoint; every value must be exact in bfloat16."""
     directory.mkdir(parents=True, exist_ok=True)
-    header, blobs, offset = {}, [], 0
     for key, value in tensors.items():
         value = np.ascontiguousarray(value, dtype=np.float32)
         assert np.array_equal(bf16_exact(value), value), f"{key} is not exact in bfloat16"
-        blob = (value.view(np.uint32) >> 16).astype("<u2").tobytes()
-        header[key] = {
-            "dtype": "BF16",
-            "shape": list(value.shape),
-            "data_offsets": [offset, offset + len(blob)],
-        }
-        blobs.append(blob)
-        offset += len(blob)
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(directory / "model.safetensors", "wb") as fh:
-        fh.write(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+    write_bf16_safetensors(directory / "model.safetensors", tensors)
     (directory / "config.json").write_text(json.dumps(config))
     return directory
 

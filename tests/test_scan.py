@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ from skipsearch import __version__, cli
 
 # The package exports the function scan, which hides the module name.
 scan = importlib.import_module("skipsearch.scan")
+from tests.conftest import write_bf16_safetensors
 from skipsearch.scan import CheckpointError, LayerReport, describe_checkpoint, scan_checkpoint
 
 D, M = 4, 6
@@ -82,23 +82,8 @@ def write_checkpoint(directory, *, prefix="bert.", dtype=np.float32, config=True
 
 
 def write_bf16_checkpoint(directory):
-    """safetensors.numpy cannot write bfloat16; write the file format by hand."""
     directory.mkdir(parents=True, exist_ok=True)
-    header, blobs, offset = {}, [], 0
-    for key, value in _tensors().items():
-        bits = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
-        blob = (bits >> 16).astype("<u2").tobytes()  # truncate to bfloat16
-        header[key] = {
-            "dtype": "BF16",
-            "shape": list(value.shape),
-            "data_offsets": [offset, offset + len(blob)],
-        }
-        blobs.append(blob)
-        offset += len(blob)
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(directory / "model.safetensors", "wb") as fh:
-        fh.write(struct.pack("<Q", len(raw)) + raw + b"".join(blobs))
+    write_bf16_safetensors(directory / "model.safetensors", _tensors())  # truncates to bfloat16
     (directory / "config.json").write_text(json.dumps(_config()))
     return directory
 
