@@ -2,25 +2,29 @@
 //!
 //! # Design note
 //!
-//! With integer `A` (k x n) and `b`, the vectors
-//! `v_j = (2 e_j, 0, N A[:, j])` and `v_n = (1, ..., 1, 1, N b)` span a
-//! lattice in which every solution gives the short vector
-//! `sum_j x_j v_j - v_n = (2x - 1, -1, 0)`, with all entries `+-1` and zero
-//! in the `N`-weighted part (Aardal, Hurkens & Lenstra 2000; Wassermann's
-//! solvediophant embeds the same way). Lattice reduction (done by fpylll in
-//! the Python layer) with a large `N` puts a basis of the sublattice with
-//! zero `N`-part first; this module receives that kernel basis and
-//! enumerates *every* lattice vector of squared norm at most `n + 1`
+//! With integer `A` (k x n), `b` and column multiplicities `c` (a column
+//! that appears `c_j` times is one variable `x_j` in `0..=c_j`; plain 0/1
+//! has `c = 1`), the vectors `v_j = (2 e_j, 0, N A[:, j])` and
+//! `v_n = (c, 1, N b)` span a lattice in which every solution gives the
+//! short vector `sum_j x_j v_j - v_n = (2x - c, -1, 0)`: entry `j` lies in
+//! `{-c_j, -c_j + 2, ..., c_j}` and the `N`-weighted part is zero (Aardal,
+//! Hurkens & Lenstra 2000; Wassermann's solvediophant embeds the same way).
+//! Lattice reduction (done by fpylll in the Python layer) with a large `N`
+//! puts a basis of the sublattice with zero `N`-part first; this module
+//! receives that kernel basis and the bounds `(c, 1)` and enumerates
+//! *every* lattice vector of squared norm at most `|c|^2 + 1`
 //! (Schnorr-Euchner order, Fincke-Pohst bound on the Gram-Schmidt
-//! projections), keeping those whose entries are all `+-1`. The enumeration
-//! is complete, so an empty result proves infeasibility.
+//! projections), keeping those whose entries `y_j` satisfy `|y_j| <= c_j`
+//! with the parity of `c_j`. The enumeration is complete, so an empty
+//! result proves infeasibility.
 //!
-//! Besides the radius, every node passes Wassermann's infinity-norm test:
-//! the projection `p` of any completion `v` onto the Gram-Schmidt vectors
-//! from the node's level up satisfies `|p|_2^2 = <v, p> <= |p|_1` when `v`
-//! is a `+-1` vector, so a node with `|p|_2^2 > |p|_1` has no solution below
-//! it. Keeping `p` costs one axpy of length `n + 1` per node; on the market
-//! split instances it removes 95% of the nodes.
+//! Besides the radius, every node passes Wassermann's infinity-norm test,
+//! weighted by the bounds: the projection `p` of any completion `v` onto
+//! the Gram-Schmidt vectors from the node's level up satisfies
+//! `|p|_2^2 = <v, p> <= sum_j c_j |p_j|` when `|v_j| <= c_j`, so a node
+//! with `|p|_2^2 > sum_j c_j |p_j|` has no solution below it. Keeping `p`
+//! costs one axpy of length `n + 1` per node; on the market split instances
+//! it removes 95% of the nodes.
 //!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
 //! the top is positive. The tree is split at its top levels into prefixes
@@ -185,7 +189,7 @@ fn log_subtree_size(gso: &Gso, level: usize, rest_sq: f64) -> f64 {
 /// What the enumeration found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Enumeration {
-    /// Lattice vectors with all entries `+-1`, at most `max_solutions`, in
+    /// Lattice vectors within the bounds, at most `max_solutions`, in
     /// search order (lowest prefix first).
     pub solutions: Vec<Vec<i64>>,
     /// `None` when the whole tree was searched.
@@ -241,6 +245,9 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
 struct Shared<'a> {
     gso: &'a Gso,
     basis: &'a [Vec<i64>],
+    /// `c_j`: entry `j` of a solution lies in `{-c_j, -c_j + 2, ..., c_j}`.
+    bounds: &'a [i64],
+    weights: Vec<f64>,
     radius_sq: f64,
     max_solutions: usize,
     deadline: Option<Instant>,
@@ -322,16 +329,21 @@ impl<'a, 'b> Walker<'a, 'b> {
 
     /// Set `proj[t] = proj[t + 1] + diff b*_t` and test it (Wassermann's
     /// infinity-norm pruning). Every completion `v` of the coefficients from
-    /// `t` up projects to `p = proj[t]`, so `|p|_2^2 = <v, p> <= |v|_inf |p|_1`,
-    /// and a `+-1` vector has `|v|_inf = 1`: if `|p|_2^2 = partial > |p|_1`
-    /// no solution lies below this node.
+    /// `t` up projects to `p = proj[t]`, so
+    /// `|p|_2^2 = <v, p> <= sum_j |v_j| |p_j| <= sum_j c_j |p_j|`: if
+    /// `|p|_2^2 = partial` exceeds that, no solution lies below this node.
     fn project(&mut self, t: usize, diff: f64, partial: f64) -> bool {
         let (lower, upper) = self.proj.split_at_mut(t + 1);
         let star = &self.shared.gso.star[t];
         let mut l1 = 0.0;
-        for ((out, &above), &s) in lower[t].iter_mut().zip(&upper[0]).zip(star) {
+        for (((out, &above), &s), &w) in lower[t]
+            .iter_mut()
+            .zip(&upper[0])
+            .zip(star)
+            .zip(&self.shared.weights)
+        {
             *out = above + diff * s;
-            l1 += out.abs();
+            l1 += w * out.abs();
         }
         partial <= l1 * (1.0 + 1e-9) + 1e-6
     }
@@ -369,7 +381,7 @@ impl<'a, 'b> Walker<'a, 'b> {
                 return false;
             }
             if t > 0 && !self.project(t, diff, next) {
-                // Hoelder: no +-1 completion has this projection.
+                // Hoelder: no bounded completion has this projection.
                 if !order.step() {
                     break;
                 }
@@ -379,12 +391,13 @@ impl<'a, 'b> Walker<'a, 'b> {
                 // Leaf: test y = part[1] + c b_0 entry by entry; almost all
                 // leaves fail on the first few entries.
                 let b0 = &self.shared.basis[0];
-                let pm1 = !(free && c == 0)
+                let inside = !(free && c == 0)
                     && self.part[1]
                         .iter()
                         .zip(b0)
-                        .all(|(&p, &b)| (p + c * b).abs() == 1);
-                if pm1 {
+                        .zip(self.shared.bounds)
+                        .all(|((&p, &b), &bound)| admissible(p + c * b, bound));
+                if inside {
                     self.set(0, c);
                     self.found.push(self.part[0].clone());
                     if self.found.len() >= self.shared.max_solutions {
@@ -409,11 +422,18 @@ impl<'a, 'b> Walker<'a, 'b> {
     }
 }
 
-/// Every vector of the lattice spanned by `basis` (rows) with squared norm
-/// at most `radius_sq` and all entries `+-1`, up to sign and up to
+/// Entry `y` of a solution: `|y| <= bound` with the parity of `bound`.
+fn admissible(y: i64, bound: i64) -> bool {
+    y.abs() <= bound && (y - bound).rem_euclid(2) == 0
+}
+
+/// Every vector `y` of the lattice spanned by `basis` (rows) with squared
+/// norm at most `radius_sq` and each entry `y_j` in
+/// `{-bounds[j], -bounds[j] + 2, ..., bounds[j]}`, up to sign and up to
 /// `max_solutions` of them. Runs on the current rayon pool.
-pub fn enumerate_pm1(
+pub fn enumerate_bounded(
     basis: &[Vec<i64>],
+    bounds: &[i64],
     radius_sq: f64,
     max_solutions: usize,
     limits: Limits,
@@ -434,6 +454,12 @@ pub fn enumerate_pm1(
         return Err(Error::InvalidOption {
             option: "basis",
             message: "all basis vectors must have the same length".into(),
+        });
+    }
+    if bounds.len() != dim || bounds.iter().any(|&c| c < 1) {
+        return Err(Error::InvalidOption {
+            option: "bounds",
+            message: format!("need {dim} positive bounds, one per basis coordinate"),
         });
     }
     let gso = gram_schmidt(basis)?;
@@ -465,6 +491,8 @@ pub fn enumerate_pm1(
     let shared = Shared {
         gso: &gso,
         basis,
+        bounds,
+        weights: bounds.iter().map(|&c| c as f64).collect(),
         radius_sq,
         max_solutions: max_solutions.max(1),
         deadline: limits.time_limit.and_then(|t| start.checked_add(t)),
@@ -498,7 +526,7 @@ pub fn enumerate_pm1(
         }
         if job.level == 0 {
             let y = &w.part[0];
-            if !job.free && y.iter().all(|&v| v == 1 || v == -1) {
+            if !job.free && y.iter().zip(bounds).all(|(&v, &c)| admissible(v, c)) {
                 w.found.push(y.clone());
             }
         } else {
@@ -556,12 +584,35 @@ mod tests {
         // Use (1, 1, 1) and (1, -1, 1): both are +-1.
         let basis = vec![vec![1, 1, 1], vec![1, -1, 1]];
         let cancel = AtomicBool::new(false);
-        let e = enumerate_pm1(&basis, 3.0, 10, Limits::default(), &cancel).unwrap();
+        let e = enumerate_bounded(&basis, &[1, 1, 1], 3.0, 10, Limits::default(), &cancel).unwrap();
         let mut got = e.solutions.clone();
         got.sort();
         assert_eq!(got.len(), 2);
         assert!(got.contains(&vec![1, 1, 1]) || got.contains(&vec![-1, -1, -1]));
         assert!(got.contains(&vec![1, -1, 1]) || got.contains(&vec![-1, 1, -1]));
         assert_eq!(e.stopped, None);
+    }
+
+    #[test]
+    fn bounds_admit_every_entry_of_the_right_parity() {
+        // The lattice Z^2 with bounds (2, 1): entries in {-2, 0, 2} x {-1, 1}.
+        let basis = vec![vec![1, 0], vec![0, 1]];
+        let cancel = AtomicBool::new(false);
+        let e = enumerate_bounded(&basis, &[2, 1], 5.0, 10, Limits::default(), &cancel).unwrap();
+        let mut got: Vec<Vec<i64>> = e
+            .solutions
+            .iter()
+            .map(|y| {
+                if y[1] < 0 {
+                    y.iter().map(|v| -v).collect()
+                } else {
+                    y.clone()
+                }
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, vec![vec![-2, 1], vec![0, 1], vec![2, 1]]);
+        let bad = enumerate_bounded(&basis, &[2], 5.0, 10, Limits::default(), &cancel);
+        assert!(bad.is_err());
     }
 }

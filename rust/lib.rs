@@ -44,10 +44,11 @@
 //! - `meet_in_the_middle` for at most 32 columns: sorted 64-bit subset-sum
 //!   fingerprints of the two halves, each match re-checked exactly;
 //! - `lattice` beyond: the Python layer embeds the component in a lattice
-//!   (Aardal, Hurkens & Lenstra 2000) and reduces it with fpylll; this
-//!   crate enumerates the kernel part for `+-1` vectors completely, with
-//!   Wassermann's infinity-norm pruning, so an empty enumeration is a
-//!   proof. The tree is cut at a fixed depth into subtrees that run in
+//!   (Aardal, Hurkens & Lenstra 2000), equal columns merged into bounded
+//!   variables, and reduces it with fpylll; this crate enumerates the
+//!   kernel part completely for vectors within the per-coordinate bounds
+//!   (`+-1` for plain columns), with Wassermann's infinity-norm pruning,
+//!   so an empty enumeration is a proof. The tree is cut at a fixed depth into subtrees that run in
 //!   parallel, largest estimated first, and are reported in search order,
 //!   which keeps answers independent of threads.
 

@@ -236,13 +236,15 @@ fn search_flip_set<'py>(
     Ok(d)
 }
 
-/// Enumerate the +-1 vectors of a reduced kernel lattice; see
+/// Enumerate the bounded vectors of a reduced kernel lattice; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (basis, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None))]
-fn enumerate_pm1<'py>(
+#[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn enumerate_bounded<'py>(
     py: Python<'py>,
     basis: PyReadonlyArray2<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
     radius_sq: f64,
     max_solutions: usize,
     time_limit: Option<f64>,
@@ -254,13 +256,14 @@ fn enumerate_pm1<'py>(
         .outer_iter()
         .map(|r| r.iter().copied().collect())
         .collect();
+    let bounds: Vec<i64> = bounds.as_array().iter().copied().collect();
     if !(radius_sq.is_finite() && radius_sq >= 0.0) {
         return Err(PyValueError::new_err(format!(
             "radius_sq must be a finite non-negative number, got {radius_sq}"
         )));
     }
     let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
-        lattice::enumerate_pm1(&rows, radius_sq, max_solutions, limits, cancel)
+        lattice::enumerate_bounded(&rows, &bounds, radius_sq, max_solutions, limits, cancel)
     })?;
     let d = PyDict::new(py);
     let dim = rows.first().map_or(0, |r| r.len());
@@ -314,7 +317,7 @@ fn meet_in_the_middle<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
-    m.add_function(wrap_pyfunction!(enumerate_pm1, m)?)?;
+    m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     Ok(())
 }

@@ -249,3 +249,27 @@ def test_large_integers_are_solved_exactly():
         skipsearch.subset_sum(np.array([[2**61, 2**61]]), np.array([1]))
     with pytest.raises(ValueError, match="2\\*\\*63 or more"):
         skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))
+
+
+def test_duplicate_columns_are_aggregated_in_the_lattice():
+    # 12 distinct columns, each repeated 1 to 4 times (n = 30): the lattice
+    # sees 12 bounded variables; the solution is spread over the copies.
+    rng = np.random.default_rng(5)
+    distinct = rng.integers(0, 50, size=(3, 12))
+    A = np.repeat(distinct, rng.integers(1, 5, size=12), axis=1)
+    subset_sum_module._MITM_MAX = 0
+    try:
+        for planted in (True, False):
+            b = A @ rng.integers(0, 2, A.shape[1]) if planted else A.sum(axis=1) // 2 + 1
+            r = skipsearch.subset_sum(A, b)
+            assert any("duplicate columns merged" in step for step in r.method), r.method
+            if planted:
+                assert r.status == "feasible"
+                np.testing.assert_array_equal(A @ r.solution, b)
+            # Cross-check with meet in the middle on the same instance.
+            subset_sum_module._MITM_MAX = 52
+            other = skipsearch.subset_sum(A, b)
+            subset_sum_module._MITM_MAX = 0
+            assert other.status == r.status, (r, other)
+    finally:
+        subset_sum_module._MITM_MAX = 32

@@ -29,18 +29,21 @@ def search_flip_set(
     options and ``KeyboardInterrupt`` on Ctrl-C.
     """
 
-def enumerate_pm1(
+def enumerate_bounded(
     basis: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
     radius_sq: float,
     max_solutions: int = 1,
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
 ) -> dict[str, Any]:
-    """All vectors (up to sign, at most ``max_solutions``) of the lattice
-    spanned by the rows of ``basis`` with squared norm at most ``radius_sq``
-    and every entry +-1. Returns ``solutions`` (array, one per row),
-    ``stop`` (None when the search was complete), ``nodes`` and ``seconds``.
+    """All vectors ``y`` (up to sign, at most ``max_solutions``) of the
+    lattice spanned by the rows of ``basis`` with squared norm at most
+    ``radius_sq`` and each entry ``y_j`` in ``{-bounds[j], -bounds[j] + 2,
+    ..., bounds[j]}`` (all bounds 1: the +-1 vectors). Returns ``solutions``
+    (array, one per row), ``stop`` (None when the search was complete),
+    ``nodes`` and ``seconds``.
     """
 
 def meet_in_the_middle(

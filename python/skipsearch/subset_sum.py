@@ -5,9 +5,9 @@ checks row gcds, drops zero columns and splits the rest into independent
 components (no row shared). A component of at most 32 columns is solved by
 meeting in the middle (exact fingerprint hashing of the two halves' subset
 sums, Horowitz & Sahni 1974); a larger one first gets a float heuristic and
-is then embedded in a lattice whose short ``+-1`` vectors are its solutions
+is then embedded in a lattice whose short bounded vectors are its solutions
 (Aardal, Hurkens & Lenstra 2000; the embedding of Wassermann's
-solvediophant). fpylll reduces the basis (LLL, then BKZ): a
+solvediophant), with equal columns merged into one bounded variable. fpylll reduces the basis (LLL, then BKZ): a
 well-kept library does the reduction, which is not where the difficulty lies,
 and it is far faster and better tested than a reduction written here. The
 Rust core then enumerates the kernel lattice completely, in parallel, so an
@@ -315,21 +315,30 @@ def _component(A, b, time_limit, node_limit, threads):
     return x, stop, nodes + int(quick["nodes"]), memory, ["float heuristic"] + steps
 
 
-def _lattice(A, b, time_limit, node_limit, threads, start):
+def _lattice(A_full, b, time_limit, node_limit, threads, start):
     """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
     from fpylll import BKZ, LLL, IntegerMatrix
 
+    # Equal columns become one variable x_j in 0..c_j (c_j copies): a
+    # smaller lattice, and no symmetric copies of each solution to visit.
+    A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
+    where = np.asarray(where).reshape(-1)
     k, n = A.shape
+    steps = []
+    if n < A_full.shape[1]:
+        steps.append(f"lattice: {A_full.shape[1] - n} duplicate columns merged into bounded variables")
+    bounds = np.append(c, 1).astype(np.int64)
+    radius_sq = float(np.sum(bounds.astype(float) ** 2))
     # Equations weighted so that any vector with a nonzero equation part is
-    # longer than every +-1 vector of length n + 1.
-    scale = 2 ** int(math.ceil(math.log2(4 * (n + 1))))
+    # longer than every admissible vector (squared norm at most radius_sq).
+    scale = 2 ** int(math.ceil(math.log2(4 * radius_sq)))
     rows = []
     for j in range(n):
         rows.append([2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]])
-    rows.append([1] * n + [1] + [scale * int(v) for v in b])
+    rows.append([int(v) for v in c] + [1] + [scale * int(v) for v in b])
     basis = IntegerMatrix.from_matrix(rows)
     LLL.reduction(basis)
-    steps = ["lattice: LLL"]
+    steps.append("lattice: LLL")
     nodes = 0
 
     def enumerate_kernel(cap):
@@ -340,13 +349,17 @@ def _lattice(A, b, time_limit, node_limit, threads, start):
         kernel = reduced[np.all(reduced[:, n + 1 :] == 0, axis=1), : n + 1]
         kernel = kernel[np.any(kernel != 0, axis=1)]
         remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
-        out = _core.enumerate_pm1(kernel, float(n + 1), 1, remaining, cap, threads)
+        out = _core.enumerate_bounded(kernel, bounds, radius_sq, 1, remaining, cap, threads)
         nodes += int(out["nodes"])
         for y in np.asarray(out["solutions"]):
-            # The solution vector has -1 in the homogenising coordinate.
+            # The solution vector is (2x - c, -1): -1 in the homogenising coordinate.
             y = -y if y[n] == 1 else y
-            x = ((y[:n] + 1) // 2).astype(np.uint8)
-            if np.array_equal(A @ x.astype(np.int64), b):
+            counts = (y[:n] + c) // 2
+            # Spread each count over the first copies of its column.
+            x = np.zeros(A_full.shape[1], dtype=np.uint8)
+            for j in range(n):
+                x[np.flatnonzero(where == j)[: counts[j]]] = 1
+            if np.array_equal(A_full @ x.astype(np.int64), b):
                 return x, None, reduced.nbytes + kernel.nbytes
         return None, out["stop"], reduced.nbytes + kernel.nbytes
 
