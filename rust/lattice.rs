@@ -27,11 +27,12 @@
 //! it removes 95% of the nodes.
 //!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
-//! the top is positive. The tree is split at its top levels into prefixes
-//! that run in parallel, largest estimated subtree first (Gaussian
-//! heuristic), which keeps both cores busy to the end; each prefix is
-//! searched in a fixed order and the solution reported is the first one of
-//! the lowest prefix, so the answer does not depend on the thread count.
+//! the top is positive. The tree is split at its top levels into at least
+//! 256 prefixes, in search order; workers take them from a shared counter
+//! (so a large prefix never waits behind a queue fixed in advance), each
+//! prefix is searched in a fixed order, and the solution reported is the
+//! first one of the earliest prefix that has one, so the answer does not
+//! depend on the thread count.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -159,32 +160,6 @@ fn expand(
 }
 
 type JobResult = (Vec<Vec<i64>>, Option<Stop>, u64);
-
-/// Log of the Gaussian-heuristic node count of a subtree whose levels
-/// `0..level` are free and whose squared radius left is `rest_sq`: the sum
-/// over `k` of the volume of the `k`-ball of that radius divided by the
-/// volume of the projected lattice of the `k` levels just below `level`.
-fn log_subtree_size(gso: &Gso, level: usize, rest_sq: f64) -> f64 {
-    let log_r = 0.5 * rest_sq.max(1e-300).ln();
-    let half_log_pi = 0.5 * std::f64::consts::PI.ln();
-    // ln Gamma(k/2 + 1) by Gamma(x + 1) = x Gamma(x), from Gamma(1) and Gamma(3/2).
-    let mut lgamma = [0.0, (std::f64::consts::PI.sqrt() / 2.0).ln()];
-    let (mut log_det, mut total) = (0.0, f64::NEG_INFINITY);
-    for k in 1..=level {
-        if k >= 2 {
-            lgamma[k % 2] += (k as f64 / 2.0).ln();
-        }
-        log_det += 0.5 * gso.norms[level - k].ln();
-        let term = k as f64 * (half_log_pi + log_r) - lgamma[k % 2] - log_det;
-        let (hi, lo) = if term > total {
-            (term, total)
-        } else {
-            (total, term)
-        };
-        total = hi + (lo - hi).exp().ln_1p();
-    }
-    total
-}
 
 /// What the enumeration found.
 #[derive(Debug, Clone, PartialEq)]
@@ -501,16 +476,9 @@ pub fn enumerate_bounded(
         cancel,
         done_below: &done_below,
     };
-    // Workers take the jobs largest first (by the Gaussian-heuristic size
-    // of their subtrees), so no large subtree is left running alone at the
-    // end; the results are kept by job index, so the answer still comes
-    // from the lowest prefix.
-    let estimates: Vec<f64> = jobs
-        .iter()
-        .map(|job| log_subtree_size(&gso, job.level, radius_sq - job.partial))
-        .collect();
-    let mut schedule: Vec<usize> = (0..jobs.len()).collect();
-    schedule.sort_by(|&a, &b| estimates[b].total_cmp(&estimates[a]).then(a.cmp(&b)));
+    // Workers take the jobs in search order from a shared counter: the
+    // most promising prefixes first, and a solution found in job i only
+    // waits for the jobs before it, which started earlier.
     let next = AtomicUsize::new(0);
     let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
     let run_job = |index: usize| -> JobResult {
@@ -542,10 +510,10 @@ pub fn enumerate_bounded(
     (0..rayon::current_num_threads())
         .into_par_iter()
         .for_each(|_| loop {
-            let k = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&index) = schedule.get(k) else {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            if index >= jobs.len() {
                 break;
-            };
+            }
             let _ = slots[index].set(run_job(index));
         });
     let results: Vec<JobResult> = slots
