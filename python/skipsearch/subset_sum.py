@@ -275,19 +275,24 @@ def _components(A):
     """Independent blocks of ``A``: (rows, columns) index arrays of the
     connected components of its row-column graph; zero columns and zero
     rows (whose right-hand side the presolve has checked) are left out."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    k, n = A.shape
-    rows_nz, cols_nz = np.nonzero(A)
-    graph = coo_matrix((np.ones(len(rows_nz)), (rows_nz, k + cols_nz)), shape=(k + n, k + n))
-    count, labels = connected_components(graph, directed=False)
+    nonzero = A != 0
+    rows_left = np.any(nonzero, axis=1)
+    cols_left = np.any(nonzero, axis=0)
     out = []
-    for c in range(count):
-        rows = np.flatnonzero(labels[:k] == c)
-        cols = np.flatnonzero(labels[k:] == c)
-        if len(rows) and len(cols):
-            out.append((rows, cols))
+    while rows_left.any():
+        # Grow from the first row left: its columns, their rows, ... until
+        # nothing is added (one or two rounds for a dense matrix).
+        rows = np.zeros_like(rows_left)
+        rows[np.argmax(rows_left)] = True
+        while True:
+            cols = np.any(nonzero[rows], axis=0)
+            grown = np.any(nonzero[:, cols], axis=1)
+            if np.array_equal(grown, rows):
+                break
+            rows = grown
+        out.append((np.flatnonzero(rows), np.flatnonzero(cols)))
+        rows_left &= ~rows
+        cols_left &= ~cols
     return out
 
 
