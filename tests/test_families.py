@@ -833,3 +833,24 @@ def test_cli_warnings_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("skipsearch: warning: ") and "stale.safetensors" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_tied_blocks_are_confirmed_entry_by_entry(tmp_path):
+    # Large tensors are fingerprinted from a sample of entries; two blocks
+    # that differ only in an unsampled entry must still be two reports.
+    rng = np.random.default_rng(0)
+    d, m = 2, 4100  # 8200 entries per projection: every second one is sampled
+    up, gate, down = rng.standard_normal((m, d)), rng.standard_normal((m, d)), rng.standard_normal((d, m))
+    other = up.copy()
+    other.reshape(-1)[1] += 1.0
+    tensors = {}
+    for i, u in enumerate([up, other, up]):
+        tensors[f"blocks.{i}.w_up.weight"] = u
+        tensors[f"blocks.{i}.w_gate.weight"] = gate
+        tensors[f"blocks.{i}.w_down.weight"] = down
+    path = save(tmp_path / "m", tensors, {})
+    layout = skipsearch.Layout(up="blocks.{i}.w_up.weight", down="blocks.{i}.w_down.weight",
+                               gate="blocks.{i}.w_gate.weight", activation="swiglu")
+    reports = skipsearch.scan(path, layout=layout)
+    assert [r.block for r in reports] == ["blocks.0", "blocks.1"]
+    assert reports[0].shared_with == ("blocks.2",) and reports[1].shared_with == ()

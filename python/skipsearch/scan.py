@@ -563,15 +563,26 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
     return result, time.perf_counter() - start
 
 
-def _fingerprint(arrays) -> str:
+def _fingerprint(tensors: dict) -> str:
+    """A cheap key for spotting tied blocks: shapes and about 4096 sampled
+    entries per tensor. Equal keys are confirmed by :func:`_same_tensors`,
+    so hashing every weight of a large model is never needed."""
     h = hashlib.blake2b(digest_size=16)
-    for a in arrays:
+    for a in tensors.values():
         if a is None:
             h.update(b"-")
         else:
+            flat = a.reshape(-1)
             h.update(str(a.shape).encode())
-            h.update(np.ascontiguousarray(a).tobytes())
+            h.update(np.ascontiguousarray(flat[:: max(1, flat.size // 4096)]).tobytes())
     return h.hexdigest()
+
+
+def _same_tensors(a: dict, b: dict) -> bool:
+    return all(
+        (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+        for x, y in zip(a.values(), b.values())
+    )
 
 
 def scan(
@@ -693,7 +704,8 @@ def scan(
     models = [_inspect(p, layout, activation) for p in _checkpoint_paths(paths)]
     total = sum(info.num_layers for info, _ in models)
     reports: list = []  # BlockReport, or None while its decision is pending
-    slot_of: dict = {}  # (checkpoint, fingerprint of the weights) -> index in reports
+    # (checkpoint, fingerprint of the weights) -> [(index in reports, block)]
+    slot_of: dict = {}
     tied: dict = {}  # index in reports -> names of the blocks tied to it
     pending: deque = deque()
     with tqdm(
@@ -722,9 +734,17 @@ def scan(
                 for block in info._blocks:
                     start = time.perf_counter()
                     tensors = _read_block(info, ckpt, block)
-                    key = (info.path, _fingerprint(tensors.values()))
-                    if key in slot_of:
-                        tied[slot_of[key]].append(block.name)
+                    key = (info.path, _fingerprint(tensors))
+                    twin = next(
+                        (
+                            slot
+                            for slot, other in slot_of.get(key, ())
+                            if _same_tensors(tensors, _read_block(info, ckpt, other))
+                        ),
+                        None,
+                    )
+                    if twin is not None:
+                        tied[twin].append(block.name)
                         bar.update(1)
                         continue
                     if tol is None:
@@ -739,7 +759,8 @@ def scan(
                         tensors["W_up"], tensors["W_down"], act, tensors["b_up"], tensors["b_down"],
                         tensors["W_gate"], block_tol, time_limit, threads, tensors["b_gate"],
                     )
-                    slot_of[key], tied[len(reports)] = len(reports), []
+                    slot_of.setdefault(key, []).append((len(reports), block))
+                    tied[len(reports)] = []
                     reports.append(None)
                     read_seconds = time.perf_counter() - start
                     if executor is None:
