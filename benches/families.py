@@ -42,7 +42,7 @@ def absorption_split(d: int, m: int, seed: int):
     W_up = rng.standard_normal((m, d))
     W_down = rng.standard_normal((d, m))
     S = rng.choice(m, size=d, replace=False)
-    W_down[:, S] = -np.linalg.inv(W_up[S]).T.T @ np.eye(d) if False else -np.linalg.pinv(W_up[S])
+    W_down[:, S] = -np.linalg.inv(W_up[S])  # these d neurons alone sum to -I
     ups, downs = [], []
     for i in range(m):
         parts = int(rng.integers(2, 5))

@@ -38,8 +38,10 @@
 //!
 //! Integer instances `A s = b` (market split, integer-weight absorption)
 //! that the relaxation leaves open are decided exactly. The Python layer
-//! presolves them (bound fixings, row gcds, independent components) and
-//! picks a method per component:
+//! first runs `feasibility_jump`, a weighted local search from zero with a
+//! fixed move budget (it finds small solutions at once and proves nothing),
+//! then presolves them (bound fixings, row gcds, independent components)
+//! and picks a method per component:
 //!
 //! - `meet_in_the_middle` for at most 32 columns: sorted 64-bit subset-sum
 //!   fingerprints of the two halves, each match re-checked exactly;
@@ -58,6 +60,7 @@ pub mod branch_and_bound;
 pub mod certificate;
 pub mod cholesky;
 pub mod error;
+pub mod feasibility_jump;
 pub mod genericity;
 pub mod lattice;
 pub mod limits;

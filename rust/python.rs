@@ -313,11 +313,45 @@ fn meet_in_the_middle<'py>(
     Ok(d)
 }
 
+/// Feasibility jump on an integer system; see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (a, b, max_moves, time_limit=None))]
+fn feasibility_jump<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, i64>,
+    b: PyReadonlyArray1<'py, i64>,
+    max_moves: u64,
+    time_limit: Option<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let a = a.as_array();
+    let b: Vec<i64> = b.as_array().iter().copied().collect();
+    if a.nrows() != b.len() {
+        return Err(PyValueError::new_err(format!(
+            "A has {} rows but b has {} entries",
+            a.nrows(),
+            b.len()
+        )));
+    }
+    let columns: Vec<Vec<i64>> = a.columns().into_iter().map(|c| c.to_vec()).collect();
+    let limits = Limits {
+        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
+        node_limit: None,
+    };
+    // Bounded by `max_moves` (milliseconds), so no cancel flag is needed.
+    let result =
+        py.detach(|| crate::feasibility_jump::feasibility_jump(&columns, &b, max_moves, limits));
+    let d = PyDict::new(py);
+    d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
+    d.set_item("moves", result.moves)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
+    m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
     Ok(())
 }

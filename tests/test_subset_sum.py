@@ -45,11 +45,14 @@ def brute_force(A, b, tol=None):
     planted=st.booleans(),
     duplicates=st.integers(0, 3),
 )
-@pytest.mark.parametrize("engine", ["meet in the middle", "lattice"])
+@pytest.mark.parametrize("engine", ["feasibility jump", "meet in the middle", "lattice"])
 def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, duplicates):
-    # Small components go to meet in the middle; with its threshold at 0
-    # every component takes the heuristic-then-lattice path instead.
-    subset_sum_module._MITM_MAX = 32 if engine == "meet in the middle" else 0
+    # The feasibility jump runs first; with no moves the exact engines take
+    # every instance. Small components go to meet in the middle; with its
+    # threshold at 0 they take the heuristic-then-lattice path instead.
+    subset_sum_module._MITM_MAX = 0 if engine == "lattice" else 32
+    if engine != "feasibility jump":
+        subset_sum_module._JUMP_MOVES_PER_COLUMN = 0
     rng = np.random.default_rng(seed)
     A = rng.integers(low, 21, size=(k, n))
     for _ in range(duplicates):
@@ -59,10 +62,11 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
         r = skipsearch.subset_sum(A, b)
     finally:
         subset_sum_module._MITM_MAX = 32
+        subset_sum_module._JUMP_MOVES_PER_COLUMN = 20
     expected = brute_force(A, b)
     assert (r.status == "feasible") == (expected is not None), (A, b, r)
     assert r.exact
-    if r.status == "feasible" and not r.method[-1].startswith("presolve"):
+    if r.status == "feasible" and engine != "feasibility jump" and not r.method[-1].startswith("presolve"):
         assert any(step.startswith(engine) or (engine == "lattice" and step == "float heuristic")
                    for step in r.method), r.method
     if r.solution is not None:
@@ -105,7 +109,8 @@ def test_market_split_three_rows_agrees_with_brute_force():
         assert (r.status == "feasible") == (brute_force(A, b) is not None)
 
 
-def test_presolve_fixes_variables_and_splits_components():
+def test_presolve_fixes_variables_and_splits_components(monkeypatch):
+    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
     # Row 0 can only reach 10 with column 0 (fixed to 1) and never with
     # column 1 (fixed to 0); rows 1 and 2 share no column: two components,
     # which the row bounds leave open.
@@ -130,6 +135,28 @@ def test_presolve_fixes_variables_and_splits_components():
     assert r.status == "infeasible" and r.method == ("presolve: row bounds fix a variable both ways",)
 
 
+def test_feasibility_jump_recovers_planted_flip_sets():
+    # Planted absorption instances: d neurons with W_up = I, W_down = -I.
+    # The local search from zero recovers exactly those neurons in d moves,
+    # before any presolve or exact engine runs.
+    for d, m in ((3, 80), (4, 80)):
+        for seed in range(3):
+            A, b, W_up, W_down = absorption_int(d, m, seed, True)
+            r = skipsearch.subset_sum(A, b)
+            assert r.status == "feasible" and r.method == (f"feasibility jump ({d} moves)",)
+            S = np.flatnonzero(r.solution)
+            np.testing.assert_array_equal(W_up[S], np.eye(d)[np.argmax(W_up[S], axis=1)])
+            np.testing.assert_array_equal(W_down[:, S] @ W_up[S], -np.eye(d, dtype=int))
+    # The move budget is 20 per column, capped by its work; it never
+    # decides infeasibility on its own.
+    assert subset_sum_module._jump_moves(16, 80) == 1600
+    assert subset_sum_module._jump_moves(100, 2000) == 20
+    A, b = market_split(4, 1)  # infeasible
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "infeasible" and r.method[0] == "feasibility jump (600 moves)"
+    assert any(step.startswith("meet in the middle") for step in r.method)
+
+
 def test_meet_in_the_middle_is_deterministic_and_bounded():
     from skipsearch import _core
 
@@ -148,10 +175,12 @@ def test_meet_in_the_middle_is_deterministic_and_bounded():
 
 
 def test_presolve_proofs():
+    # The feasibility jump runs first (20 moves per column) and finds
+    # nothing; the presolve proves why.
     r = skipsearch.subset_sum(np.array([[2, 4, 6, 8]]), np.array([9]))
-    assert r.status == "infeasible" and r.method == ("presolve: row gcd",)
+    assert r.status == "infeasible" and r.method == ("feasibility jump (80 moves)", "presolve: row gcd")
     r = skipsearch.subset_sum(np.array([[1, 2], [3, 4]]), np.array([4, 1]))
-    assert r.status == "infeasible" and r.method == ("presolve: row bounds",)
+    assert r.status == "infeasible" and r.method == ("feasibility jump (40 moves)", "presolve: row bounds")
     r = skipsearch.subset_sum(np.zeros((2, 3), dtype=int), np.zeros(2, dtype=int))
     assert r.status == "feasible" and r.solution.tolist() == [0, 0, 0]
 

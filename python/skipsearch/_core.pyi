@@ -59,3 +59,15 @@ def meet_in_the_middle(
     a None solution proves infeasibility), ``nodes`` (subset sums formed),
     ``memory_bytes`` and ``seconds``.
     """
+
+def feasibility_jump(
+    a: npt.NDArray[np.int64],
+    b: npt.NDArray[np.int64],
+    max_moves: int,
+    time_limit: Optional[float] = None,
+) -> dict[str, Any]:
+    """Look for ``x`` in ``{0,1}^n`` with ``a @ x == b`` exactly (``a`` of
+    shape ``(k, n)``) by feasibility jump, a weighted local search from
+    zero, flipping at most ``max_moves`` variables. Returns ``solution``
+    (uint8 array, or None: nothing is proved then) and ``moves``.
+    """

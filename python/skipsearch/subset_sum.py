@@ -1,6 +1,9 @@
 """Exact 0/1 subset sum: find ``s`` in ``{0, 1}^n`` with ``A s = b``.
 
-Integer data are solved exactly. A presolve fixes variables by row bounds,
+Integer data are solved exactly. A feasibility jump (a weighted local search
+from zero, Luteberget & Sartor 2023) runs first, with a budget of a few
+milliseconds: it finds small solutions such as planted flip sets at once, and
+proves nothing when it fails. A presolve then fixes variables by row bounds,
 checks row gcds, drops zero columns and splits the rest into independent
 components (no row shared). A component of at most 32 columns is solved by
 meeting in the middle (exact fingerprint hashing of the two halves' subset
@@ -38,6 +41,10 @@ __all__ = ["SubsetSumResult", "subset_sum"]
 _MITM_MAX = 32
 #: Branch-and-bound nodes of the float heuristic tried before the lattice.
 _HEURISTIC_NODES = 20_000
+#: Feasibility jump: moves per column, and a cap on its work (row-column
+#: updates, about 10 ms).
+_JUMP_MOVES_PER_COLUMN = 20
+_JUMP_WORK = 4_000_000
 #: Enumeration nodes tried on the LLL basis before BKZ (for n >= 30).
 _LLL_PROBE_NODES = 200_000
 #: Block size of the BKZ pass after LLL (for n >= 30).
@@ -161,7 +168,9 @@ def subset_sum(
     K. Aardal, C. Hurkens, A. K. Lenstra, Solving a system of linear
     Diophantine equations with lower and upper bounds on the variables,
     Math. Oper. Res. 25 (2000); G. Cornuejols, M. Dawande, A class of hard
-    small 0-1 programs, INFORMS J. Comput. 11 (1999).
+    small 0-1 programs, INFORMS J. Comput. 11 (1999); B. Luteberget,
+    G. Sartor, Feasibility Jump: an LP-free Lagrangian MIP heuristic, Math.
+    Prog. Comp. 15 (2023).
 
     Examples
     --------
@@ -201,13 +210,28 @@ def _done(start, **fields) -> SubsetSumResult:
     return SubsetSumResult(seconds=time.perf_counter() - start, **fields)
 
 
+def _jump_moves(k, n):
+    """The feasibility-jump budget: ``_JUMP_MOVES_PER_COLUMN`` moves per
+    column, at most ``_JUMP_WORK`` row-column updates in all."""
+    return min(_JUMP_MOVES_PER_COLUMN * n, _JUMP_WORK // max(1, k * n))
+
+
 def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
     k, n = A.shape
     base = dict(exact=True, nodes=0, memory_bytes=0)
+    method = []
+    moves = _jump_moves(k, n)
+    if moves:
+        # A local search first: it finds small solutions (planted flip
+        # sets) in microseconds and costs a few milliseconds when it fails.
+        jump = _core.feasibility_jump(np.ascontiguousarray(A), np.ascontiguousarray(b), moves, time_limit)
+        method.append(f"feasibility jump ({jump['moves']} moves)")
+        if jump["solution"] is not None:
+            return _done(start, status="feasible", solution=jump["solution"], method=tuple(method), residual=0.0, **base)
     fixed, why = _presolve(A, b)
     if why is not None:
-        return _done(start, status="infeasible", solution=None, method=(f"presolve: {why}",), **base)
-    method = ["presolve"]
+        return _done(start, status="infeasible", solution=None, method=(*method, f"presolve: {why}"), **base)
+    method.append("presolve")
     if np.any(fixed >= 0):
         method.append(f"presolve: {int(np.sum(fixed >= 0))} of {n} fixed")
     solution = np.where(fixed == 1, 1, 0).astype(np.uint8)
