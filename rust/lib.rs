@@ -43,8 +43,11 @@
 //! then presolves them (bound fixings, row gcds, independent components)
 //! and picks a method per component:
 //!
-//! - `meet_in_the_middle` for at most 32 columns: sorted 64-bit subset-sum
-//!   fingerprints of the two halves, each match re-checked exactly;
+//! - `schroeppel_shamir` for at most 32 columns: the four-list search of
+//!   Schroeppel & Shamir in the modular form of Howgrave-Graham & Joux,
+//!   `2^(n/2)` time and `2^(n/4)` memory, every fingerprint match checked
+//!   exactly (faster than two-list meeting in the middle at every size we
+//!   measured, since its lists stay in cache);
 //! - `lattice` beyond: the Python layer embeds the component in a lattice
 //!   (Aardal, Hurkens & Lenstra 2000), equal columns merged into bounded
 //!   variables, and reduces it with fpylll; this crate enumerates the
@@ -65,9 +68,9 @@ pub mod genericity;
 pub mod lattice;
 pub mod limits;
 pub mod matrix;
-pub mod meet_in_the_middle;
 pub mod null_space;
 pub mod relaxation;
+pub mod schroeppel_shamir;
 pub mod verification;
 
 #[cfg(feature = "python")]

@@ -296,11 +296,25 @@ fn integer_system(
     Ok((a.columns().into_iter().map(|c| c.to_vec()).collect(), b))
 }
 
-/// Solve `A x = b` over `{0,1}^n` by meeting in the middle (integer `A`,
+/// The result of an exact list search as the dict the Python layer reads.
+fn search_dict(
+    py: Python<'_>,
+    result: crate::schroeppel_shamir::SearchResult,
+) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
+    d.set_item("stop", result.stopped.map(|s| s.as_str()))?;
+    d.set_item("nodes", result.nodes)?;
+    d.set_item("memory_bytes", result.memory_bytes)?;
+    d.set_item("seconds", result.seconds)?;
+    Ok(d)
+}
+
+/// Solve `A x = b` over `{0,1}^n` by Schroeppel-Shamir (integer `A`,
 /// `n <= 52`); see `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (a, b, time_limit=None, node_limit=None, threads=None))]
-fn meet_in_the_middle<'py>(
+fn schroeppel_shamir<'py>(
     py: Python<'py>,
     a: PyReadonlyArray2<'py, i64>,
     b: PyReadonlyArray1<'py, i64>,
@@ -310,15 +324,9 @@ fn meet_in_the_middle<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (columns, b) = integer_system(&a, &b)?;
     let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
-        crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, limits, cancel)
+        crate::schroeppel_shamir::schroeppel_shamir(&columns, &b, limits, cancel)
     })?;
-    let d = PyDict::new(py);
-    d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
-    d.set_item("stop", result.stopped.map(|s| s.as_str()))?;
-    d.set_item("nodes", result.nodes)?;
-    d.set_item("memory_bytes", result.memory_bytes)?;
-    d.set_item("seconds", result.seconds)?;
-    Ok(d)
+    search_dict(py, result)
 }
 
 /// Feasibility jump on an integer system; see `skipsearch._core.pyi`.
@@ -350,7 +358,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
-    m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
+    m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
     Ok(())
 }

@@ -45,12 +45,12 @@ def brute_force(A, b, tol=None):
     planted=st.booleans(),
     duplicates=st.integers(0, 3),
 )
-@pytest.mark.parametrize("engine", ["feasibility jump", "meet in the middle", "lattice"])
+@pytest.mark.parametrize("engine", ["feasibility jump", "Schroeppel-Shamir", "lattice"])
 def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, duplicates):
     # The feasibility jump runs first; with no moves the exact engines take
-    # every instance. Small components go to meet in the middle; with its
+    # every instance. Small components go to Schroeppel-Shamir; with its
     # threshold at 0 they take the heuristic-then-lattice path instead.
-    subset_sum_module._MITM_MAX = 0 if engine == "lattice" else 32
+    subset_sum_module._LISTS_MAX = 0 if engine == "lattice" else 32
     if engine != "feasibility jump":
         subset_sum_module._JUMP_MOVES_PER_COLUMN = 0
     rng = np.random.default_rng(seed)
@@ -61,7 +61,7 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
     try:
         r = skipsearch.subset_sum(A, b)
     finally:
-        subset_sum_module._MITM_MAX = 32
+        subset_sum_module._LISTS_MAX = 32
         subset_sum_module._JUMP_MOVES_PER_COLUMN = 20
     expected = brute_force(A, b)
     assert (r.status == "feasible") == (expected is not None), (A, b, r)
@@ -125,7 +125,7 @@ def test_presolve_fixes_variables_and_splits_components(monkeypatch):
     np.testing.assert_array_equal(A @ r.solution, b)
     assert "presolve: 2 of 8 fixed" in r.method
     assert "presolve: 2 independent components" in r.method
-    assert any(step.startswith("meet in the middle") for step in r.method)
+    assert any(step.startswith("Schroeppel-Shamir") for step in r.method)
     # One infeasible component (no subset of 3, 5, 4 sums to 6) makes the
     # whole instance infeasible.
     r = skipsearch.subset_sum(A, np.array([10, 6, 7]))
@@ -154,24 +154,28 @@ def test_feasibility_jump_recovers_planted_flip_sets():
     A, b = market_split(4, 1)  # infeasible
     r = skipsearch.subset_sum(A, b)
     assert r.status == "infeasible" and r.method[0] == "feasibility jump (600 moves)"
-    assert any(step.startswith("meet in the middle") for step in r.method)
+    assert any(step.startswith("Schroeppel-Shamir") for step in r.method)
 
 
-def test_meet_in_the_middle_is_deterministic_and_bounded():
+def test_schroeppel_shamir_is_deterministic_and_bounded():
     from skipsearch import _core
 
     A, b = market_split(4, 0, planted=True)  # n = 30
-    runs = [_core.meet_in_the_middle(A, b, None, None, t) for t in (1, 2)]
-    np.testing.assert_array_equal(runs[0]["solution"], runs[1]["solution"])
+    runs = [_core.schroeppel_shamir(A, b, None, None, t) for t in (1, 2, 3)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run["solution"], runs[0]["solution"])
     np.testing.assert_array_equal(A @ runs[0]["solution"], b)
-    assert runs[0]["memory_bytes"] == 16 * 2 * 2**15
+    # Quarter lists of 2^7 or 2^8 entries, not halves of 2^15.
+    assert runs[0]["memory_bytes"] < 64 * 1024
     A, b = market_split(4, 1)  # infeasible
-    out = _core.meet_in_the_middle(A, b, None, None, None)
+    out = _core.schroeppel_shamir(A, b, None, None, None)
     assert out["solution"] is None and out["stop"] is None
-    out = _core.meet_in_the_middle(A, b, None, 10, None)
+    # Every quarter sum and every pair sum of both sides: 2 * 2^15 pairs.
+    assert out["nodes"] >= 2 * 2**15
+    out = _core.schroeppel_shamir(A, b, None, 10, None)
     assert out["solution"] is None and out["stop"] == "node_limit"
     with pytest.raises(ValueError, match="at most 52 columns"):
-        _core.meet_in_the_middle(np.ones((1, 60), dtype=np.int64), np.ones(1, dtype=np.int64))
+        _core.schroeppel_shamir(np.ones((1, 60), dtype=np.int64), np.ones(1, dtype=np.int64))
 
 
 def test_presolve_proofs():
@@ -280,25 +284,23 @@ def test_large_integers_are_solved_exactly():
         skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))
 
 
-def test_duplicate_columns_are_aggregated_in_the_lattice():
-    # 12 distinct columns, each repeated 1 to 4 times (n = 30): the lattice
+def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
+    # 12 distinct columns, each repeated 1 to 4 times (n = 31): the lattice
     # sees 12 bounded variables; the solution is spread over the copies.
     rng = np.random.default_rng(5)
     distinct = rng.integers(0, 50, size=(3, 12))
     A = np.repeat(distinct, rng.integers(1, 5, size=12), axis=1)
-    subset_sum_module._MITM_MAX = 0
-    try:
-        for planted in (True, False):
-            b = A @ rng.integers(0, 2, A.shape[1]) if planted else A.sum(axis=1) // 2 + 1
-            r = skipsearch.subset_sum(A, b)
-            assert any("duplicate columns merged" in step for step in r.method), r.method
-            if planted:
-                assert r.status == "feasible"
-                np.testing.assert_array_equal(A @ r.solution, b)
-            # Cross-check with meet in the middle on the same instance.
-            subset_sum_module._MITM_MAX = 52
-            other = skipsearch.subset_sum(A, b)
-            subset_sum_module._MITM_MAX = 0
-            assert other.status == r.status, (r, other)
-    finally:
-        subset_sum_module._MITM_MAX = 32
+    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
+    for planted in (True, False):
+        b = A @ rng.integers(0, 2, A.shape[1]) if planted else A.sum(axis=1) // 2 + 1
+        monkeypatch.setattr(subset_sum_module, "_LISTS_MAX", 0)
+        r = skipsearch.subset_sum(A, b)
+        assert any("duplicate columns merged" in step for step in r.method), r.method
+        if planted:
+            assert r.status == "feasible"
+            np.testing.assert_array_equal(A @ r.solution, b)
+        # Cross-check with Schroeppel-Shamir on the same instance.
+        monkeypatch.setattr(subset_sum_module, "_LISTS_MAX", 52)
+        other = skipsearch.subset_sum(A, b)
+        assert any(step.startswith(f"Schroeppel-Shamir (n={A.shape[1]},") for step in other.method), other.method
+        assert other.status == r.status, (r, other)

@@ -46,7 +46,7 @@ def enumerate_bounded(
     ``nodes`` and ``seconds``.
     """
 
-def meet_in_the_middle(
+def schroeppel_shamir(
     a: npt.NDArray[np.int64],
     b: npt.NDArray[np.int64],
     time_limit: Optional[float] = None,
@@ -54,9 +54,10 @@ def meet_in_the_middle(
     threads: Optional[int] = None,
 ) -> dict[str, Any]:
     """``x`` in ``{0,1}^n`` with ``a @ x == b`` exactly (``a`` of shape
-    ``(k, n)``, ``n <= 52``), by meeting in the middle. Returns ``solution``
-    (uint8 array, or None), ``stop`` (None when the search was complete, so
-    a None solution proves infeasibility), ``nodes`` (subset sums formed),
+    ``(k, n)``, ``n <= 52``), by Schroeppel-Shamir's four lists in
+    ``2^(n/2)`` time and ``2^(n/4)`` memory. Returns ``solution`` (uint8
+    array, or None), ``stop`` (None when the search was complete, so a None
+    solution proves infeasibility), ``nodes`` (subset and pair sums formed),
     ``memory_bytes`` and ``seconds``.
     """
 
