@@ -70,27 +70,14 @@ fn fingerprints(columns: &[Vec<i64>], b: &[i64]) -> (Vec<u64>, u64) {
     )
 }
 
-/// Every subset sum of the fingerprints `h`, indexed by the subset's bits.
-fn subset_sums(h: &[u64]) -> Vec<u64> {
+/// Every subset sum of `h` under `add`, indexed by the subset's bits.
+fn subset_sums(h: &[u64], add: impl Fn(u64, u64) -> u64) -> Vec<u64> {
     let mut sums = vec![0u64; 1 << h.len()];
     for (j, &hj) in h.iter().enumerate() {
         let half = 1 << j;
         let (low, high) = sums.split_at_mut(half);
         for (dst, &src) in high[..half].iter_mut().zip(low.iter()) {
-            *dst = src.wrapping_add(hj);
-        }
-    }
-    sums
-}
-
-/// Every subset sum of `g` modulo `p`, indexed by the subset's bits.
-fn subset_sums_mod(g: &[u64], p: u64) -> Vec<u64> {
-    let mut sums = vec![0u64; 1 << g.len()];
-    for (j, &gj) in g.iter().enumerate() {
-        let half = 1 << j;
-        let (low, high) = sums.split_at_mut(half);
-        for (dst, &src) in high[..half].iter_mut().zip(low.iter()) {
-            *dst = (src + gj) % p;
+            *dst = add(src, hj);
         }
     }
     sums
@@ -172,9 +159,10 @@ pub fn schroeppel_shamir(
     let g: Vec<u64> = columns.iter().map(|c| residue(c)).collect();
     let g_b = residue(b);
     let quarter = |q: usize| {
+        let (lo, hi) = (cut[q], cut[q + 1]);
         (
-            subset_sums(&f[cut[q]..cut[q + 1]]),
-            subset_sums_mod(&g[cut[q]..cut[q + 1]], p),
+            subset_sums(&f[lo..hi], u64::wrapping_add),
+            subset_sums(&g[lo..hi], |x, y| (x + y) % p),
         )
     };
     let (f1, g1) = quarter(0);
