@@ -6,8 +6,8 @@ Two families:
   ``d_out * d_in = 4 < m`` the Gram matrix of the relaxation is singular, the
   relaxation reaches the target exactly (distance ~1e-16), so neither the
   certificate nor a forced neuron can end the question: the baseline has to
-  enumerate subsets and the Rust core has to run its null-space branch and
-  bound.
+  enumerate subsets and the Rust core has to search (null-space branch and
+  bound; the exact integer engine for the infeasible ones).
 
   - ``planted``: a flip set ``S`` that contains the last neurons is planted
     by construction, so ``W_down[:, S] @ W_up[S, :] == -I`` exactly in

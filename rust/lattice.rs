@@ -233,6 +233,25 @@ struct Shared<'a> {
     done_below: &'a AtomicUsize,
 }
 
+impl Shared<'_> {
+    /// Why the search must stop, given `total` nodes counted so far.
+    fn stop(&self, total: u64) -> Option<Stop> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Some(Stop::Interrupted)
+        } else if self.node_limit.is_some_and(|l| total >= l) {
+            Some(Stop::NodeLimit)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stop::TimeLimit)
+        } else {
+            None
+        }
+    }
+}
+
+/// Nodes a walker counts before it adds them to the shared total and
+/// checks the limits.
+const FLUSH: u64 = 1024;
+
 struct Walker<'a, 'b> {
     shared: &'b Shared<'a>,
     index: usize,
@@ -271,15 +290,9 @@ impl<'a, 'b> Walker<'a, 'b> {
 
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
-        if self.local_nodes % 4096 == 0 {
-            let total = self.shared.nodes.fetch_add(4096, Ordering::Relaxed) + 4096;
-            if self.shared.cancel.load(Ordering::Relaxed) {
-                self.stopped = Some(Stop::Interrupted);
-            } else if self.shared.node_limit.is_some_and(|l| total >= l) {
-                self.stopped = Some(Stop::NodeLimit);
-            } else if self.shared.deadline.is_some_and(|d| Instant::now() >= d) {
-                self.stopped = Some(Stop::TimeLimit);
-            }
+        if self.local_nodes % FLUSH == 0 {
+            let total = self.shared.nodes.fetch_add(FLUSH, Ordering::Relaxed) + FLUSH;
+            self.stopped = self.shared.stop(total);
             if self.shared.done_below.load(Ordering::Relaxed) < self.index {
                 // An earlier prefix already has the answer.
                 return false;
@@ -482,6 +495,11 @@ pub fn enumerate_bounded(
     let next = AtomicUsize::new(0);
     let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
     let run_job = |index: usize| -> JobResult {
+        // A job that starts after a limit was reached does not run: the
+        // overshoot stays below FLUSH nodes per thread.
+        if let Some(stop) = shared.stop(nodes.load(Ordering::Relaxed)) {
+            return (Vec::new(), Some(stop), 0);
+        }
         let job = &jobs[index];
         let mut w = Walker::new(&shared, index);
         // Top down: each partial vector builds on the one above it.
@@ -503,7 +521,7 @@ pub fn enumerate_bounded(
         if w.found.len() >= shared.max_solutions {
             done_below.fetch_min(index, Ordering::Relaxed);
         }
-        let rest = w.local_nodes % 4096;
+        let rest = w.local_nodes % FLUSH;
         nodes.fetch_add(rest, Ordering::Relaxed);
         (w.found, w.stopped, w.local_nodes)
     };

@@ -202,8 +202,11 @@ def test_threads_do_not_change_the_solution():
 
 def test_limits_are_statuses():
     A, b = market_split(6, 0)
-    r = skipsearch.subset_sum(A, b, node_limit=10_000)
-    assert r.status == "node_limit" and r.solution is None
+    for limit in (1, 10_000, 50_000):
+        r = skipsearch.subset_sum(A, b, node_limit=limit)
+        assert r.status == "node_limit" and r.solution is None
+        # Parallel walkers add their nodes in batches of 1024.
+        assert limit <= r.nodes <= limit + 1024 * 2, (limit, r.nodes)
     r = skipsearch.subset_sum(A, b, time_limit=0)
     assert r.status == "time_limit"
 
@@ -245,6 +248,8 @@ def test_integer_absorption_blocks_are_solved_exactly():
     r = skipsearch.find_absorbing_subset(W_up, W_down)
     assert r.subset is None and r.relaxation_distance < 1e-9
     assert "exact integer" in r.stats.method[-1]
+    # The reason names the step that proved it, here the row gcd.
+    assert "exact integer subset-sum engine proves no flip set exists (presolve: row gcd)" in r.reason
 
 
 def test_ctrl_c_interrupts_the_enumeration():

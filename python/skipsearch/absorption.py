@@ -80,10 +80,19 @@ def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, t
         E = c * W_down[:, subset] @ W_up[subset] + A
         raw.update(finding="subset", subset=subset, residual=float(np.linalg.norm(E) / np.linalg.norm(A)))
     elif exact.status == "infeasible":
-        raw.update(finding="no_subset", subset=None, evidence="lattice")
+        raw.update(finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1])
     else:
         raw.update(finding="stopped", subset=None, stop=exact.status)
     return raw
+
+
+def _exact_proof(step: str) -> str:
+    """The exact integer engine's final step, with its source."""
+    if step.startswith("presolve"):
+        return step
+    if step.startswith("Schroeppel-Shamir"):
+        return "a complete Schroeppel-Shamir search; Schroeppel & Shamir 1981"
+    return "a complete lattice enumeration; Aardal, Hurkens & Lenstra 2000"
 
 
 def find_absorbing_subset(
@@ -433,12 +442,9 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             "so no flip set exists"
         )
         argument = "relaxation"
-    elif evidence == "lattice":
-        no_set = (
-            "exact integer lattice enumeration (Aardal, Hurkens & Lenstra 2000) proves no flip "
-            "set exists"
-        )
-        argument = "lattice"
+    elif evidence == "exact_integer":
+        no_set = f"the exact integer subset-sum engine proves no flip set exists ({_exact_proof(raw['proof'])})"
+        argument = "exact_integer"
     elif evidence == "enumeration":
         no_set = "enumerating all 2^m subsets found no flip set"
         argument = "enumeration"

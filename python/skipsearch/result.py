@@ -94,7 +94,8 @@ class AbsorptionResult:
     argument : str
         Short name of the argument: ``"flip_construction"``,
         ``"zero_skip"``, ``"certificate"``, ``"relaxation"``,
-        ``"branch_and_bound"``, ``"enumeration"`` (baseline),
+        ``"branch_and_bound"``, ``"exact_integer"`` (integer weights,
+        :func:`skipsearch.subset_sum`), ``"enumeration"`` (baseline),
         ``"linearization"``, ``"degree"``,
         ``"boundedness"`` or ``"none"``.
     activation : str

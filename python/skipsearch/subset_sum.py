@@ -145,7 +145,9 @@ def subset_sum(
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
     node_limit : int, optional
-        Nodes before it stops with status ``"node_limit"``.
+        Nodes before it stops with status ``"node_limit"``. Parallel
+        lattice walkers count in batches, so ``nodes`` may pass it by up to
+        1024 per thread.
     threads : int, optional
         Worker threads (default: one per core). The solution returned does
         not depend on it.
@@ -333,17 +335,22 @@ def _component(A, b, time_limit, node_limit, threads):
         return x, out["stop"], int(out["nodes"]), int(out["memory_bytes"]), [step]
     # A cheap primal heuristic first: the float relaxation and a short
     # branch and bound find planted or easy solutions in milliseconds.
+    cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
     quick = _core.search_flip_set(
         np.ones((n, 1)), A.astype(float), -b[:, None].astype(float), None, 1.0,
-        1e-9, "none", time_limit, _HEURISTIC_NODES, threads,
+        1e-9, "none", time_limit, cap, threads,
     )
+    used = int(quick["nodes"])
     if quick["finding"] == "subset":
         x = np.zeros(n, dtype=np.int64)
         x[np.asarray(quick["subset"], dtype=np.int64)] = 1
         if np.array_equal(A @ x, b):
-            return x.astype(np.uint8), None, int(quick["nodes"]), 8 * n * n, ["float heuristic"]
-    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, node_limit, threads, time.perf_counter())
-    return x, stop, nodes + int(quick["nodes"]), memory, ["float heuristic"] + steps
+            return x.astype(np.uint8), None, used, 8 * n * n, ["float heuristic"]
+    if node_limit is not None and used >= node_limit:
+        return None, "node_limit", used, 8 * n * n, ["float heuristic"]
+    left = None if node_limit is None else node_limit - used
+    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, time.perf_counter())
+    return x, stop, nodes + used, memory, ["float heuristic"] + steps
 
 
 def _lattice(A_full, b, time_limit, node_limit, threads, start):
