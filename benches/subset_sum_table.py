@@ -143,11 +143,12 @@ def main():
         groups = dict(per)
         # Whole families too: MS(4..6) together, all ABS-int sizes with and
         # without a planted subset.
+        for base in ("MS", "MS-planted"):
+            # Only when all three were run: the label names them.
+            if all(f"{base}({k})" in per for k in (4, 5, 6)):
+                groups[f"{base}(4..6)"] = [r for k in (4, 5, 6) for r in per[f"{base}({k})"]]
         for fam, rs in per.items():
-            base = fam.split("(")[0]
-            if base in ("MS", "MS-planted") and fam[len(base) + 1 : -1] in ("4", "5", "6"):
-                groups.setdefault(f"{base}(4..6)", []).extend(rs)
-            if base == "ABS-int":
+            if fam.startswith("ABS-int"):
                 groups.setdefault("ABS-int (all)", []).extend(rs)
         for fam, rs in groups.items():
             rs = [r for r in rs if r == r]

@@ -608,6 +608,7 @@ def test_unknown_activation_lists_known(tmp_path):
     path = save(tmp_path / "opt", *opt(np.random.default_rng(16), activation_function="swoosh"))
     with pytest.raises(CheckpointError, match="unknown activation 'swoosh'") as info:
         scan(path)
+    assert re.search(r"; it came from \S*opt/config\.json$", str(info.value)), str(info.value)
     for name in ("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "silu", "swiglu", "geglu"):
         assert re.search(rf"\b{name}\b", str(info.value)), name
 
@@ -617,6 +618,8 @@ def test_unknown_activation_lists_known(tmp_path):
     )
     with pytest.raises(CheckpointError, match="unknown activation 'swoosh'.*relu"):
         scan(path, layout=layout)
+    with pytest.raises(CheckpointError, match=r"it came from the activation argument \(--activation\)$"):
+        scan(path, layout=layout, activation="swoosh")
 
 
 def test_gate_without_gated_entry(tmp_path):
@@ -808,6 +811,13 @@ def test_activation_override_and_no_config_with_a_layout(tmp_path, capsys):
     assert describe_checkpoint(tmp_path / "m", layout=layout).config_path is None
     with pytest.raises(FileNotFoundError, match="--up/--down/--activation"):
         skipsearch.scan(tmp_path / "m")
+    # One weights file under another name is read; two are ambiguous.
+    (tmp_path / "m" / "model.safetensors").rename(tmp_path / "m" / "weights.safetensors")
+    reports = skipsearch.scan(tmp_path / "m", layout=layout)
+    assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
+    shutil.copy(tmp_path / "m" / "weights.safetensors", tmp_path / "m" / "copy.safetensors")
+    with pytest.raises(FileNotFoundError, match="and 2 .safetensors files: pass"):
+        skipsearch.scan(tmp_path / "m", layout=layout)
 
 
 def test_cli_messages_name_the_cli_options(tmp_path, capsys):

@@ -176,6 +176,9 @@ def test_result_repr_is_readable(block):
     assert "relaxation_distance" in text and "certificate: Y, shape (3, 3)" in text
     with pytest.raises(AttributeError):
         r.verdict = "absorbable"
+    W_up, W_down = np.eye(3), -np.eye(3)
+    built = find(W_up, W_down).block
+    assert repr(built) == "SkipFreeBlock(d_in=3, m=3, d_out=3, activation='relu')"
 
 
 def test_masked_and_ragged_inputs(block):

@@ -251,6 +251,9 @@ def test_cli_markdown(ckpt, capsys):
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
     assert cells[:8] == ["tiny-bert", "bert.encoder.layer.1", "1", "4", "6", "relu", "post-LN",
                          "absorbable"]
+    assert lines[0].endswith("| argument | flip set |")
+    assert cells[-2:] == ["flip_construction", "0 1 2 3"]
+    assert [c.strip() for c in lines[2].strip("|").split("|")][-1] == "-"
     assert any(line.startswith("- **tiny-bert** (bert") and "post-LN" in line for line in lines)
 
 

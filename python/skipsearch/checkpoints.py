@@ -212,17 +212,22 @@ class Checkpoint:
                     "torch.load(..., weights_only=True) and use skipsearch.from_torch)"
                 )
             else:
-                raise FileNotFoundError(
-                    f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}: pass a checkpoint directory, or a "
-                    f".safetensors file with {CONFIG_NAME} beside it"
-                )
+                # One weights file under another name is unambiguous.
+                others = sorted(q for q in p.glob("*.safetensors") if q.is_file())
+                if len(others) != 1:
+                    found = f"{len(others)} .safetensors files" if others else "no .safetensors file"
+                    raise FileNotFoundError(
+                        f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}, and {found}: pass a "
+                        "checkpoint directory, or the .safetensors file itself"
+                    )
+                target = others[0]
         else:
             root = p.parent
             target = p
             if not (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
                 raise CheckpointError(
                     f"{p} is not a .safetensors file or a .safetensors.index.json index; pass a "
-                    f"checkpoint directory, or a .safetensors file with {CONFIG_NAME} beside it"
+                    "checkpoint directory, or the .safetensors file itself"
                 )
         self.root = root.resolve()
         self.config_path: Optional[Path] = (root / CONFIG_NAME).resolve()

@@ -239,11 +239,14 @@ def format_table(reports: Sequence) -> str:
 
 
 def format_markdown(models: Sequence, reports: Sequence) -> str:
-    """A Markdown table of every block, with the scope of each model below."""
-    head = ("model",) + _COLUMNS
+    """A Markdown table of every block, with its argument and flip set, and
+    the scope of each model below."""
+    head = ("model",) + _COLUMNS + ("argument", "flip set")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r, row in zip(reports, _rows(reports)):
-        cells = (r.model,) + row
+        subset = r.result.subset
+        flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
+        cells = (r.model,) + row + (r.result.argument, flip_set)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
     for info in models:

@@ -44,6 +44,14 @@ class SkipFreeBlock:
     activation: Activation
     W_gate: Optional[np.ndarray] = None
 
+    def __repr__(self) -> str:
+        m, d_in = self.W_up.shape
+        gate = "" if self.W_gate is None else ", gated"
+        return (
+            f"SkipFreeBlock(d_in={d_in}, m={m}, d_out={self.W_down.shape[0]}, "
+            f"activation={self.activation.name!r}{gate})"
+        )
+
     def __call__(self, x: Any) -> np.ndarray:
         """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``."""
         x = np.asarray(x, dtype=np.float64)

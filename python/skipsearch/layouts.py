@@ -247,7 +247,7 @@ def config_activation(name: Any, gated: bool, where: str) -> Activation:
     try:
         act = get_activation(name)
     except ValueError as e:
-        raise CheckpointError(f"activation {name!r} in {where}: {e}") from e
+        raise CheckpointError(f"{e}; it came from {where}") from e
     if not gated or act.gated:
         if act.gated and not gated:
             raise CheckpointError(

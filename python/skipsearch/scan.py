@@ -374,7 +374,7 @@ def _inspect(
         given = activation if activation is not None else layout.activation
         if given is not None:
             hidden_act = given if isinstance(given, str) else given.name
-            act = _chosen_activation(given, layout.gate is not None, "the given activation")
+            act = _chosen_activation(given, layout.gate is not None, "the activation argument (--activation)")
         else:
             hidden_act = config.get("hidden_act") or config.get("activation_function")
             if hidden_act is None:
@@ -406,7 +406,7 @@ def _inspect(
         layout, act, hidden_act = spec["layout"], spec["activation"], spec["hidden_act"]
         if activation is not None:
             hidden_act = activation if isinstance(activation, str) else activation.name
-            act = _chosen_activation(activation, layout.gate is not None, "the given activation")
+            act = _chosen_activation(activation, layout.gate is not None, "the activation argument (--activation)")
         family, norm, d, m, layers = fam.name, spec["norm"], spec["d"], spec["m"], spec["layers"]
         sizes, layer_key = f"config.json: {spec['sizes']}", spec["layer_key"]
     blocks = _find_blocks(ckpt, layout)
