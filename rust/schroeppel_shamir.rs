@@ -29,6 +29,9 @@ use rayon::prelude::*;
 use crate::error::Error;
 use crate::limits::{Limits, Stop};
 
+/// Work between two polls of the limits and the cancel flag.
+const POLL: u64 = 1 << 14;
+
 /// Largest number of columns: quarters of 13, lists of 8192 entries.
 pub const MAX_COLUMNS: usize = 52;
 
@@ -54,11 +57,22 @@ fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The linear fingerprints `<r, a_j>` of the columns and `<r, b>` of the
-/// target, modulo `2^64`, for a fixed odd random `r`.
-fn fingerprints(columns: &[Vec<i64>], b: &[i64]) -> (Vec<u64>, u64) {
+/// A seed drawn from the instance itself: the search is deterministic for
+/// given data, but no fixed vector collides under every instance's
+/// fingerprints, so collisions cannot be planted ahead of time.
+fn instance_seed(columns: &[Vec<i64>], b: &[i64]) -> u64 {
     let mut state = 0x5EED_5EED_u64;
-    let r: Vec<u64> = (0..b.len()).map(|_| splitmix64(&mut state) | 1).collect();
+    for &v in columns.iter().flatten().chain(b) {
+        state ^= v as u64;
+        splitmix64(&mut state);
+    }
+    state
+}
+
+/// The linear fingerprints `<r, a_j>` of the columns and `<r, b>` of the
+/// target, modulo `2^64`, for an odd `r` drawn from `state`.
+fn fingerprints(columns: &[Vec<i64>], b: &[i64], state: &mut u64) -> (Vec<u64>, u64) {
+    let r: Vec<u64> = (0..b.len()).map(|_| splitmix64(state) | 1).collect();
     let fingerprint = |v: &[i64]| -> u64 {
         v.iter().zip(&r).fold(0u64, |acc, (&x, &ri)| {
             acc.wrapping_add((x as u64).wrapping_mul(ri))
@@ -145,9 +159,9 @@ pub fn schroeppel_shamir(
     }
     // Quarter boundaries: sizes differ by at most one.
     let cut: Vec<usize> = (0..=4).map(|q| q * n / 4).collect();
-    let (f, f_b) = fingerprints(columns, b);
+    let mut state = instance_seed(columns, b);
+    let (f, f_b) = fingerprints(columns, b, &mut state);
     let p = prime_at_least(1 << (n / 4));
-    let mut state = 0xC0DE_5EED_u64;
     let r: Vec<u128> = (0..k)
         .map(|_| (splitmix64(&mut state) % p) as u128)
         .collect();
@@ -213,29 +227,48 @@ pub fn schroeppel_shamir(
         }
         left.sort_unstable();
         let want = (g_b + p - c) % p;
-        let mut pairs = left.len() as u64;
+        // Work: pairs formed and exact checks. A residue holds about
+        // 2^(n/4) pairs, but colliding fingerprints can make it far more,
+        // so the limits are polled inside it too.
+        let mut work = left.len() as u64;
+        let mut flushed = 0u64;
         let mut hit = None;
+        let poll = |work: u64, flushed: &mut u64| -> bool {
+            let total = formed.fetch_add(work - *flushed, Ordering::Relaxed) + work - *flushed;
+            *flushed = work;
+            match stop_now(total) {
+                Some(stop) => {
+                    stopped
+                        .lock()
+                        .expect("no panics hold it")
+                        .get_or_insert(stop);
+                    true
+                }
+                None => false,
+            }
+        };
         'right: for (m3, (&fc, &gc)) in f3.iter().zip(&g3).enumerate() {
             for &m4 in by4.get((want + p - gc) % p) {
-                pairs += 1;
+                work += 1;
                 let need = f_b.wrapping_sub(fc).wrapping_sub(f4[m4 as usize]);
                 let first = left.partition_point(|&(s, _, _)| s < need);
                 for &(_, m1, m2) in left[first..].iter().take_while(|&&(s, _, _)| s == need) {
+                    work += 1;
                     if exact([m1, m2, m3 as u32, m4]) {
                         hit = Some([m1, m2, m3 as u32, m4]);
                         break 'right;
                     }
+                    if work - flushed >= POLL && poll(work, &mut flushed) {
+                        return None;
+                    }
+                }
+                if work - flushed >= POLL && poll(work, &mut flushed) {
+                    return None;
                 }
             }
         }
-        let total = formed.fetch_add(pairs, Ordering::Relaxed) + pairs;
-        if hit.is_none() {
-            if let Some(stop) = stop_now(total) {
-                stopped
-                    .lock()
-                    .expect("no panics hold it")
-                    .get_or_insert(stop);
-            }
+        if poll(work, &mut flushed) && hit.is_none() {
+            return None;
         }
         hit
     };

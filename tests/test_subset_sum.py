@@ -285,6 +285,9 @@ def test_large_integers_are_solved_exactly():
     assert r.status == "feasible" and r.solution.tolist() == [1, 0] and r.exact
     with pytest.raises(ValueError, match="below 2\\*\\*62"):
         skipsearch.subset_sum(np.array([[2**61, 2**61]]), np.array([1]))
+    for big in (2.0**62, 2.0**63, 2.0**70):
+        with pytest.raises(ValueError, match=r"A holds integers of 2\*\*62 or more"):
+            skipsearch.subset_sum(np.array([[big, -1.0]]), np.array([-1.0]))
     with pytest.raises(ValueError, match="2\\*\\*63 or more"):
         skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))
 
@@ -309,3 +312,45 @@ def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
         other = skipsearch.subset_sum(A, b)
         assert any(step.startswith(f"Schroeppel-Shamir (n={A.shape[1]},") for step in other.method), other.method
         assert other.status == r.status, (r, other)
+
+
+def test_lattice_isolates_the_kernel_for_large_entries(monkeypatch):
+    # 32-bit entries, 8 rows, 34 columns: with the first equation weight the
+    # LLL basis holds fewer kernel vectors than the kernel's dimension, and
+    # an enumeration over that sublattice could miss solutions. The weight
+    # is raised until the kernel separates; Schroeppel-Shamir is the oracle.
+    from skipsearch import _core
+
+    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
+    rng = np.random.default_rng(0)
+    A = rng.integers(-(2**32) // 34, 2**32 // 34, (8, 34))
+    s0 = (np.arange(34) < 17).astype(np.int64)
+    for b in (A @ s0, A @ s0 + np.eye(8, dtype=np.int64)[0]):
+        r = skipsearch.subset_sum(A, b, time_limit=60)
+        assert "lattice: equation weight x 2^32, LLL" in r.method, r.method
+        oracle = _core.schroeppel_shamir(A, b)
+        assert r.status == ("feasible" if oracle["solution"] is not None else "infeasible")
+        if r.solution is not None:
+            np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    # Rank over the rationals, exact for entries far above float precision.
+    assert subset_sum_module._rank(np.array([[2**40, 2**41 + 1], [2**41, 2**42 + 2]])) == 1
+    assert subset_sum_module._rank(np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]])) == 2
+
+
+def test_large_duplicated_columns_do_not_overflow():
+    # Merging 38 duplicate columns raises the lattice weight; the reduced
+    # basis holds integers beyond int64, of which only the kernel is read.
+    g = 2**53
+    A = np.array([[3 * g] * 20 + [5 * g] * 20])
+    r = skipsearch.subset_sum(A, np.array([7 * g]))
+    assert r.status == "infeasible" and r.exact  # 3u + 5v = 7 has no solution
+    r = skipsearch.subset_sum(A, np.array([8 * g]))
+    assert r.status == "feasible" and (A @ r.solution.astype(np.int64)).tolist() == [8 * g]
+
+
+def test_colliding_fingerprints_are_cheap():
+    # Every column a multiple of one vector: subset sums collide in bulk.
+    d = np.array([-3881003, 599765, 13241896])
+    A = np.outer(d, [3, 5] * 16)
+    r = skipsearch.subset_sum(A, 7 * d, time_limit=5)
+    assert r.status == "infeasible" and any(m.startswith("Schroeppel-Shamir") for m in r.method)

@@ -49,6 +49,11 @@ _JUMP_MOVES_PER_COLUMN = 20
 _JUMP_WORK = 4_000_000
 #: Enumeration nodes tried on the LLL basis before BKZ (for n >= 30).
 _LLL_PROBE_NODES = 200_000
+#: Times the equation weight of the lattice embedding is raised (by 2^32)
+#: when LLL leaves kernel vectors mixed with the others.
+_LATTICE_RESCALES = 4
+#: Primes for the rank of ``[A | b]`` (products stay below 2^62).
+_RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
 #: Block size of the BKZ pass after LLL (for n >= 30).
 _BKZ_BLOCK = 20
 
@@ -61,7 +66,9 @@ class SubsetSumResult:
     ----------
     status : str
         ``"feasible"``, ``"infeasible"``, ``"time_limit"`` or ``"node_limit"``
-        (a limit stopped the search before a proof), ``"interrupted"``; for
+        (a limit stopped the search before a proof), ``"interrupted"``,
+        ``"incomplete"`` (the lattice reduction could not isolate a basis of
+        the integer kernel, so nothing was proved); for
         float data also ``"ill_conditioned"`` or ``"overflow"`` (float64
         cannot settle the instance) and ``"verification_failed"``.
     solution : ndarray of uint8, shape (n,), or None
@@ -115,7 +122,12 @@ def _as_integers(name: str, raw: Any, widened: np.ndarray) -> Optional[np.ndarra
         if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
             raise ValueError(f"{name} has integers of 2**63 or more; skipsearch works in int64")
         return arr.astype(np.int64)
-    if np.all(widened == np.round(widened)) and (widened.size == 0 or np.max(np.abs(widened)) < 2.0**63):
+    if np.all(widened == np.round(widened)):
+        if widened.size and np.max(np.abs(widened)) >= _INT_BOUND:
+            raise ValueError(
+                f"{name} holds integers of 2**62 or more, too large for exact arithmetic; "
+                "divide A and b by a common factor"
+            )
         return widened.astype(np.int64)
     return None
 
@@ -143,14 +155,20 @@ def subset_sum(
         floats whose values are all integers, of any size up to the 2**62
         bound below) are solved exactly and ignore it.
     time_limit : float, optional
-        Seconds before the search stops with status ``"time_limit"``.
+        Seconds before the search stops with status ``"time_limit"``. A
+        lattice reduction by fpylll starts only while time is left and runs
+        to its end (BKZ stops after the tour that passes the limit), so the
+        call can take longer on very large instances.
     node_limit : int, optional
         Nodes before it stops with status ``"node_limit"``. Parallel
         lattice walkers count in batches, so ``nodes`` may pass it by up to
         1024 per thread.
     threads : int, optional
-        Worker threads (default: one per core). The solution returned does
-        not depend on it.
+        Worker threads (default: one per core). A search that runs to the
+        end returns the same result at any thread count. With
+        ``node_limit`` or ``time_limit``, the point where a parallel search
+        is cut, and so whether it ends with a solution or a limit status,
+        can depend on it.
 
     Returns
     -------
@@ -232,7 +250,7 @@ def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
         method.append(f"feasibility jump ({jump['moves']} moves)")
         if jump["solution"] is not None:
             return _done(start, status="feasible", solution=jump["solution"], method=tuple(method), residual=0.0, **base)
-    fixed, why = _presolve(A, b)
+    fixed, why = _presolve(A, b, None if time_limit is None else start + time_limit)
     if why is not None:
         return _done(start, status="infeasible", solution=None, method=(*method, f"presolve: {why}"), **base)
     method.append("presolve")
@@ -264,9 +282,11 @@ def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
     return _done(start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base)
 
 
-def _presolve(A, b):
-    """Fix variables by row bounds until nothing changes. Returns ``fixed``
-    (-1 free, 0 or 1 fixed) and ``None``, or the reason for infeasibility."""
+def _presolve(A, b, deadline=None):
+    """Fix variables by row bounds until nothing changes (or the deadline, a
+    ``perf_counter`` time, passes: the fixings are optional). Returns
+    ``fixed`` (-1 free, 0 or 1 fixed) and ``None``, or the reason for
+    infeasibility."""
     k, n = A.shape
     fixed = np.full(n, -1, dtype=np.int8)
     pos, neg = np.maximum(A, 0), np.minimum(A, 0)
@@ -290,6 +310,8 @@ def _presolve(A, b):
         idx = np.flatnonzero(free)
         fixed[idx[one_bad]] = 0
         fixed[idx[zero_bad]] = 1
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
     free = fixed < 0
     r = b - A[:, fixed == 1].sum(axis=1)
     for i in range(k):
@@ -328,6 +350,7 @@ def _component(A, b, time_limit, node_limit, threads):
     """Solve one independent block: Schroeppel-Shamir when it is small,
     else a float heuristic, then the lattice."""
     k, n = A.shape
+    entered = time.perf_counter()
     if n <= _LISTS_MAX:
         out = _core.schroeppel_shamir(A, b, time_limit, node_limit, threads)
         x = out["solution"]
@@ -349,7 +372,11 @@ def _component(A, b, time_limit, node_limit, threads):
     if node_limit is not None and used >= node_limit:
         return None, "node_limit", used, 8 * n * n, ["float heuristic"]
     left = None if node_limit is None else node_limit - used
-    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, time.perf_counter())
+    # The heuristic's time counts against the limit too; the reduction
+    # (fpylll) cannot be stopped once started, so it starts only in time.
+    if time_limit is not None and time.perf_counter() - entered >= time_limit:
+        return None, "time_limit", used, 8 * n * n, ["float heuristic"]
+    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, entered)
     return x, stop, nodes + used, memory, ["float heuristic"] + steps
 
 
@@ -377,15 +404,34 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     basis = IntegerMatrix.from_matrix(rows)
     LLL.reduction(basis)
     steps.append("lattice: LLL")
+    # The rows with a zero equation part are a basis of the kernel lattice
+    # only if there are n + 1 - rank of them; a weight too small for large
+    # entries leaves kernel vectors mixed with equation vectors. Raise the
+    # weight until they separate.
+    want = n + 1 - _rank(np.column_stack([A, b]))
+    for _ in range(_LATTICE_RESCALES):
+        if len(_kernel_rows(basis, n)) >= want:
+            break
+        for i in range(basis.nrows):
+            for j in range(n + 1, basis.ncols):
+                basis[i, j] = basis[i, j] << 32
+        LLL.reduction(basis)
+        steps.append("lattice: equation weight x 2^32, LLL")
+    kernel_rows = _kernel_rows(basis, n)
+    if len(kernel_rows) < want or any(abs(v) >= 2**62 for row in kernel_rows for v in row):
+        steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
+        return None, "incomplete", 0, 0, steps
     nodes = 0
 
     def enumerate_kernel(cap):
         # The enumeration is complete on any basis of the kernel lattice; a
-        # better reduced basis only makes its tree smaller.
+        # better reduced basis only makes its tree smaller. Should BKZ mix
+        # kernel vectors back with the others, the LLL kernel basis is used.
         nonlocal nodes
-        reduced = np.array([[basis[i, j] for j in range(basis.ncols)] for i in range(basis.nrows)], dtype=np.int64)
-        kernel = reduced[np.all(reduced[:, n + 1 :] == 0, axis=1), : n + 1]
-        kernel = kernel[np.any(kernel != 0, axis=1)]
+        rows = _kernel_rows(basis, n)
+        if len(rows) < want or any(abs(v) >= 2**62 for row in rows for v in row):
+            rows = kernel_rows
+        kernel = np.array(rows, dtype=np.int64).reshape(-1, n + 1)
         remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
         out = _core.enumerate_bounded(kernel, bounds, radius_sq, 1, remaining, cap, threads)
         nodes += int(out["nodes"])
@@ -398,8 +444,8 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
             for j in range(n):
                 x[np.flatnonzero(where == j)[: counts[j]]] = 1
             if np.array_equal(A_full @ x.astype(np.int64), b):
-                return x, None, reduced.nbytes + kernel.nbytes
-        return None, out["stop"], reduced.nbytes + kernel.nbytes
+                return x, None, 8 * basis.nrows * basis.ncols + kernel.nbytes
+        return None, out["stop"], 8 * basis.nrows * basis.ncols + kernel.nbytes
 
     if n >= 30:
         # Planted and easy instances usually fall to a short enumeration on
@@ -410,11 +456,54 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         x, stop, memory = enumerate_kernel(probe)
         if x is not None or stop is None or stop != "node_limit" or probe == node_limit:
             return x, stop, nodes, memory, steps
-        BKZ.reduction(basis, BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=BKZ.AUTO_ABORT))
+        flags, extra = BKZ.AUTO_ABORT, {}
+        if time_limit is not None:
+            remaining = time_limit - (time.perf_counter() - start)
+            if remaining <= 0:
+                return None, "time_limit", nodes, memory, steps
+            flags, extra = flags | BKZ.MAX_TIME, {"max_time": remaining}
+        BKZ.reduction(basis, BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra))
         steps.append(f"BKZ-{min(_BKZ_BLOCK, n)}")
     steps.append("enumeration")
     x, stop, memory = enumerate_kernel(None if node_limit is None else max(1, node_limit - nodes))
     return x, stop, nodes, memory, steps
+
+
+def _kernel_rows(basis, n) -> list:
+    """The nonzero rows of a reduced embedding basis whose equation part is
+    zero, cut to their first ``n + 1`` coordinates (Python integers)."""
+    out = []
+    for i in range(basis.nrows):
+        row = [basis[i, j] for j in range(basis.ncols)]
+        if not any(row[n + 1 :]) and any(row[: n + 1]):
+            out.append(row[: n + 1])
+    return out
+
+
+def _rank(M) -> int:
+    """The rank over the rationals of an integer matrix, from its rank
+    modulo three primes below 2^31 (the largest; a rank modulo p is never
+    above the rational one, and equals it unless p divides every nonzero
+    maximal minor)."""
+    best = 0
+    for p in _RANK_PRIMES:
+        R = np.mod(np.asarray(M, dtype=np.int64), p)
+        rank = 0
+        rows, cols = R.shape
+        for c in range(cols):
+            pivot = next((r for r in range(rank, rows) if R[r, c]), None)
+            if pivot is None:
+                continue
+            R[[rank, pivot]] = R[[pivot, rank]]
+            inv = pow(int(R[rank, c]), p - 2, p)
+            R[rank] = R[rank] * inv % p
+            others = np.arange(rows) != rank
+            R[others] = (R[others] - np.outer(R[others, c], R[rank])) % p
+            rank += 1
+            if rank == rows:
+                break
+        best = max(best, rank)
+    return best
 
 
 def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult:
