@@ -472,12 +472,9 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
 def _kernel_rows(basis, n) -> list:
     """The nonzero rows of a reduced embedding basis whose equation part is
     zero, cut to their first ``n + 1`` coordinates (Python integers)."""
-    out = []
-    for i in range(basis.nrows):
-        row = [basis[i, j] for j in range(basis.ncols)]
-        if not any(row[n + 1 :]) and any(row[: n + 1]):
-            out.append(row[: n + 1])
-    return out
+    rows = [[0] * basis.ncols for _ in range(basis.nrows)]
+    basis.to_matrix(rows)
+    return [row[: n + 1] for row in rows if not any(row[n + 1 :]) and any(row[: n + 1])]
 
 
 def _rank(M) -> int:
