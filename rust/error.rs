@@ -40,3 +40,14 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Every column has `k` entries, as the right-hand side does.
+pub fn check_columns<T>(columns: &[Vec<T>], k: usize) -> Result<(), Error> {
+    if columns.iter().any(|c| c.len() != k) {
+        return Err(Error::InvalidOption {
+            option: "A",
+            message: format!("every column must have {k} entries, as b does"),
+        });
+    }
+    Ok(())
+}

@@ -50,12 +50,18 @@
 //!   measured, since its lists stay in cache);
 //! - `lattice` beyond: the Python layer embeds the component in a lattice
 //!   (Aardal, Hurkens & Lenstra 2000), equal columns merged into bounded
-//!   variables, and reduces it with fpylll; this crate enumerates the
+//!   variables, and reduces it with fpylll, raising the equation weight
+//!   until `n + 1 - rank` kernel vectors separate; this crate enumerates the
 //!   kernel part completely for vectors within the per-coordinate bounds
 //!   (`+-1` for plain columns), with Wassermann's infinity-norm pruning,
 //!   so an empty enumeration is a proof. The tree is cut at a fixed depth into subtrees that run in
 //!   parallel, largest estimated first, and are reported in search order,
 //!   which keeps answers independent of threads.
+//!
+//! Float instances of at most 40 columns that the branch and bound leaves
+//! open go to `meet_in_the_middle`: subset sums projected on one direction,
+//! matched within a window as wide as the tolerance, every candidate checked
+//! against the full residual.
 
 pub mod absorption;
 pub mod block;
@@ -68,6 +74,7 @@ pub mod genericity;
 pub mod lattice;
 pub mod limits;
 pub mod matrix;
+pub mod meet_in_the_middle;
 pub mod null_space;
 pub mod relaxation;
 pub mod schroeppel_shamir;

@@ -28,6 +28,22 @@ pub struct Limits {
     pub node_limit: Option<u64>,
 }
 
+impl Limits {
+    /// Why a search started at `start` must stop after `total` nodes: the
+    /// cancel flag, the node limit, then the time limit.
+    pub fn reached(&self, start: Instant, cancel: &AtomicBool, total: u64) -> Option<Stop> {
+        if cancel.load(Ordering::Relaxed) {
+            Some(Stop::Interrupted)
+        } else if self.node_limit.is_some_and(|l| total >= l) {
+            Some(Stop::NodeLimit)
+        } else if self.time_limit.is_some_and(|t| start.elapsed() >= t) {
+            Some(Stop::TimeLimit)
+        } else {
+            None
+        }
+    }
+}
+
 /// Running account of the limits. Node counting is sequential, so a node
 /// limit stops at the same node whatever the thread count.
 pub struct Budget<'a> {

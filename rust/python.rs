@@ -329,6 +329,35 @@ fn schroeppel_shamir<'py>(
     search_dict(py, result)
 }
 
+/// Search `||A x - b|| <= radius` over `{0,1}^n` by meeting in the middle
+/// on a projection (float `A`, `n <= 44`); see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (a, b, radius, time_limit=None, node_limit=None, threads=None))]
+fn meet_in_the_middle<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, f64>,
+    b: PyReadonlyArray1<'py, f64>,
+    radius: f64,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let a = a.as_array();
+    let b: Vec<f64> = b.as_array().iter().copied().collect();
+    if a.nrows() != b.len() {
+        return Err(PyValueError::new_err(format!(
+            "A has {} rows but b has {} entries",
+            a.nrows(),
+            b.len()
+        )));
+    }
+    let columns: Vec<Vec<f64>> = a.columns().into_iter().map(|c| c.to_vec()).collect();
+    let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+        crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, radius, limits, cancel)
+    })?;
+    search_dict(py, result)
+}
+
 /// Feasibility jump on an integer system; see `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (a, b, max_moves, time_limit=None))]
@@ -359,6 +388,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
+    m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
     Ok(())
 }

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::error::Error;
+use crate::error::{check_columns, Error};
 use crate::limits::{Limits, Stop};
 
 /// Work between two polls of the limits and the cancel flag.
@@ -85,8 +85,8 @@ fn fingerprints(columns: &[Vec<i64>], b: &[i64], state: &mut u64) -> (Vec<u64>, 
 }
 
 /// Every subset sum of `h` under `add`, indexed by the subset's bits.
-fn subset_sums(h: &[u64], add: impl Fn(u64, u64) -> u64) -> Vec<u64> {
-    let mut sums = vec![0u64; 1 << h.len()];
+pub(crate) fn subset_sums<T: Copy + Default>(h: &[T], add: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut sums = vec![T::default(); 1 << h.len()];
     for (j, &hj) in h.iter().enumerate() {
         let half = 1 << j;
         let (low, high) = sums.split_at_mut(half);
@@ -145,12 +145,7 @@ pub fn schroeppel_shamir(
     let start = Instant::now();
     let n = columns.len();
     let k = b.len();
-    if columns.iter().any(|c| c.len() != k) {
-        return Err(Error::InvalidOption {
-            option: "A",
-            message: format!("every column must have {k} entries, as b does"),
-        });
-    }
+    check_columns(columns, k)?;
     if n > MAX_COLUMNS {
         return Err(Error::InvalidOption {
             option: "A",
@@ -207,17 +202,7 @@ pub fn schroeppel_shamir(
     };
     let formed = AtomicU64::new(0);
     let stopped = Mutex::new(None);
-    let stop_now = |total: u64| -> Option<Stop> {
-        if cancel.load(Ordering::Relaxed) {
-            Some(Stop::Interrupted)
-        } else if limits.node_limit.is_some_and(|l| total >= l) {
-            Some(Stop::NodeLimit)
-        } else if limits.time_limit.is_some_and(|t| start.elapsed() >= t) {
-            Some(Stop::TimeLimit)
-        } else {
-            None
-        }
-    };
+    let stop_now = |total: u64| limits.reached(start, cancel, total);
     let search = |c: u64| -> Option<[u32; 4]> {
         let mut left: Vec<(u64, u32, u32)> = Vec::new();
         for (m1, (&fa, &ga)) in f1.iter().zip(&g1).enumerate() {

@@ -74,11 +74,17 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 3), n=st.integers(1, 20), planted=st.booleans())
-def test_float_agrees_with_brute_force(seed, k, n, planted):
+@pytest.mark.parametrize("engine", ["branch and bound", "meet in the middle"])
+def test_float_agrees_with_brute_force(engine, seed, k, n, planted):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((k, n))
     b = A @ rng.integers(0, 2, size=n) if planted else rng.standard_normal(k)
-    r = skipsearch.subset_sum(A, b)
+    # One branch-and-bound node, then meeting in the middle settles it.
+    subset_sum_module._HEURISTIC_NODES = 1 if engine == "meet in the middle" else 20_000
+    try:
+        r = skipsearch.subset_sum(A, b)
+    finally:
+        subset_sum_module._HEURISTIC_NODES = 20_000
     assert not r.exact
     if r.status == "feasible":
         assert np.linalg.norm(A @ r.solution - b) <= r.tolerance * np.linalg.norm(b) + 1e-300
@@ -352,3 +358,25 @@ def test_colliding_fingerprints_are_cheap():
     A = np.outer(d, [3, 5] * 16)
     r = skipsearch.subset_sum(A, 7 * d, time_limit=5)
     assert r.status == "infeasible" and any(m.startswith("Schroeppel-Shamir") for m in r.method)
+
+
+def test_float_meet_in_the_middle_proves_what_branch_and_bound_cannot(monkeypatch):
+    # Float market split, 3 rows, 36 columns, entries in (1/7) Z and a
+    # right-hand side off that grid by 0.05: infeasible. The null-space
+    # branch and bound does not finish in 20 s here; meeting in the middle
+    # on a projection proves it in milliseconds.
+    rng = np.random.default_rng(36)
+    A = rng.integers(0, 100, (3, 36)) / 7.0
+    b = np.floor(A.sum(axis=1) / 2) + 0.05
+    r = skipsearch.subset_sum(A, b, time_limit=30)
+    assert r.status == "infeasible" and not r.exact
+    assert r.method[-1] == "meet in the middle (projection, n=36, 6144 KiB)"
+    # Planted: found, and within the tolerance.
+    b = A @ (np.arange(36) % 3 == 0)
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "feasible"
+    assert np.linalg.norm(A @ r.solution - b) <= r.tolerance * np.linalg.norm(b)
+    # Beyond 40 columns the float path stays with branch and bound.
+    monkeypatch.setattr(subset_sum_module, "_FLOAT_MITM_MAX", 30)
+    r = skipsearch.subset_sum(A, np.floor(A.sum(axis=1) / 2) + 0.05, node_limit=50_000)
+    assert r.status == "node_limit" and "meet in the middle" not in " ".join(r.method)

@@ -72,3 +72,18 @@ def feasibility_jump(
     zero, flipping at most ``max_moves`` variables. Returns ``solution``
     (uint8 array, or None: nothing is proved then) and ``moves``.
     """
+
+def meet_in_the_middle(
+    a: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    radius: float,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> dict[str, Any]:
+    """``x`` in ``{0,1}^n`` with ``||a @ x - b||_2 <= radius`` (float ``a``
+    of shape ``(k, n)``, ``n <= 44``), by meeting in the middle on a
+    projection with a window. Returns ``solution`` (uint8 array, or None),
+    ``stop`` (None when the search was complete, so a None solution proves
+    that none exists), ``nodes``, ``memory_bytes`` and ``seconds``.
+    """

@@ -17,7 +17,10 @@ and it is far faster and better tested than a reduction written here. The
 Rust core then enumerates the kernel lattice completely, in parallel, so an
 empty enumeration proves infeasibility. Float data go through the relaxation,
 null-space and branch-and-bound pipeline of
-:func:`skipsearch.find_absorbing_subset`, with a relative tolerance.
+:func:`skipsearch.find_absorbing_subset`, with a relative tolerance; an
+instance of at most 40 columns that it leaves open after a few thousand
+nodes is settled by meeting in the middle on a projection, with a window as
+wide as the tolerance (complete: no solution within it is missed).
 
 Market-split instances (Cornuejols & Dawande 1998) are the hard family this
 targets; LP-based branch and bound stalls on them.
@@ -43,6 +46,10 @@ __all__ = ["SubsetSumResult", "subset_sum"]
 _LISTS_MAX = 32
 #: Branch-and-bound nodes of the float heuristic tried before the lattice.
 _HEURISTIC_NODES = 20_000
+#: Float instances of at most this many columns that the branch and bound
+#: does not settle within ``_HEURISTIC_NODES`` go to meeting in the middle on
+#: a projection (2^20 subset sums of 16 bytes a side at most: 16 MiB).
+_FLOAT_MITM_MAX = 40
 #: Feasibility jump: moves per column, and a cap on its work (row-column
 #: updates, about 10 ms).
 _JUMP_MOVES_PER_COLUMN = 20
@@ -506,18 +513,40 @@ def _rank(M) -> int:
 def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult:
     k, n = A.shape
     # s_i a_i summing to b is the flip condition with u_i = 1, v_i = a_i,
-    # c = 1 and skip -b: reuse the relaxation / null space / branch and bound.
+    # c = 1 and skip -b: reuse the relaxation / null space / branch and bound,
+    # for a limited number of nodes when meeting in the middle can follow.
+    listed = n <= _FLOAT_MITM_MAX
+    cap = node_limit
+    if listed:
+        cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
     raw = _core.search_flip_set(
-        np.ones((n, 1)), A, -b[:, None], None, 1.0, tol, "none", time_limit, node_limit, threads
+        np.ones((n, 1)), A, -b[:, None], None, 1.0, tol, "none", time_limit, cap, threads
     )
     method = tuple(raw["method"])
-    base = dict(exact=False, nodes=int(raw["nodes"]), memory_bytes=8 * n * n, tolerance=tol, method=method)
+    nodes = int(raw["nodes"])
+    base = dict(exact=False, memory_bytes=8 * n * n, tolerance=tol)
     if raw["finding"] == "subset":
         solution = np.zeros(n, dtype=np.uint8)
         solution[np.asarray(raw["subset"], dtype=np.int64)] = 1
         residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
-        return _done(start, status="feasible", solution=solution, residual=residual, **base)
+        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
     if raw["finding"] == "no_subset":
-        return _done(start, status="infeasible", solution=None, **base)
+        return _done(start, status="infeasible", solution=None, nodes=nodes, method=method, **base)
     status = raw.get("stop") or raw.get("numerics") or raw["finding"]
-    return _done(start, status=status, solution=None, **base)
+    user_stop = status in ("time_limit", "interrupted") or (status == "node_limit" and cap == node_limit)
+    if not listed or user_stop:
+        return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
+    # Small and unsettled (a stalled tree, or float64 too coarse for the
+    # relaxation): meet in the middle on a projection, complete within tol.
+    remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+    left = None if node_limit is None else max(1, node_limit - nodes)
+    out = _core.meet_in_the_middle(A, b, tol * float(np.linalg.norm(b)), remaining, left, threads)
+    method += (f"meet in the middle (projection, n={n}, {out['memory_bytes'] >> 10} KiB)",)
+    nodes += int(out["nodes"])
+    base["memory_bytes"] = max(base["memory_bytes"], int(out["memory_bytes"]))
+    if out["solution"] is not None:
+        solution = out["solution"]
+        residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
+        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
+    status = "infeasible" if out["stop"] is None else out["stop"]
+    return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
