@@ -156,7 +156,13 @@ pub fn schroeppel_shamir(
     let cut: Vec<usize> = (0..=4).map(|q| q * n / 4).collect();
     let mut state = instance_seed(columns, b);
     let (f, f_b) = fingerprints(columns, b, &mut state);
-    let p = prime_at_least(1 << (n / 4));
+    // A prime that divides every entry would put all subsets in one
+    // residue (one huge list): take the next prime then.
+    let mut p = prime_at_least(1 << (n / 4));
+    let entries = || columns.iter().flatten().chain(b);
+    while entries().any(|&v| v != 0) && entries().all(|&v| v % p as i64 == 0) {
+        p = prime_at_least(p + 1);
+    }
     let r: Vec<u128> = (0..k)
         .map(|_| (splitmix64(&mut state) % p) as u128)
         .collect();
@@ -180,25 +186,23 @@ pub fn schroeppel_shamir(
     let (f4, g4) = quarter(3);
     let (by2, by4) = (Buckets::new(&g2, p), Buckets::new(&g4, p));
     let lists = f1.len() + f2.len() + f3.len() + f4.len();
-    // Quarter lists (f, g: 16 bytes) and buckets, plus one left list of
-    // about 2^(n/2) / p pairs (16 bytes) per thread.
-    let per_residue = (f1.len() * f2.len()) as u64 / p + 1;
-    let memory_bytes = 20 * lists as u64
-        + 16 * 2 * (p + 1)
-        + 16 * per_residue * rayon::current_num_threads() as u64;
+    // Quarter lists (f, g: 16 bytes) and buckets, plus the largest left
+    // list (16 bytes a pair) once per thread.
+    let largest = AtomicU64::new(0);
 
     let exact = |masks: [u32; 4]| -> bool {
-        let mut sum = vec![0i64; k];
+        // i128: no overflow whatever the caller passed.
+        let mut sum = vec![0i128; k];
         for (q, &mask) in masks.iter().enumerate() {
             for j in 0..cut[q + 1] - cut[q] {
                 if mask >> j & 1 == 1 {
                     for (s, &a) in sum.iter_mut().zip(&columns[cut[q] + j]) {
-                        *s += a;
+                        *s += a as i128;
                     }
                 }
             }
         }
-        sum == b
+        sum.iter().zip(b).all(|(&s, &t)| s == t as i128)
     };
     let formed = AtomicU64::new(0);
     let stopped = Mutex::new(None);
@@ -210,6 +214,7 @@ pub fn schroeppel_shamir(
                 left.push((fa.wrapping_add(f2[m2 as usize]), m1 as u32, m2));
             }
         }
+        largest.fetch_max(left.len() as u64, Ordering::Relaxed);
         left.sort_unstable();
         let want = (g_b + p - c) % p;
         // Work: pairs formed and exact checks. A residue holds about
@@ -286,7 +291,9 @@ pub fn schroeppel_shamir(
         stopped: if solution.is_some() { None } else { stop },
         solution,
         nodes: formed.into_inner() + lists as u64,
-        memory_bytes,
+        memory_bytes: 20 * lists as u64
+            + 16 * 2 * (p + 1)
+            + 16 * largest.into_inner() * rayon::current_num_threads() as u64,
         seconds: start.elapsed().as_secs_f64(),
     })
 }

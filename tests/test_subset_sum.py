@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -380,3 +381,56 @@ def test_float_meet_in_the_middle_proves_what_branch_and_bound_cannot(monkeypatc
     monkeypatch.setattr(subset_sum_module, "_FLOAT_MITM_MAX", 30)
     r = skipsearch.subset_sum(A, np.floor(A.sum(axis=1) / 2) + 0.05, node_limit=50_000)
     assert r.status == "node_limit" and "meet in the middle" not in " ".join(r.method)
+
+
+def test_schroeppel_shamir_takes_over_when_the_lattice_cannot():
+    # Three distinct columns with 32-bit entries, repeated: after merging,
+    # the kernel basis has entries beyond int64. Schroeppel-Shamir needs no
+    # reduction and finds the planted solution.
+    cols = np.array([[-3729969448, 3031720477, 3752432356], [2648324952, -1352658707, 3379170014]])
+    order = [2, 0, 1, 1, 2, 0, 2, 2, 0, 2, 0, 1, 0, 2, 2, 2, 2, 2, 0, 2, 0, 0, 0, 2, 2, 2, 0, 1, 1, 1, 0, 2, 0, 0, 0]
+    A = cols[:, order]
+    b = np.array([2423323138, 24052987402])
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "feasible" and r.method[-1].startswith("Schroeppel-Shamir (n=35,"), r.method
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    # Beyond what the lattice reduces, the answer is honest: no proof.
+    A = np.random.default_rng(0).integers(0, 2**40, (1, 1000))
+    r = skipsearch.subset_sum(A, A.sum(axis=1) // 2 + 1, time_limit=30)
+    assert r.status == "incomplete" and "beyond the 600 reduced here" in r.method[-1]
+
+
+def test_schroeppel_shamir_avoids_a_prime_dividing_every_entry():
+    # Every entry a multiple of the prime the residues would use (8209 at
+    # n = 52) would put all 2^26 left pairs in one list.
+    from skipsearch import _core
+
+    rng = np.random.default_rng(0)
+    A = rng.integers(0, 100, (3, 52)) * 8209
+    s0 = rng.integers(0, 2, 52)
+    out = _core.schroeppel_shamir(A, A @ s0, None, None, None)
+    np.testing.assert_array_equal(A @ out["solution"].astype(np.int64), A @ s0)
+    assert out["memory_bytes"] < 4 << 20
+
+
+def test_time_limit_stops_the_lattice_reduction():
+    # LLL of this 90 x 100 system with 30-bit entries takes over ten seconds.
+    rng = np.random.default_rng(0)
+    A = rng.integers(0, 2**30, (90, 100))
+    t = time.perf_counter()
+    r = skipsearch.subset_sum(A, A.sum(axis=1) // 2, time_limit=1.0)
+    assert r.status == "time_limit" and time.perf_counter() - t < 5
+
+
+def test_integer_route_respects_a_tolerance_above_integer_resolution():
+    # With tol * ||A|| >= 1, flip sets within tol need not be exact integer
+    # solutions: the exact engine's "none" would prove nothing. Here one
+    # subset is within 5e-6 of -A, so "not_absorbable" would be wrong.
+    W_up = np.array([[-8, 3, -4], [-6, 9, 0], [-3, -1, 5], [9, 6, 5], [-9, -2, 4], [2, 4, -1], [-3, -4, -7], [-7, 0, 0]], float)
+    W_down = np.array([[-2, -8, 4, 9, 8, 7, -8, -5], [-7, 1, -7, -8, 0, 4, -9, -6]], float) * 1000
+    skip = np.array([[-146000, -20000, -134000], [-55000, 7999, -47000]], float)
+    S = [0, 1, 3, 4, 5, 6, 7]
+    assert np.linalg.norm(W_down[:, S] @ W_up[S] + skip) / np.linalg.norm(skip) < 5e-6
+    r = skipsearch.find_absorbing_subset(W_up, W_down, skip=skip, tol=3.5e-4)
+    assert r.verdict != "not_absorbable"
+    assert not any("exact integer" in step for step in r.stats.method)

@@ -49,6 +49,9 @@ def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, t
         # Every entry of c W_down[:, S] W_up[S] + A exact in float64 and
         # int64: the integer system is then the block's own.
         and _max_abs(c) * _max_abs(W_down) * _max_abs(W_up) * W_up.shape[0] + _max_abs(A) < 2.0**53
+        # A nonzero integer residual E has ||E||_F >= 1: only below that
+        # are the flip sets within tol exactly the integer solutions.
+        and tol * float(np.linalg.norm(A)) < 1.0
     )
     if not integral:
         return _core.search_flip_set(

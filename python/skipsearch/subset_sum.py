@@ -29,6 +29,7 @@ targets; LP-based branch and bound stalls on them.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -44,6 +45,10 @@ __all__ = ["SubsetSumResult", "subset_sum"]
 #: (2^(n/2) time, 2^(n/4) memory: under 100 KiB at n = 32); the lattice is
 #: faster beyond.
 _LISTS_MAX = 32
+#: Larger components go to Schroeppel-Shamir too when the lattice cannot
+#: be used (entries too large for it): up to 2^26 pairs, quarter lists of
+#: 2^13.
+_LISTS_FALLBACK_MAX = 52
 #: Branch-and-bound nodes of the float heuristic tried before the lattice.
 _HEURISTIC_NODES = 20_000
 #: Float instances of at most this many columns that the branch and bound
@@ -59,6 +64,9 @@ _LLL_PROBE_NODES = 200_000
 #: Times the equation weight of the lattice embedding is raised (by 2^32)
 #: when LLL leaves kernel vectors mixed with the others.
 _LATTICE_RESCALES = 4
+#: Largest lattice dimension (distinct columns + 1) reduced: LLL takes
+#: seconds at a few hundred and its memory grows fast beyond.
+_LATTICE_MAX_DIM = 600
 #: Primes for the rank of ``[A | b]`` (products stay below 2^62).
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
 #: Block size of the BKZ pass after LLL (for n >= 30).
@@ -162,10 +170,11 @@ def subset_sum(
         floats whose values are all integers, of any size up to the 2**62
         bound below) are solved exactly and ignore it.
     time_limit : float, optional
-        Seconds before the search stops with status ``"time_limit"``. A
-        lattice reduction by fpylll starts only while time is left and runs
-        to its end (BKZ stops after the tour that passes the limit), so the
-        call can take longer on very large instances.
+        Seconds before the search stops with status ``"time_limit"``. On
+        the main thread a lattice reduction (fpylll) is stopped by a
+        cysignals alarm (SIGALRM) at the limit; on other threads it runs to
+        its end (BKZ stops after the tour that passes the limit), so a call
+        there can take longer on very large instances.
     node_limit : int, optional
         Nodes before it stops with status ``"node_limit"``. Parallel
         lattice walkers count in batches, so ``nodes`` may pass it by up to
@@ -384,7 +393,17 @@ def _component(A, b, time_limit, node_limit, threads):
     if time_limit is not None and time.perf_counter() - entered >= time_limit:
         return None, "time_limit", used, 8 * n * n, ["float heuristic"]
     x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, entered)
-    return x, stop, nodes + used, memory, ["float heuristic"] + steps
+    nodes += used
+    if stop == "incomplete" and n <= _LISTS_FALLBACK_MAX:
+        # The lattice could not be used; the lists need no reduction.
+        remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - entered))
+        budget = None if node_limit is None else max(1, node_limit - nodes)
+        out = _core.schroeppel_shamir(A, b, remaining, budget, threads)
+        steps.append(f"Schroeppel-Shamir (n={n}, {out['memory_bytes'] >> 10} KiB)")
+        x, stop = out["solution"], out["stop"]
+        nodes += int(out["nodes"])
+        memory = max(memory, int(out["memory_bytes"]))
+    return x, stop, nodes, memory, ["float heuristic"] + steps
 
 
 def _lattice(A_full, b, time_limit, node_limit, threads, start):
@@ -408,8 +427,13 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     for j in range(n):
         rows.append([2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]])
     rows.append([int(v) for v in c] + [1] + [scale * int(v) for v in b])
+    if n + 1 > _LATTICE_MAX_DIM:
+        steps.append(f"lattice: dimension {n + 1} is beyond the {_LATTICE_MAX_DIM} reduced here")
+        return None, "incomplete", 0, 0, steps
+    deadline = None if time_limit is None else start + time_limit
     basis = IntegerMatrix.from_matrix(rows)
-    LLL.reduction(basis)
+    if not _reduce(lambda: LLL.reduction(basis), deadline):
+        return None, "time_limit", 0, 0, steps
     steps.append("lattice: LLL")
     # The rows with a zero equation part are a basis of the kernel lattice
     # only if there are n + 1 - rank of them; a weight too small for large
@@ -422,11 +446,15 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         for i in range(basis.nrows):
             for j in range(n + 1, basis.ncols):
                 basis[i, j] = basis[i, j] << 32
-        LLL.reduction(basis)
+        if not _reduce(lambda: LLL.reduction(basis), deadline):
+            return None, "time_limit", 0, 0, steps
         steps.append("lattice: equation weight x 2^32, LLL")
     kernel_rows = _kernel_rows(basis, n)
-    if len(kernel_rows) < want or any(abs(v) >= 2**62 for row in kernel_rows for v in row):
+    if len(kernel_rows) < want:
         steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
+        return None, "incomplete", 0, 0, steps
+    if any(abs(v) >= 2**62 for row in kernel_rows for v in row):
+        steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0, 0, steps
     nodes = 0
 
@@ -464,16 +492,38 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         if x is not None or stop is None or stop != "node_limit" or probe == node_limit:
             return x, stop, nodes, memory, steps
         flags, extra = BKZ.AUTO_ABORT, {}
-        if time_limit is not None:
-            remaining = time_limit - (time.perf_counter() - start)
-            if remaining <= 0:
-                return None, "time_limit", nodes, memory, steps
-            flags, extra = flags | BKZ.MAX_TIME, {"max_time": remaining}
-        BKZ.reduction(basis, BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra))
+        if deadline is not None:
+            # fplll's own clock, in whole seconds, for when no alarm can be set.
+            flags, extra = flags | BKZ.MAX_TIME, {"max_time": max(0.0, deadline - time.perf_counter())}
+        param = BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra)
+        if not _reduce(lambda: BKZ.reduction(basis, param), deadline):
+            return None, "time_limit", nodes, memory, steps
         steps.append(f"BKZ-{min(_BKZ_BLOCK, n)}")
     steps.append("enumeration")
     x, stop, memory = enumerate_kernel(None if node_limit is None else max(1, node_limit - nodes))
     return x, stop, nodes, memory, steps
+
+
+def _reduce(reduction, deadline) -> bool:
+    """Run an fpylll reduction. With a deadline (a ``perf_counter`` time),
+    on the main thread, a cysignals alarm stops it in time; returns False
+    then (the basis is not used again). Elsewhere it runs to its end."""
+    if deadline is None or threading.current_thread() is not threading.main_thread():
+        reduction()
+        return True
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        return False
+    from cysignals.alarm import AlarmInterrupt, alarm, cancel_alarm
+
+    try:
+        alarm(remaining)
+        reduction()
+    except AlarmInterrupt:
+        return False
+    finally:
+        cancel_alarm()
+    return True
 
 
 def _kernel_rows(basis, n) -> list:
