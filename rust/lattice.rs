@@ -291,6 +291,19 @@ impl<'a, 'b> Walker<'a, 'b> {
         }
     }
 
+    /// Make a used walker ready for job `index` without reallocating: every
+    /// partial sum is marked stale, and the job's prefix rewrites the levels
+    /// above it.
+    fn reset(&mut self, index: usize) {
+        let d = self.coeffs.len();
+        self.index = index;
+        self.coeffs.fill(0);
+        self.begin.fill(d - 1);
+        self.found.clear();
+        self.local_nodes = 0;
+        self.stopped = None;
+    }
+
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
         if self.local_nodes % FLUSH == 0 {
@@ -497,14 +510,14 @@ pub fn enumerate_bounded(
     // waits for the jobs before it, which started earlier.
     let next = AtomicUsize::new(0);
     let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
-    let run_job = |index: usize| -> JobResult {
+    let run_job = |w: &mut Walker, index: usize| -> JobResult {
         // A job that starts after a limit was reached does not run: the
         // overshoot stays below FLUSH nodes per thread.
         if let Some(stop) = shared.stop(nodes.load(Ordering::Relaxed)) {
             return (Vec::new(), Some(stop), 0);
         }
         let job = &jobs[index];
-        let mut w = Walker::new(&shared, index);
+        w.reset(index);
         // Top down: each partial vector builds on the one above it.
         for t in (job.level..d).rev() {
             w.set(t, job.coeffs[t]);
@@ -526,16 +539,20 @@ pub fn enumerate_bounded(
         }
         let rest = w.local_nodes % FLUSH;
         nodes.fetch_add(rest, Ordering::Relaxed);
-        (w.found, w.stopped, w.local_nodes)
+        (std::mem::take(&mut w.found), w.stopped, w.local_nodes)
     };
     (0..rayon::current_num_threads())
         .into_par_iter()
-        .for_each(|_| loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            if index >= jobs.len() {
-                break;
+        .for_each(|_| {
+            // One walker per worker, reused: its buffers are O(d^2).
+            let mut w = Walker::new(&shared, 0);
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= jobs.len() {
+                    break;
+                }
+                let _ = slots[index].set(run_job(&mut w, index));
             }
-            let _ = slots[index].set(run_job(index));
         });
     let results: Vec<JobResult> = slots
         .into_iter()
