@@ -472,7 +472,9 @@ pub fn enumerate_bounded(
     let radius_sq = radius_sq.floor() + 0.5;
     // Cut the tree at a fixed depth, in search order: every subtree below
     // the cut is one parallel job. The depth depends only on the lattice, so
-    // node counts and the solution order do not depend on the thread count.
+    // a complete search visits the same nodes and reports the same solution
+    // at any thread count (a node limit cuts it within FLUSH nodes per
+    // thread, so the count of a limited search can differ by that much).
     let mut jobs = Vec::new();
     for depth in 1..=d {
         jobs.clear();
