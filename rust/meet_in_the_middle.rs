@@ -146,13 +146,13 @@ pub fn meet_in_the_middle(
             })
             .collect()
     });
-    Ok(SearchResult {
-        stopped: if solution.is_some() { None } else { stop },
+    Ok(SearchResult::new(
         solution,
-        nodes: formed.into_inner(),
+        stop,
+        formed.into_inner(),
         memory_bytes,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+        start,
+    ))
 }
 
 #[cfg(test)]

@@ -279,13 +279,13 @@ fn enumerate_bounded<'py>(
     Ok(d)
 }
 
-/// The columns of an integer `A` and the entries of `b`, checked to agree.
-fn integer_system(
-    a: &PyReadonlyArray2<'_, i64>,
-    b: &PyReadonlyArray1<'_, i64>,
-) -> PyResult<(Vec<Vec<i64>>, Vec<i64>)> {
+/// The columns of `A` and the entries of `b`, checked to agree.
+fn column_system<T: numpy::Element + Copy>(
+    a: &PyReadonlyArray2<'_, T>,
+    b: &PyReadonlyArray1<'_, T>,
+) -> PyResult<(Vec<Vec<T>>, Vec<T>)> {
     let a = a.as_array();
-    let b: Vec<i64> = b.as_array().iter().copied().collect();
+    let b: Vec<T> = b.as_array().iter().copied().collect();
     if a.nrows() != b.len() {
         return Err(PyValueError::new_err(format!(
             "A has {} rows but b has {} entries",
@@ -322,7 +322,7 @@ fn schroeppel_shamir<'py>(
     node_limit: Option<u64>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (columns, b) = integer_system(&a, &b)?;
+    let (columns, b) = column_system(&a, &b)?;
     let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
         crate::schroeppel_shamir::schroeppel_shamir(&columns, &b, limits, cancel)
     })?;
@@ -342,16 +342,7 @@ fn meet_in_the_middle<'py>(
     node_limit: Option<u64>,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let a = a.as_array();
-    let b: Vec<f64> = b.as_array().iter().copied().collect();
-    if a.nrows() != b.len() {
-        return Err(PyValueError::new_err(format!(
-            "A has {} rows but b has {} entries",
-            a.nrows(),
-            b.len()
-        )));
-    }
-    let columns: Vec<Vec<f64>> = a.columns().into_iter().map(|c| c.to_vec()).collect();
+    let (columns, b) = column_system(&a, &b)?;
     let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
         crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, radius, limits, cancel)
     })?;
@@ -368,7 +359,7 @@ fn feasibility_jump<'py>(
     max_moves: u64,
     time_limit: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (columns, b) = integer_system(&a, &b)?;
+    let (columns, b) = column_system(&a, &b)?;
     let limits = Limits {
         time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
         node_limit: None,

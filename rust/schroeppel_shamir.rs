@@ -49,6 +49,25 @@ pub struct SearchResult {
     pub seconds: f64,
 }
 
+impl SearchResult {
+    /// A finished or stopped search: a solution makes any stop moot.
+    pub(crate) fn new(
+        solution: Option<Vec<u8>>,
+        stop: Option<Stop>,
+        nodes: u64,
+        memory_bytes: u64,
+        start: Instant,
+    ) -> Self {
+        SearchResult {
+            stopped: if solution.is_some() { None } else { stop },
+            solution,
+            nodes,
+            memory_bytes,
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+}
+
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
@@ -287,15 +306,16 @@ pub fn schroeppel_shamir(
         }
         x
     });
-    Ok(SearchResult {
-        stopped: if solution.is_some() { None } else { stop },
+    let memory_bytes = 20 * lists as u64
+        + 16 * 2 * (p + 1)
+        + 16 * largest.into_inner() * rayon::current_num_threads() as u64;
+    Ok(SearchResult::new(
         solution,
-        nodes: formed.into_inner() + lists as u64,
-        memory_bytes: 20 * lists as u64
-            + 16 * 2 * (p + 1)
-            + 16 * largest.into_inner() * rayon::current_num_threads() as u64,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+        stop,
+        formed.into_inner() + lists as u64,
+        memory_bytes,
+        start,
+    ))
 }
 
 #[cfg(test)]

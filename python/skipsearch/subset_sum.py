@@ -368,10 +368,8 @@ def _component(A, b, time_limit, node_limit, threads):
     k, n = A.shape
     entered = time.perf_counter()
     if n <= _LISTS_MAX:
-        out = _core.schroeppel_shamir(A, b, time_limit, node_limit, threads)
-        x = out["solution"]
-        step = f"Schroeppel-Shamir (n={n}, {out['memory_bytes'] >> 10} KiB)"
-        return x, out["stop"], int(out["nodes"]), int(out["memory_bytes"]), [step]
+        x, stop, nodes, memory, step = _lists(A, b, time_limit, node_limit, threads)
+        return x, stop, nodes, memory, [step]
     # A cheap primal heuristic first: the float relaxation and a short
     # branch and bound find planted or easy solutions in milliseconds.
     cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
@@ -398,12 +396,19 @@ def _component(A, b, time_limit, node_limit, threads):
         # The lattice could not be used; the lists need no reduction.
         remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - entered))
         budget = None if node_limit is None else max(1, node_limit - nodes)
-        out = _core.schroeppel_shamir(A, b, remaining, budget, threads)
-        steps.append(f"Schroeppel-Shamir (n={n}, {out['memory_bytes'] >> 10} KiB)")
-        x, stop = out["solution"], out["stop"]
-        nodes += int(out["nodes"])
-        memory = max(memory, int(out["memory_bytes"]))
+        x, stop, more, lists_memory, step = _lists(A, b, remaining, budget, threads)
+        steps.append(step)
+        nodes += more
+        memory = max(memory, lists_memory)
     return x, stop, nodes, memory, ["float heuristic"] + steps
+
+
+def _lists(A, b, time_limit, node_limit, threads):
+    """Schroeppel-Shamir on one block: solution, stop, nodes, memory and the
+    method step naming it."""
+    out = _core.schroeppel_shamir(A, b, time_limit, node_limit, threads)
+    step = f"Schroeppel-Shamir (n={A.shape[1]}, {out['memory_bytes'] >> 10} KiB)"
+    return out["solution"], out["stop"], int(out["nodes"]), int(out["memory_bytes"]), step
 
 
 def _lattice(A_full, b, time_limit, node_limit, threads, start):
@@ -440,8 +445,9 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     # entries leaves kernel vectors mixed with equation vectors. Raise the
     # weight until they separate.
     want = n + 1 - _rank(np.column_stack([A, b]))
+    kernel_rows = _kernel_rows(basis, n)
     for _ in range(_LATTICE_RESCALES):
-        if len(_kernel_rows(basis, n)) >= want:
+        if len(kernel_rows) >= want:
             break
         for i in range(basis.nrows):
             for j in range(n + 1, basis.ncols):
@@ -449,11 +455,11 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         if not _reduce(lambda: LLL.reduction(basis), deadline):
             return None, "time_limit", 0, 0, steps
         steps.append("lattice: equation weight x 2^32, LLL")
-    kernel_rows = _kernel_rows(basis, n)
+        kernel_rows = _kernel_rows(basis, n)
     if len(kernel_rows) < want:
         steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
         return None, "incomplete", 0, 0, steps
-    if any(abs(v) >= 2**62 for row in kernel_rows for v in row):
+    if not _fits_int64(kernel_rows):
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0, 0, steps
     nodes = 0
@@ -464,7 +470,7 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         # kernel vectors back with the others, the LLL kernel basis is used.
         nonlocal nodes
         rows = _kernel_rows(basis, n)
-        if len(rows) < want or any(abs(v) >= 2**62 for row in rows for v in row):
+        if len(rows) < want or not _fits_int64(rows):
             rows = kernel_rows
         kernel = np.array(rows, dtype=np.int64).reshape(-1, n + 1)
         remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
@@ -534,6 +540,11 @@ def _kernel_rows(basis, n) -> list:
     return [row[: n + 1] for row in rows if not any(row[n + 1 :]) and any(row[: n + 1])]
 
 
+def _fits_int64(rows) -> bool:
+    """Whether every entry stays below 2^62 (room for the enumeration's sums)."""
+    return all(abs(v) < 2**62 for row in rows for v in row)
+
+
 def _rank(M) -> int:
     """The rank over the rationals of an integer matrix, from its rank
     modulo three primes below 2^31 (the largest; a rank modulo p is never
@@ -575,11 +586,15 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
     method = tuple(raw["method"])
     nodes = int(raw["nodes"])
     base = dict(exact=False, memory_bytes=8 * n * n, tolerance=tol)
+
+    def found(solution):
+        residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
+        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
+
     if raw["finding"] == "subset":
         solution = np.zeros(n, dtype=np.uint8)
         solution[np.asarray(raw["subset"], dtype=np.int64)] = 1
-        residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
-        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
+        return found(solution)
     if raw["finding"] == "no_subset":
         return _done(start, status="infeasible", solution=None, nodes=nodes, method=method, **base)
     status = raw.get("stop") or raw.get("numerics") or raw["finding"]
@@ -595,8 +610,6 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
     nodes += int(out["nodes"])
     base["memory_bytes"] = max(base["memory_bytes"], int(out["memory_bytes"]))
     if out["solution"] is not None:
-        solution = out["solution"]
-        residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
-        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
+        return found(out["solution"])
     status = "infeasible" if out["stop"] is None else out["stop"]
     return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
