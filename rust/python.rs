@@ -373,9 +373,16 @@ fn feasibility_jump<'py>(
     Ok(d)
 }
 
+/// The interface revision of this module. `skipsearch/_core_abi.py` holds
+/// the revision the Python files expect; the package refuses to import a core
+/// built from other sources. Bump both whenever a binding's arguments or
+/// returned fields change.
+const CORE_ABI: u32 = 2;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__abi__", CORE_ABI)?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
