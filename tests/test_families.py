@@ -271,12 +271,17 @@ def test_llama_swiglu_not_absorbable(tmp_path, model_type):
     "biases, verdict",
     [
         ({}, "not_absorbable"),
-        # LLaMA's mlp_bias=True: zero biases leave the linearization argument intact ...
-        ({"gate_proj": 0.0, "up_proj": 0.0, "down_proj": 0.0}, "not_absorbable"),
-        # ... a nonzero bias inside the block voids it (THEORY section 4: "no biases").
+        # LLaMA's mlp_bias=True: an inner bias tensor, even all zeros, means the
+        # block's form has inner biases, so the comparison class includes biased
+        # skip-free blocks and the linearization argument (THEORY section 4:
+        # "no biases") does not apply ...
+        ({"gate_proj": 0.0, "up_proj": 0.0, "down_proj": 0.0}, "undecided"),
+        ({"gate_proj": 0.0}, "undecided"),
+        ({"up_proj": 0.0}, "undecided"),
         ({"gate_proj": 1.0}, "undecided"),
         ({"up_proj": 1.0}, "undecided"),
-        # The output bias b_down is outside the argument's hypothesis.
+        # ... while the output bias b_down is outside the argument's hypothesis.
+        ({"down_proj": 0.0}, "not_absorbable"),
         ({"down_proj": 1.0}, "not_absorbable"),
     ],
 )

@@ -365,7 +365,19 @@ def test_gated_unsupported_gate_and_override(rng):
 
 def test_gate_bias(rng):
     mlp, *_ = _llama(rng, gate_bias=np.zeros(6))
-    assert from_torch(mlp).activation == "swiglu"  # a zero gate bias is dropped
+    block = from_torch(mlp)
+    assert block.activation == "swiglu"
+    # A zero gate bias leaves f unchanged but gives the layer inner biases, which
+    # MLPBlock records as a zero b_up: the linearization argument does not apply.
+    np.testing.assert_array_equal(block.b_up, np.zeros(6))
+    r = find_absorbing_subset(**dataclasses.asdict(block))
+    assert (r.verdict, r.argument) == ("undecided", "none")
+    assert "inner biases" in r.reason
+    # A zero up bias: the same.
+    mlp, *_ = _llama(rng)
+    mlp.up_proj.bias = FakeTensor(np.zeros(6))
+    r = find_absorbing_subset(**dataclasses.asdict(from_torch(mlp)))
+    assert (r.verdict, r.argument) == ("undecided", "none")
     mlp, *_ = _llama(rng, gate_bias=np.full(6, 0.5))
     with pytest.raises(ValueError, match=r"LlamaMLP\.gate_proj has a nonzero bias"):
         from_torch(mlp)

@@ -136,36 +136,47 @@ class Weights:
                 f"W_up has shape {self.W_up.shape} and W_down {self.W_down.shape}: "
                 "d_in and d_out must be at least 1"
             )
-        eps = [e_up, e_down]
+        # The flip condition c W_down[:, S] W_up[S, :] = -A involves W_up,
+        # W_down and the skip only: their precision sets the default
+        # tolerance. The biases and W_gate never enter it, so a float16 b_down
+        # must not loosen it.
+        flip_eps = [e_up, e_down]
         self.b_up = self.b_down = self.W_gate = None
         if b_up is not None:
-            self.b_up, e = as_float_array("b_up", b_up, 1, f"({m},)")
+            self.b_up, _ = as_float_array("b_up", b_up, 1, f"({m},)")
             if self.b_up.shape != (m,):
                 raise ValueError(f"b_up has shape {self.b_up.shape}, expected ({m},)")
-            eps.append(e)
         if b_down is not None:
-            self.b_down, e = as_float_array("b_down", b_down, 1, f"({d_out},)")
+            self.b_down, _ = as_float_array("b_down", b_down, 1, f"({d_out},)")
             if self.b_down.shape != (d_out,):
                 raise ValueError(f"b_down has shape {self.b_down.shape}, expected ({d_out},)")
-            eps.append(e)
         if W_gate is not None:
-            self.W_gate, e = as_float_array("W_gate", W_gate, 2, f"({m}, {d_in})")
+            self.W_gate, _ = as_float_array("W_gate", W_gate, 2, f"({m}, {d_in})")
             if self.W_gate.shape != (m, d_in):
                 raise ValueError(
                     f"W_gate has shape {self.W_gate.shape}, expected ({m}, {d_in}) like W_up"
                 )
-            eps.append(e)
         self.A, e = resolve_skip(skip, d_out, d_in)
-        eps.append(e)
+        flip_eps.append(e)
         self.m, self.d_in, self.d_out = m, d_in, d_out
-        #: epsilon of the coarsest input
-        self.eps = max(eps)
+        #: epsilon of the coarsest of W_up, W_down and the skip (the data of
+        #: the flip condition)
+        self.eps = max(flip_eps)
 
     def default_tol(self) -> float:
-        """``sqrt(eps)`` of the coarsest input precision: 1.5e-8 for float64,
-        3.5e-4 for float32, 3.1e-2 for float16."""
+        """``sqrt(eps)`` of the coarsest precision among ``W_up``, ``W_down``
+        and the skip: 1.5e-8 for float64, 3.5e-4 for float32, 3.1e-2 for
+        float16. The biases and ``W_gate`` do not enter the flip condition and
+        do not count."""
         return math.sqrt(self.eps)
 
     @property
     def has_inner_bias(self) -> bool:
-        return self.b_up is not None and bool(np.any(self.b_up != 0.0))
+        """Whether the block's form has inner biases: ``b_up`` was given,
+        even all zeros.
+
+        The comparison class of the absorption question then includes
+        skip-free blocks with inner biases, so the arguments that need a
+        block without them (degree, linearization) do not apply. ``b_up=None``
+        is a block without inner biases."""
+        return self.b_up is not None

@@ -146,8 +146,12 @@ def find_absorbing_subset(
         ``"leaky_relu(<slope>)"``, or an activation object such as
         ``skipsearch.leaky_relu(0.2)``; plain ``"leaky_relu"`` has slope 0.01.
     b_up : array_like, shape (m,), optional
-        Inner bias. Its presence voids the degree and linearization
-        arguments (the verdict becomes undecided).
+        Inner bias. Passing it, even all zeros, says the block's form has
+        inner biases: the same-width skip-free blocks it is compared with may
+        then have them too, so the degree and linearization arguments, which
+        need a block without inner biases, do not apply and those verdicts
+        become undecided. ``None`` (the default) is a block without inner
+        biases. Flip-linear verdicts hold with or without it.
     b_down : array_like, shape (d_out,), optional
         Output bias; it never affects the verdict.
     W_gate : array_like, shape (m, d_in), optional
@@ -157,9 +161,11 @@ def find_absorbing_subset(
         d_out``), a float ``alpha`` is ``alpha * I``.
     tol : float, optional
         Relative Frobenius tolerance on ``||c W_down[:, S] W_up[S, :] + A||_F
-        / ||A||_F``. Default: ``sqrt(eps)`` of the coarsest input dtype
-        (1.5e-8 for float64, 3.5e-4 for float32, 3.1e-2 for float16); integer
-        inputs count as float64.
+        / ||A||_F``. Default: ``sqrt(eps)`` of the coarsest dtype among the
+        data of that condition, ``W_up``, ``W_down`` and ``skip`` (1.5e-8 for
+        float64, 3.5e-4 for float32, 3.1e-2 for float16); integer inputs and
+        a scalar or ``None`` skip count as float64. The dtypes of ``b_up``,
+        ``b_down`` and ``W_gate`` do not count: they are not in the condition.
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
     node_limit : int, optional
@@ -332,12 +338,17 @@ def _decide(
 
 
 def _no_search(act, w, common, tol, argument, why) -> AbsorptionResult:
+    """The degree and linearization verdicts; both need a block without inner
+    biases (``b_up=None``)."""
     if w.has_inner_bias:
+        zeros = " (all zeros, which still counts)" if not np.any(w.b_up) else ""
         return AbsorptionResult(
             verdict="undecided",
             reason=(
                 f"Undecided: the {argument} argument ({PAPER}) needs a block without inner "
-                "biases, and b_up is nonzero."
+                f"biases, but b_up was given{zeros}, so the block's form has inner biases and "
+                "the same-width skip-free blocks it is compared with may have them too; no "
+                "theorem covers that class (pass b_up=None for a block without inner biases)."
             ),
             argument="none",
             tolerance=tol,
@@ -345,7 +356,7 @@ def _no_search(act, w, common, tol, argument, why) -> AbsorptionResult:
         )
     return AbsorptionResult(
         verdict="not_absorbable",
-        reason=f"Not absorbable: {why}.",
+        reason=f"Not absorbable: {why}; the block has no inner biases (b_up=None).",
         argument=argument,
         tolerance=tol,
         **common,

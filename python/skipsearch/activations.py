@@ -181,6 +181,13 @@ def _flip(name, fn, *, necessity, genericity, rule, c=1.0):
     )
 
 
+def _exact(x: float) -> str:
+    """The shortest decimal that reads back as exactly ``x`` (``repr``),
+    without a trailing ``.0``: ``0.2``, ``0.999999999``, ``1e-05``, ``2``."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def leaky_relu(negative_slope: float = 0.01) -> Activation:
     """LeakyReLU with the given negative slope; flip constant ``1 + slope``.
 
@@ -193,6 +200,9 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
     Returns
     -------
     Activation
+        Named ``"leaky_relu(<slope>)"`` with the shortest decimal that reads
+        back as exactly the slope, so that ``get_activation(act.name)``
+        returns the same activation.
 
     Raises
     ------
@@ -205,14 +215,14 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
         raise TypeError(
             f"negative_slope must be a real number, got {type(negative_slope).__name__}"
         )
-    slope = float(negative_slope)
+    slope = float(negative_slope) + 0.0  # -0.0 -> 0.0: one name per function
     if not math.isfinite(slope) or slope in (1.0, -1.0):
         raise ValueError(
             "negative_slope must be finite and differ from 1 (identity) and -1 (abs), "
             f"got {negative_slope!r}"
         )
     return _flip(
-        f"leaky_relu({slope:g})",
+        f"leaky_relu({_exact(slope)})",
         lambda z: np.where(z >= 0, z, slope * z),
         necessity="genericity_checked",
         genericity="non_proportional",

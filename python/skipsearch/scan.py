@@ -535,8 +535,10 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
 
     ``find_absorbing_subset`` takes no gate bias, and the linearization and
     degree arguments for gated blocks need a block without inner biases: a
-    nonzero ``b_gate`` makes such a verdict undecided. Returns the result
-    and the seconds it took."""
+    gate bias tensor in the checkpoint, even all zeros, means the block's
+    form has inner biases and makes such a verdict undecided (as a ``b_up``
+    tensor does inside ``find_absorbing_subset``). Returns the result and
+    the seconds it took."""
     start = time.perf_counter()
     result = find_absorbing_subset(
         W_up,
@@ -550,14 +552,17 @@ def _decide_block(W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limi
         time_limit=time_limit,
         threads=threads,
     )
-    if b_gate is not None and np.any(b_gate != 0) and result.argument in ("linearization", "degree"):
+    if b_gate is not None and result.argument in ("linearization", "degree"):
+        zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
         result = dataclasses.replace(
             result,
             verdict="undecided",
             argument="none",
             reason=(
                 f"Undecided: the {result.argument} argument ({PAPER}) needs a block without inner "
-                "biases, and the gate bias b_gate is nonzero."
+                f"biases, but the checkpoint has a gate bias b_gate{zeros}, so the block's form "
+                "has inner biases and the same-width skip-free blocks it is compared with may "
+                "have them too; no theorem covers that class."
             ),
         )
     return result, time.perf_counter() - start
@@ -628,8 +633,9 @@ def scan(
         family's ``config.json`` key.
     tol : float, optional
         Relative tolerance in (0, 1) of the absorption condition. Default:
-        ``sqrt(eps)`` of the stored dtype (3.5e-4 for float32, 3.1e-2 for
-        float16, 8.8e-2 for bfloat16).
+        ``sqrt(eps)`` of the coarsest stored dtype of ``W_up`` and ``W_down``
+        (3.5e-4 for float32, 3.1e-2 for float16, 8.8e-2 for bfloat16, 0.35
+        for float8 E4M3); the biases and the gate do not count.
     time_limit : float, optional
         Seconds allowed per block; a block that runs out is ``"undecided"``.
     threads : int, optional
@@ -748,7 +754,10 @@ def scan(
                         bar.update(1)
                         continue
                     if tol is None:
-                        dtypes = {ckpt.dtype(k) for k in block.keys()}
+                        # The precision of the flip condition's data (W_up,
+                        # W_down; the skip is the identity): a float16 bias
+                        # or gate must not loosen it.
+                        dtypes = {ckpt.dtype(k) for k in (block.up, block.down)}
                         block_tol = max((NARROW_TOL[t] for t in dtypes if t in NARROW_TOL), default=None)
                     else:
                         block_tol = tol

@@ -429,6 +429,10 @@ def _from_layout(module: Any, layout, where: str, activation, widened: _Widened)
                 f"linearization and degree arguments ({PAPER}) do not apply, so the verdict "
                 "would be undecided"
             )
+        if b_gate is not None and b_up is None:
+            # A zero gate bias leaves f unchanged, but the layer's form has
+            # inner biases: a zero b_up says so to find_absorbing_subset.
+            b_up = np.zeros(W_up.shape[0], dtype=b_gate.dtype)
     _check_chain(W_up, W_down, W_gate, (up, down, gate or ""), f"{where} ({desc})")
     if activation is not None:
         act = _override(activation, gate is not None, f"{where} ({desc})")
@@ -500,7 +504,11 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         ``W_up`` of shape ``(m, d_in)``, ``W_down`` of shape
         ``(d_out, m)``, ``W_gate`` of shape ``(m, d_in)`` or None,
         ``b_up`` of shape ``(m,)`` or None (None when the layer has
-        ``bias=None``), ``b_down`` of shape ``(d_out,)`` or None, the
+        ``bias=None``; a bias, even all zeros, means the block's form has
+        inner biases, which voids the degree and linearization arguments; a
+        zero gate bias, which ``MLPBlock`` cannot hold, gives a zero ``b_up``
+        when the up projection has none, for the same reason), ``b_down`` of
+        shape ``(d_out,)`` or None, the
         ``activation`` as a registry name (or the given Activation object),
         and ``skip=None`` (the identity skip, which needs ``d_in ==
         d_out``; replace it with ``dataclasses.replace`` otherwise). The
