@@ -23,17 +23,70 @@ def _eps(dtype: np.dtype) -> float:
     return float(np.finfo(np.float64).eps)
 
 
+_NESTED = (np.ndarray, list, tuple)
+
+
+def _masked_at(value: Any, index: tuple = ()) -> Optional[tuple]:
+    """The index of the first masked value anywhere in ``value`` (a masked
+    array, ``np.ma.masked``, or such things inside lists, tuples and object
+    arrays, at any depth), or None. Plain numeric arrays hold none and are
+    not walked."""
+    if np.ma.isMaskedArray(value):
+        mask = np.ma.getmaskarray(value)
+        if mask.any():
+            return index + tuple(int(i) for i in np.argwhere(mask)[0])
+        if value.dtype != object:
+            return None
+        value = np.ma.getdata(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype != object:
+            return None
+        items = zip(np.ndindex(value.shape), value.flat)
+    elif isinstance(value, (list, tuple)):
+        # A list of plain numbers is not walked: its item types are
+        # collected in C. (np.ma.masked is an ndarray.)
+        if not any(issubclass(t, _NESTED) for t in set(map(type, value))):
+            return None
+        items = (((i,), item) for i, item in enumerate(value))
+    else:
+        return None
+    for i, item in items:
+        if isinstance(item, _NESTED):
+            found = _masked_at(item, index + i)
+            if found is not None:
+                return found
+    return None
+
+
+def reject_masked(name: str, value: Any) -> None:
+    """Raise ``TypeError`` when ``value`` holds a masked value anywhere.
+
+    ``np.asarray`` drops masks (of masked arrays inside a list) or turns
+    masked values into NaN or into their hidden data, so masked inputs are
+    refused before any conversion rather than decided on values the caller
+    masked out.
+    """
+    where = _masked_at(value)
+    if where is not None:
+        at = f" (first at index {where})" if where else ""
+        raise TypeError(
+            f"{name} has masked entries{at}; skipsearch needs plain numbers: fill them "
+            "(np.ma.filled(x, value)) or drop them first"
+        )
+
+
 def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.ndarray, float]:
     """Return a fresh C-contiguous float64 copy of ``value`` and its epsilon.
 
     Integer, bool-free real and reduced-precision float inputs are widened;
-    complex and non-numeric inputs raise ``TypeError``; wrong dimensionality,
-    NaN or Inf raise ``ValueError``. The caller's array is never modified.
+    complex and non-numeric inputs, and masked values anywhere (a masked
+    array, or masked arrays inside lists, tuples or object arrays), raise
+    ``TypeError``; wrong dimensionality, NaN or Inf raise ``ValueError``.
+    The caller's array is never modified.
     """
     if value is None:
         raise TypeError(f"{name} is required, got None")
-    if np.ma.isMaskedArray(value) and np.ma.getmaskarray(value).any():
-        raise TypeError(f"{name} has masked entries; fill them (e.g. with .filled()) first")
+    reject_masked(name, value)
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as e:
@@ -58,6 +111,7 @@ def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.
 
 def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[np.ndarray, float]:
     """The skip matrix ``A`` of shape ``(d_out, d_in)`` and its epsilon."""
+    reject_masked("skip", skip)
     eps = float(np.finfo(np.float64).eps)
     if skip is None or (
         isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_))

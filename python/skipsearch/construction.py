@@ -15,7 +15,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from skipsearch._validation import Weights, as_float_array
+from skipsearch._validation import Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
 
 __all__ = ["SkipFreeBlock", "build_skip_free_block", "residual_block_output", "max_abs_difference"]
@@ -54,6 +54,7 @@ class SkipFreeBlock:
 
     def __call__(self, x: Any) -> np.ndarray:
         """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``."""
+        reject_masked("x", x)
         x = np.asarray(x, dtype=np.float64)
         pre = x @ self.W_up.T + self.b_up
         if self.W_gate is not None:
@@ -113,6 +114,7 @@ def build_skip_free_block(
     up, _ = as_float_array("W_up", W_up, 2, "(m, d_in)")
     down, _ = as_float_array("W_down", W_down, 2, "(d_out, m)")
     w = Weights(up, down, b_up, b_down, None, np.zeros((down.shape[0], up.shape[1])))
+    reject_masked("subset", subset)
     s, _ = as_float_array("subset", np.asarray(subset).reshape(-1), 1, "(|S|,)")
     if len(s) and (np.any(s != np.round(s)) or s.min() < 0 or s.max() >= w.m):
         raise ValueError(f"subset must hold integer neuron indices in [0, {w.m}), got {subset!r}")
@@ -159,6 +161,7 @@ def residual_block_output(
             + ("" if act.gated else ", but W_gate was given")
         )
     w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+    reject_masked("x", x)  # before np.atleast_2d, which drops masks inside lists
     x, _ = as_float_array("x", np.atleast_2d(x), 2, f"(n, {w.d_in})")
     if x.shape[1] != w.d_in:
         raise ValueError(f"x has shape {x.shape}, expected (n, {w.d_in})")

@@ -21,6 +21,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from skipsearch._validation import reject_masked
 from skipsearch.absorption import MLPBlock
 from skipsearch.checkpoints import NARROW_TOL
 from skipsearch.activations import Activation, get_activation
@@ -249,6 +250,7 @@ def _to_numpy(
                 f"{where}: cannot convert {type(t).__name__} to a numpy array ({e}); "
                 "expected a torch tensor or a numpy array"
             ) from None
+    reject_masked(where, t)  # np.array would drop the mask
     try:
         arr = np.array(t, copy=True)  # never share memory with the caller's module
     except (TypeError, ValueError) as e:

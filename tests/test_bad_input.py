@@ -1,0 +1,130 @@
+"""Bad input and broken installs (issue 9, section 7): masked values,
+quantized checkpoints, a stale compiled core, a source tree without one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import skipsearch
+from skipsearch import baseline, find_absorbing_subset
+
+# -- masked values ---------------------------------------------------------------------------
+
+
+def _masked_row(mask):
+    return np.ma.masked_array([1.0, 2.0], mask=mask)
+
+
+def _object_rows(first):
+    rows = np.empty(2, dtype=object)
+    rows[0], rows[1] = first, np.array([3.0, 4.0])
+    return rows
+
+
+MASKED = {
+    "masked array": np.ma.masked_array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 0], [1, 0]]),
+    "list of masked arrays": [_masked_row([0, 1]), _masked_row([0, 0])],
+    "tuple of masked arrays": (_masked_row([0, 0]), _masked_row([1, 0])),
+    "np.ma.masked in a nested list": [[1.0, 2.0], [np.ma.masked, 4.0]],
+    "object array of rows": _object_rows(_masked_row([0, 1])),
+    "list in an object array": _object_rows([1.0, np.ma.masked]),
+}
+# Where the first masked value sits, as the message reports it.
+WHERE = {
+    "masked array": "(1, 0)",
+    "list of masked arrays": "(0, 1)",
+    "tuple of masked arrays": "(1, 0)",
+    "np.ma.masked in a nested list": "(1, 0)",
+    "object array of rows": "(0, 1)",
+    "list in an object array": "(0, 1)",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MASKED))
+@pytest.mark.parametrize("argument", ["W_up", "W_down", "skip"])
+def test_masked_values_are_refused_everywhere(kind, argument):
+    value = MASKED[kind]
+    kwargs = dict(W_up=np.eye(2), W_down=-np.eye(2), skip=np.eye(2))
+    kwargs[argument] = value
+    where = re.escape(f"(first at index {WHERE[kind]})")
+    with pytest.raises(TypeError, match=rf"{argument} has masked entries {where}"):
+        find_absorbing_subset(**kwargs)
+    with pytest.raises(TypeError, match=rf"{argument} has masked entries"):
+        baseline.find_absorbing_subset(**kwargs)
+
+
+def test_masked_biases_gate_and_certificate_are_refused():
+    eye = np.eye(2)
+    row = [_masked_row([0, 1])][0]
+    with pytest.raises(TypeError, match="b_up has masked entries"):
+        find_absorbing_subset(eye, -eye, b_up=row)
+    with pytest.raises(TypeError, match="b_down has masked entries"):
+        find_absorbing_subset(eye, -eye, b_down=[1.0, np.ma.masked])
+    with pytest.raises(TypeError, match="W_gate has masked entries"):
+        find_absorbing_subset(eye, -eye, W_gate=MASKED["list of masked arrays"], activation="swiglu")
+    with pytest.raises(TypeError, match="certificate has masked entries"):
+        skipsearch.check_certificate(MASKED["list of masked arrays"], eye, -eye)
+    with pytest.raises(TypeError, match="W_up has masked entries"):
+        skipsearch.check_certificate(eye, MASKED["list of masked arrays"], -eye)
+
+
+def test_masked_scalar_skip_is_refused():
+    with pytest.raises(TypeError, match="skip has masked entries"):
+        find_absorbing_subset(np.eye(2), -np.eye(2), skip=np.ma.masked)
+
+
+def test_masked_subset_sum_inputs_are_refused():
+    A = [np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 0, 1])]
+    with pytest.raises(TypeError, match=r"A has masked entries \(first at index \(0, 2\)\)"):
+        skipsearch.subset_sum(A, [3.0])
+    with pytest.raises(TypeError, match="b has masked entries"):
+        skipsearch.subset_sum([[1.0, 2.0, 3.0]], np.ma.masked_array([3.0], mask=[1]))
+
+
+def test_masked_construction_inputs_are_refused():
+    eye = np.eye(2)
+    with pytest.raises(TypeError, match="subset has masked entries"):
+        skipsearch.build_skip_free_block(eye, -eye, np.ma.masked_array([0, 1], mask=[0, 1]))
+    block = skipsearch.build_skip_free_block(eye, -eye, [0, 1])
+    with pytest.raises(TypeError, match="x has masked entries"):
+        block([_masked_row([1, 0])])
+    with pytest.raises(TypeError, match="x has masked entries"):
+        skipsearch.residual_block_output([_masked_row([1, 0])], eye, -eye)
+
+
+def test_unmasked_masked_arrays_and_plain_lists_still_work():
+    eye = np.eye(2)
+    rows = [np.ma.masked_array([-1.0, 0.0], mask=[0, 0]), np.ma.masked_array([0.0, -1.0])]
+    r = find_absorbing_subset([[1.0, 0.0], [0.0, 1.0]], rows)
+    assert (r.verdict, r.subset.tolist()) == ("absorbable", [0, 1])
+    saved = [row.copy() for row in rows]
+    for row, before in zip(rows, saved):  # never modified
+        np.testing.assert_array_equal(row, before)
+    assert find_absorbing_subset(eye, -eye, b_up=[0.5, -0.5]).verdict == "absorbable"
+
+
+def test_from_torch_refuses_masked_weights():
+    from skipsearch.torch_adapter import from_torch
+
+    def linear(W):
+        mod = type("Linear", (), {})()
+        mod.weight, mod.bias = W, None
+        mod.out_features, mod.in_features = np.shape(W)
+        return mod
+
+    relu = type("ReLU", (), {})()
+    seq = [linear(np.ma.masked_array(np.eye(2), mask=[[0, 1], [0, 0]])), relu, linear(-np.eye(2))]
+    with pytest.raises(TypeError, match=r"\[0\]\.weight has masked entries"):
+        from_torch(seq)
