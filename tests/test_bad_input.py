@@ -128,3 +128,109 @@ def test_from_torch_refuses_masked_weights():
     seq = [linear(np.ma.masked_array(np.eye(2), mask=[[0, 1], [0, 0]])), relu, linear(-np.eye(2))]
     with pytest.raises(TypeError, match=r"\[0\]\.weight has masked entries"):
         from_torch(seq)
+
+
+# -- stale or missing compiled core ----------------------------------------------------------
+
+
+def test_core_abi_matches_the_built_core():
+    from skipsearch import _core
+    from skipsearch._core_abi import CORE_ABI
+
+    assert isinstance(CORE_ABI, int) and _core.__abi__ == CORE_ABI
+    # The Rust source states the same revision.
+    source = Path(__file__).resolve().parents[1] / "rust" / "python.rs"
+    if source.exists():
+        assert f"const CORE_ABI: u32 = {CORE_ABI};" in source.read_text()
+
+
+@pytest.fixture
+def reload_with_core(monkeypatch):
+    """Re-run skipsearch/__init__.py with ``fake`` as skipsearch._core; the
+    real core and the package namespace are restored afterwards."""
+    import importlib
+
+    def reload(fake):
+        monkeypatch.setitem(sys.modules, "skipsearch._core", fake)
+        importlib.reload(skipsearch)
+
+    yield reload
+    monkeypatch.undo()
+    importlib.reload(skipsearch)
+    assert skipsearch._core.__abi__ == skipsearch._core_abi.CORE_ABI
+
+
+@pytest.mark.parametrize("abi, found", [(1, "interface revision 1"), (3, "interface revision 3"),
+                                        ("2", "interface revision '2'"), (None, "no interface revision")])
+def test_stale_core_is_refused_at_import(reload_with_core, abi, found):
+    fake = types.ModuleType("skipsearch._core")
+    fake.__version__ = skipsearch.__version__
+    if abi is not None:
+        fake.__abi__ = abi
+    with pytest.raises(ImportError, match="compiled core .* is stale") as info:
+        reload_with_core(fake)
+    message = str(info.value)
+    assert f"it has {found}, while the Python files beside it need revision 2" in message
+    assert "`pip install .`" in message and "`maturin develop`" in message
+    assert info.value.name == "skipsearch._core"
+
+
+def test_current_core_imports(reload_with_core):
+    from skipsearch import _core
+
+    reload_with_core(_core)
+    assert skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2)).verdict == "absorbable"
+
+
+def _source_copy(tmp_path, core_bytes=None):
+    """python/skipsearch copied to tmp_path without its compiled core (or with
+    ``core_bytes`` as a broken one)."""
+    import importlib.machinery
+
+    package = Path(skipsearch.__file__).resolve().parent
+    target = tmp_path / "src" / "skipsearch"
+    shutil.copytree(
+        package, target, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__")
+    )
+    assert not [p for p in target.iterdir() if p.name.startswith("_core.") and p.suffix != ".pyi"]
+    if core_bytes is not None:
+        (target / ("_core" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(core_bytes)
+    return target.parent
+
+
+def _import_from(src):
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(src)!r})
+        try:
+            import skipsearch
+        except ImportError as e:
+            print(type(e).__name__, e.name)
+            print(e)
+            sys.exit(3)
+        print("imported", skipsearch.__file__)
+        """
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_source_tree_without_a_built_core_says_what_to_do(tmp_path):
+    src = _source_copy(tmp_path)
+    run = _import_from(src)
+    assert run.returncode == 3, (run.stdout, run.stderr)
+    kind, message = run.stdout.split("\n", 1)
+    assert kind == "ImportError skipsearch._core"
+    assert f"compiled core (skipsearch._core) is not in {src / 'skipsearch'}" in message
+    assert "source checkout that has not been built" in message
+    assert "`pip install .`" in message and "`maturin develop`" in message
+    assert "No module named" not in message
+
+
+def test_broken_core_file_says_how_to_rebuild(tmp_path):
+    src = _source_copy(tmp_path, core_bytes=b"not a shared object")
+    run = _import_from(src)
+    assert run.returncode == 3, (run.stdout, run.stderr)
+    message = run.stdout.split("\n", 1)[1]
+    assert "compiled core (skipsearch._core) failed to load" in message
+    assert "`pip install .`" in message and "`maturin develop`" in message

@@ -7,6 +7,45 @@ block of real checkpoints, and :func:`from_torch` reads a PyTorch module.
 The mathematics follows Mijoski & Karbevski 2026, arXiv:2604.23705.
 """
 
+from importlib import import_module as _import_module
+
+from skipsearch._core_abi import CORE_ABI as _CORE_ABI
+
+_REBUILD = (
+    "rebuild it from the source tree: `pip install .` (or `maturin develop` for an "
+    "editable install)"
+)
+
+try:
+    _core = _import_module("skipsearch._core")
+except ImportError as _error:
+    if isinstance(_error, ModuleNotFoundError) and _error.name == "skipsearch._core":
+        # No compiled core beside these files: a source checkout on sys.path
+        # that was never built, or an install that lost its extension module.
+        raise ImportError(
+            f"skipsearch's compiled core (skipsearch._core) is not in {__path__[0]}: "
+            "skipsearch was imported from a source checkout that has not been built (or an "
+            "install lost its extension module). Build it from the source tree with "
+            "`pip install .`, then import the installed package (not the checkout's python/ "
+            "folder), or with `maturin develop` for an editable install.",
+            name="skipsearch._core",
+        ) from _error
+    raise ImportError(
+        f"skipsearch's compiled core (skipsearch._core) failed to load ({_error}); if it was "
+        f"built for another Python or platform, {_REBUILD}.",
+        name="skipsearch._core",
+    ) from _error
+
+if getattr(_core, "__abi__", None) != _CORE_ABI:
+    _found = getattr(_core, "__abi__", None)
+    _found = "no interface revision" if _found is None else f"interface revision {_found!r}"
+    raise ImportError(
+        f"skipsearch's compiled core ({getattr(_core, '__file__', 'skipsearch._core')}) is stale: "
+        f"it has {_found}, while the Python files beside it need revision {_CORE_ABI}, so it "
+        f"was built from other sources; {_REBUILD}.",
+        name="skipsearch._core",
+    )
+
 from skipsearch._core import __version__
 from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
 from skipsearch.activations import (

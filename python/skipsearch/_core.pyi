@@ -6,6 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+#: Interface revision; must equal ``skipsearch._core_abi.CORE_ABI``.
+__abi__: int
 
 def search_flip_set(
     w_up: npt.NDArray[np.float64],
