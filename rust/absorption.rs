@@ -5,16 +5,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::block::Block;
-use crate::branch_and_bound::search_component;
-use crate::certificate::{certificate, inner_products, lower_bound_from};
-use crate::cholesky::PivotedCholesky;
+use crate::branch_and_bound::{enumerate_component, search_component, Enumeration};
+use crate::certificate::{certificate, inner_products, interval_bound};
+use crate::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::error::Error;
 use crate::genericity::{GenericityCheck, GenericityReport};
 use crate::limits::{Budget, Limits, Stop};
 use crate::matrix::Matrix;
-use crate::null_space::components;
+use crate::null_space::{components, Component};
 use crate::relaxation::normal_equations;
-use crate::verification::subset_residual;
+use crate::verification::residual_bounds;
+use crate::windows::{windows, MAX_ENTRIES};
 
 /// Options of one decision.
 #[derive(Debug, Clone, Copy)]
@@ -74,11 +75,14 @@ impl Options {
 /// Why the search says no flip set exists.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evidence {
-    /// The relaxation distance exceeds the tolerance; `Outcome::certificate` holds `Y`.
+    /// A certificate `Y` whose rigorous interval bound exceeds the
+    /// tolerance; `Outcome::certificate` holds `Y`.
     Certificate,
-    /// The relaxed value of a neuron that no null vector moves is not 0 or 1.
+    /// The rigorous window of a neuron that no free neuron moves holds
+    /// neither 0 nor 1.
     FixedNeuron { neuron: usize, value: f64 },
-    /// Branch and bound exhausted a null-space component.
+    /// The complete search under rigorous windows found no candidate in a
+    /// component, or every candidate failed rigorous verification.
     Exhausted { component: usize },
 }
 
@@ -91,8 +95,6 @@ pub enum Finding {
     NoSubset(Evidence),
     /// A limit stopped the search before it could decide.
     Stopped(Stop),
-    /// The search found a candidate that failed float64 verification.
-    VerificationFailed(Vec<usize>),
     /// Floating point cannot settle the question either way.
     Inconclusive(Numerics),
 }
@@ -102,9 +104,12 @@ pub enum Finding {
 pub enum Numerics {
     /// Products of the weights overflow float64.
     Overflow,
-    /// The relaxation is too ill-conditioned: its residual does not prove
-    /// impossibility, or a rounding conflict is within the solution's error.
+    /// The rigorous windows are too wide (or too large to compute) for the
+    /// complete search to list the candidates.
     IllConditioned,
+    /// A candidate's residual could not be bracketed on either side of the
+    /// tolerance, even with exact sums.
+    Unresolved,
 }
 
 impl Numerics {
@@ -112,6 +117,7 @@ impl Numerics {
         match self {
             Numerics::Overflow => "overflow",
             Numerics::IllConditioned => "ill_conditioned",
+            Numerics::Unresolved => "unresolved",
         }
     }
 }
@@ -120,49 +126,44 @@ impl Numerics {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub finding: Finding,
-    /// Relative residual of the reported (or rejected) subset.
+    /// Rigorous upper bound on the relative residual of the reported subset.
     pub residual: Option<f64>,
-    /// `||Y||_F / ||A||_F`; `None` if a limit stopped the relaxation.
+    /// Rigorous lower bound on it, and whether it was summed exactly.
+    pub residual_lower: Option<f64>,
+    pub residual_exact: bool,
+    /// `||Y||_F / ||A||_F` at the float64 least-squares solution; clamped
+    /// to the residual of a verified flip set, which it can never exceed.
     pub relaxation_distance: Option<f64>,
+    /// The best rigorous lower bound on every flip set's relative residual
+    /// proved by a certificate (0 when none proves anything).
+    pub distance_bound: Option<f64>,
+    /// The rounding allowance that bound subtracted.
+    pub rounding_bound: Option<f64>,
     /// `Y`, when it proves impossibility.
     pub certificate: Option<Matrix>,
     pub genericity: Option<GenericityReport>,
-    /// Numerical rank of the Gram matrix.
+    /// Numerical rank of the Gram matrix, and how it was decided.
     pub rank: Option<usize>,
+    pub rank_decision: Option<RankDecision>,
     /// Sizes of the null-space components searched.
     pub components: Vec<usize>,
+    /// Candidates verified by the complete search.
+    pub candidates: u64,
     pub nodes: u64,
     /// The stages run, in order.
     pub method: Vec<&'static str>,
     pub seconds: f64,
 }
 
-/// Tolerance on the relaxed value of a single neuron, derived from the
-/// problem tolerance; every candidate is re-verified, so it only steers the
-/// search.
-/// Whether every basic neuron's relaxed value is known to within `delta`.
-/// A flip set within tolerance is at Gram distance at most
-/// `rho = ||A|| (tol + dist)` from the relaxed solution; in scaled
-/// coordinates that moves neuron `i` by at most
-/// `scale_i rho / sqrt(lambda_min)`.
-fn values_are_sharp(
-    factor: &PivotedCholesky,
-    a_norm: f64,
-    tol: f64,
-    distance: f64,
-    delta: f64,
-) -> bool {
-    let lambda = factor.min_eigenvalue_bound();
-    let worst = factor
-        .pivots()
-        .iter()
-        .map(|&p| factor.scale()[p])
-        .fold(0.0f64, f64::max);
-    lambda > 0.0 && worst * a_norm * (tol + distance) / lambda.sqrt() <= delta
-}
-
 /// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
 const REFINEMENT_STEPS: usize = 3;
+
+/// Most assignments one component may list in the complete search.
+const COMPONENT_CAP: usize = 4096;
+
+/// Work (entries of `E` summed) the complete search may spend verifying
+/// candidates before it calls the windows too wide.
+const VERIFY_WORK: f64 = 4e9;
 
 fn value_tolerance(tol: f64) -> f64 {
     (1e3 * tol).clamp(1e-6, 0.25)
@@ -195,11 +196,17 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
     let mut out = Outcome {
         finding: Finding::Stopped(Stop::Interrupted),
         residual: None,
+        residual_lower: None,
+        residual_exact: false,
         relaxation_distance: None,
+        distance_bound: None,
+        rounding_bound: None,
         certificate: None,
         genericity: None,
         rank: None,
+        rank_decision: None,
         components: Vec::new(),
+        candidates: 0,
         nodes: 0,
         method: Vec::new(),
         seconds: 0.0,
@@ -208,9 +215,33 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         Ok(finding) => finding,
         Err(stop) => Finding::Stopped(stop),
     };
+    if let (Finding::Subset(_), Some(r), Some(d)) =
+        (&out.finding, out.residual, out.relaxation_distance)
+    {
+        // The least-squares distance is at most any flip set's residual;
+        // float64 can overshoot it on ill-conditioned blocks.
+        out.relaxation_distance = Some(d.min(r));
+    }
     out.nodes = budget.nodes();
     out.seconds = budget.seconds();
     out
+}
+
+/// Verify `subset` rigorously and record its residual bracket; `Some(true)`
+/// when it is within the tolerance, `Some(false)` when provably not, `None`
+/// when the bracket straddles it.
+fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Option<bool> {
+    let b = residual_bounds(block, subset, tol);
+    out.residual = Some(b.upper);
+    out.residual_lower = Some(b.lower);
+    out.residual_exact = b.exact;
+    if b.upper <= tol {
+        Some(true)
+    } else if b.lower > tol {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 fn stages(
@@ -233,17 +264,21 @@ fn stages(
     let (normal, genericity) = normal_equations(block, &v, options.check, tol, budget)?;
     drop(v);
     out.genericity = Some(genericity);
-    if normal.gram.data().iter().any(|x| !x.is_finite()) {
+    if normal.gram.data().iter().any(|x| !x.is_finite())
+        || normal.rhs.iter().any(|x| !x.is_finite())
+    {
         return Ok(Finding::Inconclusive(Numerics::Overflow));
     }
+    let rhs = normal.rhs;
     let factor = PivotedCholesky::factor(normal.gram, budget)?;
     out.rank = Some(factor.rank());
+    out.rank_decision = Some(factor.rank_decision());
 
     // The normal equations square the condition number, so the solution is
     // refined against residuals computed from the weights themselves
     // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
     out.method.push("certificate");
-    let mut s_star = factor.solve(&normal.rhs);
+    let mut s_star = factor.solve(&rhs);
     let mut cert = certificate(block, &s_star);
     let mut inner = inner_products(block, &cert.y);
     for _ in 0..REFINEMENT_STEPS {
@@ -265,89 +300,206 @@ fn stages(
         inner = inner_products(block, &cert.y);
     }
     out.relaxation_distance = Some(cert.distance);
-    if cert.distance > tol {
-        // Claim impossibility only if Y itself proves it.
-        if lower_bound_from(block, &cert.y, &inner) > tol {
-            out.certificate = Some(cert.y);
-            return Ok(Finding::NoSubset(Evidence::Certificate));
-        }
-        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
+    // Two certificates, each checked rigorously: the relaxation's residual,
+    // and Y = A, whose inner products are -h (already computed).
+    let relaxed = interval_bound(block, &cert.y, Some(&inner));
+    let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
+    let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
+    let (best, best_y) = if skip_cert.bound > relaxed.bound {
+        (skip_cert, block.skip.clone())
+    } else {
+        (relaxed, cert.y)
+    };
+    out.distance_bound = Some(best.bound);
+    out.rounding_bound = Some(best.rounding);
+    if best.bound > tol {
+        out.certificate = Some(best_y);
+        return Ok(Finding::NoSubset(Evidence::Certificate));
     }
-    let y_distance = cert.distance;
-    let a_norm = block.skip.frobenius_norm();
-    drop(cert);
+    drop(best_y);
 
+    // Quick search: round the relaxed values, branch and bound on the null
+    // space within a value tolerance. It proves nothing; a candidate it
+    // finds is verified rigorously.
     let delta = value_tolerance(tol);
     let mut subset: Vec<usize> = Vec::new();
-    let (comps, fixed) = if factor.rank() < m {
+    let null = if factor.rank() < m {
         out.method.push("null space");
-        let null = factor.null_basis(budget)?;
-        let (comps, fixed) = components(&null, factor.pivots(), m);
-        (Some((null, comps)), fixed)
+        Some(factor.null_basis(budget)?)
     } else {
-        (None, factor.pivots().to_vec())
+        None
     };
-    // Fixed neurons take their nearest 0/1 value; the worst miss is kept.
-    let mut conflict: Option<(usize, f64, f64)> = None;
+    let (comps, fixed) = match &null {
+        Some(null) => components(null, factor.pivots(), m),
+        None => (Vec::new(), factor.pivots().to_vec()),
+    };
+    out.components = comps.iter().map(|c| c.size()).collect();
     for &i in &fixed {
-        let value = s_star[i];
-        let bit = if value > 0.5 { 1.0 } else { 0.0 };
-        let miss = (value - bit).abs();
-        if miss > delta && conflict.is_none_or(|(_, _, worst)| miss > worst) {
-            conflict = Some((i, value, miss));
-        }
-        if bit == 1.0 {
+        if s_star[i] > 0.5 {
             subset.push(i);
         }
     }
-
-    if let Some((null, comps)) = comps {
+    let mut quick = true;
+    if let Some(null) = &null {
         out.method.push("branch and bound");
-        out.components = comps.iter().map(|c| c.size()).collect();
-        for (k, comp) in comps.iter().enumerate() {
-            match search_component(comp, &null, &s_star, delta, budget)? {
+        for comp in &comps {
+            match search_component(comp, null, &s_star, delta, budget)? {
                 Some(ones) => subset.extend(ones),
-                // Exhaustion within `delta` is a proof only if the relaxed
-                // values are known to better than `delta`.
-                None if !values_are_sharp(&factor, a_norm, tol, y_distance, delta) => {
-                    return Ok(Finding::Inconclusive(Numerics::IllConditioned))
+                None => {
+                    quick = false;
+                    break;
                 }
-                None => return Ok(Finding::NoSubset(Evidence::Exhausted { component: k })),
             }
         }
     }
-    subset.sort_unstable();
-
-    out.method.push("verification");
-    let residual = subset_residual(block, &subset);
-    out.residual = Some(residual);
-    if residual <= tol {
-        return Ok(Finding::Subset(subset));
-    }
-    let Some((neuron, value, miss)) = conflict else {
-        return Ok(Finding::VerificationFailed(subset));
-    };
-    if factor.rank() < m {
-        // The fixed neuron lies outside every null vector's support; its
-        // relaxed value is as sharp as the basic part's conditioning allows.
-        if !values_are_sharp(&factor, a_norm, tol, y_distance, delta) {
-            return Ok(Finding::Inconclusive(Numerics::IllConditioned));
+    if quick {
+        subset.sort_unstable();
+        out.method.push("verification");
+        if verify(block, &subset, tol, out) == Some(true) {
+            return Ok(Finding::Subset(subset));
         }
-        return Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron, value }));
     }
-    // Full rank: a flip set within tolerance satisfies
-    // ||M (s - s*)|| <= rho = ||A|| sqrt(tol^2 - dist^2), and in scaled
-    // coordinates ||M x|| >= sqrt(lambda_min) |x_i|. Neuron i misses 0 and 1
-    // by `miss`, so no flip set exists when sqrt(lambda) miss / scale_i
-    // exceeds rho (with a safety factor of 2).
-    let rho = a_norm * (tol * tol - y_distance * y_distance).max(0.0).sqrt();
-    let lambda = factor.min_eigenvalue_bound();
-    let scale = factor.scale()[neuron];
-    if scale > 0.0 && lambda.sqrt() * miss / scale > 2.0 * rho {
-        Ok(Finding::NoSubset(Evidence::FixedNeuron { neuron, value }))
-    } else {
-        Ok(Finding::Inconclusive(Numerics::IllConditioned))
+
+    // Complete search under rigorous windows.
+    out.method.push("rigorous windows");
+    complete_search(block, &rhs, &factor, null.as_ref(), &comps, tol, budget, out)
+}
+
+/// The complete search: rigorous windows, every allowed assignment of every
+/// component, every combination verified rigorously.
+#[allow(clippy::too_many_arguments)]
+fn complete_search(
+    block: &Block,
+    rhs: &[f64],
+    factor: &PivotedCholesky,
+    null: Option<&NullBasis>,
+    comps: &[Component],
+    tol: f64,
+    budget: &mut Budget<'_>,
+    out: &mut Outcome,
+) -> Result<Finding, Stop> {
+    let m = block.width();
+    let r = factor.rank();
+    if m.saturating_mul(r) > MAX_ENTRIES {
+        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
     }
+    // The Gram matrix again, unscaled (the factorisation consumed it).
+    let v = block.w_down.transpose();
+    let (normal, _) = normal_equations(block, &v, GenericityCheck::None, tol, budget)?;
+    drop(v);
+    let pos_of: std::collections::HashMap<usize, usize> = factor
+        .pivots()
+        .iter()
+        .enumerate()
+        .map(|(k, &p)| (p, k))
+        .collect();
+    let mut coupled: Vec<Vec<usize>> = vec![Vec::new(); r];
+    if let Some(null) = null {
+        for (k, &f) in null.free.iter().enumerate() {
+            for &(b, _) in &null.coefficients[k] {
+                coupled[pos_of[&b]].push(f);
+            }
+        }
+    }
+    let Some(rows) = windows(block, &normal.gram, rhs, factor, &coupled, tol, budget)? else {
+        return Ok(Finding::Inconclusive(Numerics::Overflow));
+    };
+    drop(normal);
+    let row_of = |neuron: usize| &rows[pos_of[&neuron]];
+    let inert = |f: usize| {
+        block.w_up.row(f).iter().all(|&x| x == 0.0)
+            || (0..block.w_down.rows()).all(|p| block.w_down.get(p, f) == 0.0)
+    };
+
+    // Choices: per component the assignments it allows; per fixed basic
+    // neuron the values its window allows.
+    let mut choices: Vec<Vec<Vec<usize>>> = Vec::new();
+    let mut in_comp = vec![false; m];
+    for (k, comp) in comps.iter().enumerate() {
+        let null = null.expect("components come from a null basis");
+        let mut frees: Vec<usize> = comp.free.iter().map(|&q| null.free[q]).collect();
+        frees.sort_unstable();
+        let comp_rows: Vec<&crate::windows::Row> = comp.basic.iter().map(|&b| row_of(b)).collect();
+        for &i in frees.iter().chain(&comp.basic) {
+            in_comp[i] = true;
+        }
+        let inert_flags: Vec<bool> = frees.iter().map(|&f| inert(f)).collect();
+        match enumerate_component(&comp_rows, &frees, &inert_flags, COMPONENT_CAP, budget)? {
+            Enumeration::TooMany => return Ok(Finding::Inconclusive(Numerics::IllConditioned)),
+            Enumeration::Solutions(list) if list.is_empty() => {
+                return Ok(Finding::NoSubset(Evidence::Exhausted { component: k }))
+            }
+            Enumeration::Solutions(list) => choices.push(list),
+        }
+    }
+    for &p in factor.pivots() {
+        if in_comp[p] {
+            continue;
+        }
+        let row = row_of(p);
+        let list: Vec<Vec<usize>> = [0u8, 1]
+            .iter()
+            .filter(|&&b| row.allows(b))
+            .map(|&b| if b == 1 { vec![p] } else { Vec::new() })
+            .collect();
+        if list.is_empty() {
+            return Ok(Finding::NoSubset(Evidence::FixedNeuron {
+                neuron: p,
+                value: row.center(),
+            }));
+        }
+        if list.len() > 1 {
+            choices.push(list);
+        } else if !list[0].is_empty() {
+            choices.push(list);
+        }
+    }
+    // Free neurons outside every component (no basic neuron moves with them)
+    // can take either value unless their term is exactly zero.
+    if let Some(null) = null {
+        for &f in &null.free {
+            if !in_comp[f] && !inert(f) {
+                choices.push(vec![Vec::new(), vec![f]]);
+            }
+        }
+    }
+    let total = choices
+        .iter()
+        .try_fold(1f64, |acc, c| Some(acc * c.len() as f64))
+        .unwrap_or(f64::INFINITY);
+    let (d_out, d_in) = block.skip.shape();
+    let per_candidate = (2 * m.max(1) * d_out * d_in) as f64;
+    if total * per_candidate > VERIFY_WORK && total > 1.0 {
+        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
+    }
+    out.method.push("exhaustive verification");
+    let total = total as u64;
+    let mut unresolved = false;
+    for code in 0..total {
+        budget.check()?;
+        let mut rest = code;
+        let mut subset: Vec<usize> = Vec::new();
+        for c in &choices {
+            let n = c.len() as u64;
+            subset.extend_from_slice(&c[(rest % n) as usize]);
+            rest /= n;
+        }
+        subset.sort_unstable();
+        out.candidates += 1;
+        match verify(block, &subset, tol, out) {
+            Some(true) => return Ok(Finding::Subset(subset)),
+            Some(false) => {}
+            None => unresolved = true,
+        }
+    }
+    if unresolved {
+        return Ok(Finding::Inconclusive(Numerics::Unresolved));
+    }
+    out.residual = None;
+    out.residual_lower = None;
+    Ok(Finding::NoSubset(Evidence::Exhausted {
+        component: comps.len(),
+    }))
 }
 
 #[cfg(test)]

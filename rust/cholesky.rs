@@ -36,6 +36,23 @@ pub struct PivotedCholesky {
     scale: Vec<f64>,
     pivots: Vec<usize>,
     rows: Vec<Vec<f64>>,
+    /// The rank decision: the last pivot accepted, the largest diagonal
+    /// left when the factorisation stopped, and the cut-off between them.
+    decision: RankDecision,
+}
+
+/// How the numerical rank was decided, on the Jacobi-scaled Gram matrix
+/// (unit diagonal). Pivoted Cholesky stops when the largest remaining
+/// Schur-complement diagonal falls to `cutoff = m eps max_diag` (LAPACK's
+/// `dpstrf` rule); `last_pivot` and `next_pivot` are the squared pivots on
+/// either side of the cut, which track the eigenvalues `lambda_r` and
+/// `lambda_{r+1}` of the scaled Gram matrix (so `sigma_r^2`, `sigma_{r+1}^2`
+/// of the scaled flip-condition system).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RankDecision {
+    pub last_pivot: f64,
+    pub next_pivot: f64,
+    pub cutoff: f64,
 }
 
 /// The null space of the Gram matrix in reduced form: one basis vector per
@@ -78,6 +95,10 @@ impl PivotedCholesky {
         let mut schur = gram.into_vec();
         let mut pivots = Vec::new();
         let mut rows: Vec<Vec<f64>> = Vec::new();
+        let mut decision = RankDecision {
+            cutoff: tol,
+            ..RankDecision::default()
+        };
         loop {
             let n = idx.len();
             let mut diag: Vec<f64> = (0..n).map(|j| schur[j * n + j]).collect();
@@ -95,9 +116,14 @@ impl PivotedCholesky {
                     }
                 }
                 if p == usize::MAX {
+                    decision.next_pivot = (0..n)
+                        .filter(|&j| !taken[j])
+                        .map(|j| diag[j])
+                        .fold(0.0, f64::max);
                     finished = true;
                     break;
                 }
+                decision.last_pivot = diag[p];
                 budget.check()?;
                 // Row p of the symmetric Schur complement, from its lower triangle.
                 let mut col: Vec<f64> = (0..n)
@@ -176,7 +202,37 @@ impl PivotedCholesky {
             scale,
             pivots,
             rows,
+            decision,
         })
+    }
+
+    pub fn rank_decision(&self) -> RankDecision {
+        self.decision
+    }
+
+    /// `U^-1`, dense `r x r` upper triangular, by back substitution
+    /// (`O(r^3 / 3)`), with `U` the pivot block of the factor.
+    pub fn pivot_inverse(&self) -> Vec<Vec<f64>> {
+        let r = self.rank();
+        let u = self.pivot_block();
+        let cols: Vec<Vec<f64>> = (0..r)
+            .into_par_iter()
+            .map(|col| {
+                let mut x = vec![0.0; r];
+                for k in (0..=col).rev() {
+                    let mut acc = if k == col { 1.0 } else { 0.0 };
+                    for t in k + 1..=col {
+                        acc -= u[k][t] * x[t];
+                    }
+                    x[k] = acc / u[k][k];
+                }
+                x
+            })
+            .collect();
+        // cols[col][k] = (U^-1)[k][col]; return rows.
+        (0..r)
+            .map(|k| (0..r).map(|col| cols[col][k]).collect())
+            .collect()
     }
 
     pub fn rank(&self) -> usize {

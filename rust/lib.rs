@@ -77,8 +77,10 @@ pub mod matrix;
 pub mod meet_in_the_middle;
 pub mod null_space;
 pub mod relaxation;
+pub mod rounding;
 pub mod schroeppel_shamir;
 pub mod verification;
+pub mod windows;
 
 #[cfg(feature = "python")]
 mod python;

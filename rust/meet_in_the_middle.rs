@@ -8,10 +8,12 @@
 //! `b` has `|key(x) - <r, b>| <= radius` (Cauchy-Schwarz). The left half's
 //! subset keys are sorted; for every right subset, the left subsets whose
 //! key lies in the window `<r, b> - key(x_R) +- (radius + slack)` are
-//! checked against the full residual in float64, where `slack` covers the
-//! rounding of the key sums. No solution is missed, so an empty search
-//! proves that none exists within `radius` (Horowitz & Sahni 1974 for the
-//! two lists). The window holds few candidates unless the projections are
+//! checked against the full residual, where `slack` is a rigorous bound on
+//! the rounding of the key sums (Higham 2002, ch. 3). A candidate is dropped
+//! only when its residual provably exceeds `radius`, so no solution is
+//! missed, and an empty search proves that none exists within `radius`
+//! (Horowitz & Sahni 1974 for the two lists). A candidate returned may lie
+//! just outside `radius` by rounding; the caller verifies it rigorously. The window holds few candidates unless the projections are
 //! degenerate; time is then `O(2^(n/2) n)` and memory `16 * 2^(n/2)` bytes.
 //!
 //! The right subsets run in parallel chunks; the answer is the first
@@ -26,6 +28,7 @@ use rayon::prelude::*;
 
 use crate::error::{check_columns, Error};
 use crate::limits::Limits;
+use crate::rounding::{gamma, norm_lower, up, TINY};
 use crate::schroeppel_shamir::{subset_sums, SearchResult};
 
 /// Largest half: `2^22` entries of 16 bytes, 64 MiB per side.
@@ -77,8 +80,17 @@ pub fn meet_in_the_middle(
     let keys: Vec<f64> = columns.iter().map(|c| project(c)).collect();
     let target = project(b);
     // Rounding of a key sum of at most n terms, and of the projections.
-    let scale = keys.iter().map(|v| v.abs()).sum::<f64>() + target.abs();
-    let window = radius + 4.0 * (n + k + 1) as f64 * f64::EPSILON * scale;
+    // A rigorous window (Higham 2002, ch. 3): `r` has norm at most
+    // 1 + gamma(k + 4), and every key sum and the target are off by at most
+    // gamma(n + k + 4) times the sum of the |r_i a_ij| and |r_i b_i|.
+    let key_mass: f64 = columns
+        .iter()
+        .chain(std::iter::once(&b.to_vec()))
+        .map(|c| c.iter().zip(&r).map(|(a, w)| (a * w).abs()).sum::<f64>())
+        .sum();
+    let window = up(radius * (1.0 + gamma(k + 4)), 1)
+        + up(gamma(n + k + 4) * key_mass, 2)
+        + (n + k + 4) as f64 * TINY;
     let mut table: Vec<(f64, u32)> = subset_sums(&keys[..left], |x, y| x + y)
         .into_iter()
         .enumerate()
@@ -90,19 +102,29 @@ pub fn meet_in_the_middle(
     let formed = AtomicU64::new((table.len() + right_sums.len()) as u64);
     let stopped = Mutex::new(None);
     let stop_now = |total: u64| limits.reached(start, cancel, total);
+    // Conservative: a subset is dropped only when its residual provably
+    // exceeds `radius`; the caller verifies any subset returned.
     let close = |lmask: u32, rmask: usize| -> bool {
         let mut res: Vec<f64> = b.iter().map(|v| -v).collect();
+        let mut mag: Vec<f64> = b.iter().map(|v| v.abs()).collect();
         let bits = (0..left).filter(|&j| lmask >> j & 1 == 1).chain(
             (0..right)
                 .filter(|&j| rmask >> j & 1 == 1)
                 .map(|j| j + left),
         );
         for j in bits {
-            for (s, &a) in res.iter_mut().zip(&columns[j]) {
+            for ((s, t), &a) in res.iter_mut().zip(mag.iter_mut()).zip(&columns[j]) {
                 *s += a;
+                *t += a.abs();
             }
         }
-        res.iter().map(|v| v * v).sum::<f64>().sqrt() <= radius
+        let g = gamma(n + 2);
+        let low: Vec<f64> = res
+            .iter()
+            .zip(&mag)
+            .map(|(v, t)| (v.abs() - g * t - (n + 2) as f64 * TINY).max(0.0))
+            .collect();
+        norm_lower(&low) <= radius
     };
     const CHUNK: usize = 1 << 10;
     let found = (0..right_sums.len().div_ceil(CHUNK))

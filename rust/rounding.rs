@@ -1,0 +1,270 @@
+//! Rigorous rounding: a-priori error bounds and exact sums.
+//!
+//! A verdict is a proof only if its arithmetic is. Every float64 quantity
+//! that a verdict rests on (a certificate margin, the residual of a flip
+//! set, the window of a relaxed value) is either given with a rigorous bound
+//! on its rounding error, or computed exactly.
+//!
+//! - A-priori bounds follow Higham, *Accuracy and Stability of Numerical
+//!   Algorithms* (2nd ed., 2002), ch. 3: a sum of `n` terms or a dot product
+//!   of length `n`, evaluated in any order (with or without fused
+//!   multiply-adds), has error at most `gamma(n) * sum |terms|`, with
+//!   `gamma(n) = n u / (1 - n u)` and `u = 2^-53`. [`gamma`] returns it with
+//!   1% to spare, which covers the rounding of the bound itself. Underflow
+//!   adds at most `2^-1074` per operation; the callers add [`TINY`] per term,
+//!   which is far larger.
+//! - Exact sums use error-free transformations (Knuth's TwoSum, and the
+//!   fused multiply-add for TwoProduct) and Shewchuk's expansions
+//!   (*Adaptive Precision Floating-Point Arithmetic and Fast Robust
+//!   Geometric Predicates*, 1997): a sum of products of float64 numbers is
+//!   held as a list of non-overlapping float64 components whose exact sum is
+//!   the exact value. They cost ten to twenty times a plain sum, so they run
+//!   only where the a-priori bound cannot settle the question.
+
+/// The unit roundoff of float64, `2^-53`.
+pub const UNIT: f64 = f64::EPSILON / 2.0;
+
+/// An absolute allowance per operation for underflow (`2^-1022`, far above
+/// the `2^-1075` that one rounding can lose in the subnormal range).
+pub const TINY: f64 = f64::MIN_POSITIVE;
+
+/// `gamma(n) = n u / (1 - n u)` with a 1% margin; infinite when `n u >= 1/2`.
+pub fn gamma(n: usize) -> f64 {
+    let nu = n as f64 * UNIT;
+    if nu >= 0.5 {
+        f64::INFINITY
+    } else {
+        1.01 * nu / (1.0 - nu)
+    }
+}
+
+/// `x` rounded up by a relative `gamma(n)`: an upper bound on a positive
+/// quantity computed with at most `n` roundings.
+pub fn up(x: f64, n: usize) -> f64 {
+    x * (1.0 + gamma(n))
+}
+
+/// `x` rounded down by a relative `gamma(n)`.
+pub fn down(x: f64, n: usize) -> f64 {
+    (x * (1.0 - gamma(n))).max(0.0)
+}
+
+/// An upper bound on the Euclidean norm of `x`. The vector is scaled by a
+/// power of two (exact) so that squares neither overflow nor underflow.
+pub fn norm_upper(x: &[f64]) -> f64 {
+    let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    if big == 0.0 || !big.is_finite() {
+        return big;
+    }
+    let k = -(big.log2().floor() as i32);
+    let s = crate::block::ldexp(1.0, k);
+    let sum: f64 = x.iter().map(|v| (v * s) * (v * s)).sum();
+    // Squares (1 rounding), the sum (n), the square root (1), the unscaling
+    // (exact): gamma(n + 2) on the square, so half of it and one more on
+    // the root. Subnormal squares add at most n * TINY.
+    let root = (sum * (1.0 + gamma(x.len() + 2)) + x.len() as f64 * TINY).sqrt();
+    up(root, 2) / s
+}
+
+/// A lower bound on the Euclidean norm of `x`.
+pub fn norm_lower(x: &[f64]) -> f64 {
+    let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    if big == 0.0 || !big.is_finite() {
+        return big;
+    }
+    let k = -(big.log2().floor() as i32);
+    let s = crate::block::ldexp(1.0, k);
+    let sum: f64 = x.iter().map(|v| (v * s) * (v * s)).sum();
+    let sq = (down(sum, x.len() + 2) - x.len() as f64 * TINY).max(0.0);
+    down(sq.sqrt(), 2) / s
+}
+
+/// `a + b = s + e` exactly (Knuth's TwoSum).
+#[inline]
+pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, e)
+}
+
+/// `a * b = p + e` exactly, unless `e` underflows (then `|error| <= 2^-1074`).
+#[inline]
+pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    (p, a.mul_add(b, -p))
+}
+
+/// A float64 expansion: non-overlapping components whose exact sum is the
+/// represented value (Shewchuk 1997, Grow-Expansion with zero elimination).
+#[derive(Debug, Clone, Default)]
+pub struct Expansion {
+    parts: Vec<f64>,
+    /// Products whose low part may have underflowed.
+    inexact: u64,
+    finite: bool,
+}
+
+impl Expansion {
+    pub fn new() -> Self {
+        Expansion {
+            parts: Vec::new(),
+            inexact: 0,
+            finite: true,
+        }
+    }
+
+    /// Add the float `x` exactly.
+    pub fn add(&mut self, x: f64) {
+        if x == 0.0 {
+            return;
+        }
+        if !x.is_finite() {
+            self.finite = false;
+            return;
+        }
+        let mut q = x;
+        let mut k = 0;
+        for i in 0..self.parts.len() {
+            let (s, e) = two_sum(q, self.parts[i]);
+            q = s;
+            if e != 0.0 {
+                self.parts[k] = e;
+                k += 1;
+            }
+        }
+        self.parts.truncate(k);
+        if !q.is_finite() {
+            self.finite = false;
+        }
+        if q != 0.0 {
+            self.parts.push(q);
+        }
+    }
+
+    /// Add the product `a * b` exactly.
+    pub fn add_product(&mut self, a: f64, b: f64) {
+        let (p, e) = two_prod(a, b);
+        if p != 0.0 && p.abs() < 1e-290 {
+            self.inexact += 1;
+        }
+        self.add(p);
+        self.add(e);
+    }
+
+    /// Add the product `a * b * c` exactly.
+    pub fn add_product3(&mut self, a: f64, b: f64, c: f64) {
+        let (p, e) = two_prod(a, b);
+        if p != 0.0 && p.abs() < 1e-290 {
+            self.inexact += 1;
+        }
+        self.add_product(p, c);
+        self.add_product(e, c);
+    }
+
+    /// Add another expansion exactly.
+    pub fn add_expansion(&mut self, other: &Expansion) {
+        for &x in &other.parts {
+            self.add(x);
+        }
+        self.inexact += other.inexact;
+        self.finite &= other.finite;
+    }
+
+    /// The expansion times the float `c`, exactly.
+    pub fn scaled(&self, c: f64) -> Expansion {
+        let mut out = Expansion::new();
+        for &x in &self.parts {
+            out.add_product(x, c);
+        }
+        out.inexact += self.inexact;
+        out.finite &= self.finite;
+        out
+    }
+
+    /// Whether every term was finite (no overflow).
+    pub fn is_finite(&self) -> bool {
+        self.finite
+    }
+
+    /// The sign of the exact value: -1, 0 or 1 (the largest component's).
+    /// Only meaningful when [`Expansion::slack`] is zero.
+    pub fn sign(&self) -> f64 {
+        match self.parts.last() {
+            Some(&x) if x > 0.0 => 1.0,
+            Some(&x) if x < 0.0 => -1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// The value rounded to float64, with a bound on its error: the exact
+    /// value lies within `approx +- error`.
+    pub fn approx(&self) -> (f64, f64) {
+        let sum: f64 = self.parts.iter().sum();
+        let mass: f64 = self.parts.iter().map(|x| x.abs()).sum();
+        let err = up(gamma(self.parts.len()) * mass, 2) + self.slack();
+        (sum, err)
+    }
+
+    /// The absolute uncertainty from underflowed products (usually zero).
+    pub fn slack(&self) -> f64 {
+        self.inexact as f64 * 4.0 * TINY
+    }
+
+    /// An upper bound on the absolute value.
+    pub fn abs_upper(&self) -> f64 {
+        let (a, e) = self.approx();
+        up(a.abs() + e, 1)
+    }
+
+    /// A lower bound on the absolute value.
+    pub fn abs_lower(&self) -> f64 {
+        let (a, e) = self.approx();
+        down(a.abs() - e, 1).max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expansion_sums_exactly_what_floats_lose() {
+        // 1e16 + 1 - 1e16 is 0 in float64 and 1 exactly.
+        let mut e = Expansion::new();
+        e.add(1e16);
+        e.add(1.0);
+        e.add(-1e16);
+        assert_eq!(e.approx().0, 1.0);
+        assert_eq!(e.sign(), 1.0);
+        // A product's low part is kept: (1 + 2^-30)^2 - 1 - 2^-29 = 2^-60.
+        let x = 1.0 + 2f64.powi(-30);
+        let mut p = Expansion::new();
+        p.add_product(x, x);
+        p.add(-1.0);
+        p.add(-(2f64.powi(-29)));
+        assert_eq!(p.approx().0, 2f64.powi(-60));
+        assert_eq!(p.slack(), 0.0);
+    }
+
+    #[test]
+    fn triple_products_are_exact() {
+        let a = 1.0 + 2f64.powi(-40);
+        let mut e = Expansion::new();
+        e.add_product3(a, a, a);
+        // (1 + t)^3 = 1 + 3t + 3t^2 + t^3 with t = 2^-40
+        e.add(-1.0);
+        e.add(-3.0 * 2f64.powi(-40));
+        e.add(-3.0 * 2f64.powi(-80));
+        assert_eq!(e.approx().0, 2f64.powi(-120));
+    }
+
+    #[test]
+    fn norm_bounds_bracket_the_norm() {
+        let x = [3.0, 4.0, 1e-200, -12.0];
+        let n = 13.0;
+        assert!(norm_upper(&x) >= n && norm_upper(&x) < n * (1.0 + 1e-14));
+        assert!(norm_lower(&x) <= n && norm_lower(&x) > n * (1.0 - 1e-14));
+        assert_eq!(norm_upper(&[]), 0.0);
+    }
+}
