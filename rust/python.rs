@@ -171,10 +171,6 @@ fn search_flip_set<'py>(
             d.set_item("finding", "subset")?;
             d.set_item("subset", subset_array(s))?;
         }
-        Finding::VerificationFailed(s) => {
-            d.set_item("finding", "verification_failed")?;
-            d.set_item("subset", subset_array(s))?;
-        }
         Finding::NoSubset(evidence) => {
             d.set_item("finding", "no_subset")?;
             d.set_item("subset", py.None())?;
@@ -202,7 +198,22 @@ fn search_flip_set<'py>(
         }
     }
     d.set_item("residual", outcome.residual)?;
+    d.set_item("residual_lower", outcome.residual_lower)?;
+    d.set_item("residual_exact", outcome.residual_exact)?;
     d.set_item("relaxation_distance", outcome.relaxation_distance)?;
+    d.set_item("distance_bound", outcome.distance_bound)?;
+    d.set_item("rounding_bound", outcome.rounding_bound)?;
+    d.set_item("candidates", outcome.candidates)?;
+    match outcome.rank_decision {
+        Some(r) => {
+            let rd = PyDict::new(py);
+            rd.set_item("last_pivot", r.last_pivot)?;
+            rd.set_item("next_pivot", r.next_pivot)?;
+            rd.set_item("cutoff", r.cutoff)?;
+            d.set_item("rank_decision", rd)?;
+        }
+        None => d.set_item("rank_decision", py.None())?,
+    }
     match outcome.certificate {
         Some(y) => {
             let (rows, cols) = y.shape();
@@ -377,7 +388,7 @@ fn feasibility_jump<'py>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 2;
+const CORE_ABI: u32 = 3;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

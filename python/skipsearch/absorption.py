@@ -63,7 +63,7 @@ def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, t
     cap = _FLOAT_NODES_BEFORE_EXACT if node_limit is None else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
     start = time.perf_counter()
     raw = _core.search_flip_set(W_up, W_down, A, b_up, c, tol, check, time_limit, cap, threads)
-    open_ended = raw["finding"] in ("inconclusive", "verification_failed") or (
+    open_ended = raw["finding"] == "inconclusive" or (
         raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit
     ) or (raw["finding"] == "no_subset" and raw["evidence"] != "certificate")
     if not open_ended:
@@ -87,16 +87,30 @@ def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, t
     raw.pop("numerics", None)
     if exact.status == "feasible":
         subset = np.flatnonzero(exact.solution).astype(np.int64)
+        # Every entry of E is an integer below 2^53 by the size bound above,
+        # so float64 computes it exactly; checked all the same.
         E = c * W_down[:, subset] @ W_up[subset] + A
         residual = float(np.linalg.norm(E) / np.linalg.norm(A))
-        # Exact by the size bound above; checked all the same.
-        finding = "subset" if residual <= tol else "verification_failed"
-        raw.update(finding=finding, subset=subset, residual=residual)
+        if np.any(E):
+            raw.update(finding="inconclusive", subset=None, numerics="unresolved")
+        else:
+            raw.update(finding="subset", subset=subset, residual=0.0, residual_lower=0.0)
     elif exact.status == "infeasible":
         raw.update(finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1])
     else:
         raw.update(finding="stopped", subset=None, stop=exact.status)
     return raw
+
+
+def _rank_words(rank, decision) -> str:
+    """The rank decision in words, for an undecided reason."""
+    if rank is None or not decision:
+        return ""
+    return (
+        f" (Gram rank {rank}: last pivot {decision['last_pivot']:.3g}, next "
+        f"{decision['next_pivot']:.3g}, cut-off {decision['cutoff']:.3g} on the unit-diagonal "
+        "scaled Gram matrix)"
+    )
 
 
 def _exact_proof(step: str) -> str:
@@ -387,11 +401,15 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         gram_rank=raw.get("rank"),
         components=tuple(raw.get("components") or ()),
         backend=backend,
+        rank_decision=raw.get("rank_decision"),
+        candidates=int(raw.get("candidates") or 0),
     )
     genericity = _genericity(raw.get("genericity"))
     fields = dict(
         residual=raw.get("residual"),
         relaxation_distance=raw.get("relaxation_distance"),
+        distance_bound=raw.get("distance_bound"),
+        rounding_bound=raw.get("rounding_bound"),
         tolerance=tol,
         genericity=genericity,
         **common,
@@ -406,9 +424,9 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             verdict="absorbable",
             reason=(
                 f"Absorbable: flipping the {len(subset)} neuron(s) of S gives "
-                f"c W_down[:, S] W_up[S, :] = -A to relative residual {raw['residual']:.2e}, "
-                f"which builds a skip-free block of the same width ({PAPER}, the flip "
-                "construction)."
+                f"c W_down[:, S] W_up[S, :] = -A to relative residual at most "
+                f"{raw['residual']:.2e} (a rigorous bound), which builds a skip-free block of "
+                f"the same width ({PAPER}, the flip construction)."
             ),
             argument="flip_construction",
             subset=subset,
@@ -430,8 +448,14 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
                 "W_down @ W_up differ in scale by more than float64 can hold (rescale the block)"
             ),
             "ill_conditioned": (
-                "the relaxation is too ill-conditioned in float64 to prove or refute a flip "
-                "set at this tolerance"
+                "no certificate proves impossibility once its rounding is accounted for, and "
+                "the complete search's rigorous windows on the relaxed values are too wide "
+                "(or the block too large) to list every candidate flip set"
+                + _rank_words(raw.get("rank"), raw.get("rank_decision"))
+            ),
+            "unresolved": (
+                "a candidate flip set's residual could not be placed on either side of the "
+                f"tolerance {tol:.2e}, even with exact sums"
             ),
         }[raw["numerics"]]
         return AbsorptionResult(
@@ -441,29 +465,19 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             status=raw["numerics"],
             **fields,
         )
-    if finding == "verification_failed":
-        return AbsorptionResult(
-            verdict="undecided",
-            reason=(
-                "Undecided: the search's candidate flip set failed float64 verification "
-                f"(relative residual {raw['residual']:.2e} > tol {tol:.2e})."
-            ),
-            argument="none",
-            status="verification_failed",
-            **fields,
-        )
     evidence = raw["evidence"]
     if evidence == "certificate":
         no_set = (
-            f"the relaxation leaves ||Y||_F / ||A||_F = {raw['relaxation_distance']:.3g} > tol, "
-            "a certificate that no flip set exists"
+            f"a certificate Y proves that every flip set has relative residual at least "
+            f"{raw['distance_bound']:.3g} > tol (its interval bound, with the rounding of its "
+            f"own evaluation, {raw['rounding_bound']:.2g}, subtracted)"
         )
         argument = "certificate"
     elif evidence == "relaxation":
         neuron, value = raw["conflict"]
         no_set = (
-            f"the relaxation forces neuron {neuron} to weight {value:.9g}, not 0 or 1, "
-            "so no flip set exists"
+            f"the relaxation's rigorous window forces neuron {neuron} near weight {value:.9g}, "
+            "neither 0 nor 1, so no flip set exists"
         )
         argument = "relaxation"
     elif evidence == "exact_integer":
@@ -473,7 +487,10 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         no_set = "enumerating all 2^m subsets found no flip set"
         argument = "enumeration"
     else:
-        no_set = "branch and bound exhausted the null space without finding a flip set"
+        no_set = (
+            "a complete branch and bound under rigorous windows on the relaxed values, with "
+            "every candidate verified in exact arithmetic bounds, found no flip set"
+        )
         argument = "branch_and_bound"
     if raw.get("certificate") is not None:
         fields["certificate"] = np.asarray(raw["certificate"])

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from skipsearch import rounding
 from skipsearch.absorption import _decide
 from skipsearch.activations import Activation
 from skipsearch.result import AbsorptionResult
@@ -82,7 +83,7 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
         "residual": None,
     }
     # R[i] = c v_i u_i^T, flattened; the target is -A.
-    R = c * np.einsum("pi,iq->ipq", W_down, W_up).reshape(m, -1)
+    R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, A.size)
     target = -A.reshape(-1)
     out["method"].append("relaxation (lstsq)")
     out["genericity"] = _genericity(W_up, W_down, b_up, check, tol)
@@ -96,14 +97,23 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
     distance = float(np.linalg.norm(Y) / a_norm)
     out["relaxation_distance"] = distance
     out["method"].append("certificate")
-    if distance > tol:
-        out.update(finding="no_subset", evidence="certificate", certificate=Y)
+    # lstsq's distance is float64's estimate, not a proof: a certificate
+    # counts only through its rigorous interval bound. Y = A is tried too.
+    best = (0.0, 0.0, None)
+    for cand in (Y, A):
+        bound, slack = rounding.interval_bound(cand, W_up, W_down, A, c)
+        if bound > best[0] or best[2] is None:
+            best = (bound, slack, cand)
+    out["distance_bound"], out["rounding_bound"] = best[0], best[1]
+    if best[0] > tol:
+        out.update(finding="no_subset", evidence="certificate", certificate=best[2])
         out["seconds"] = time.perf_counter() - start
         return out
 
     out["method"].append("enumeration")
     limit = node_limit if node_limit is not None else math.inf
     total = 1 << m
+    unresolved = False
     for first in range(0, total, _CHUNK):
         if time_limit is not None and time.perf_counter() - start > time_limit:
             out.update(finding="stopped", stop="time_limit")
@@ -115,14 +125,30 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
             break
         out["nodes"] += len(codes)
         chunk = ((codes[:, None] >> np.arange(m)) & 1).astype(np.float64)
-        residuals = np.linalg.norm(chunk @ R - target, axis=1) / a_norm
-        hits = np.flatnonzero(residuals <= tol)
-        if len(hits):
-            subset = np.flatnonzero(chunk[hits[0]]).astype(np.int64)
-            out.update(finding="subset", subset=subset, residual=float(residuals[hits[0]]))
+        lower, upper = rounding.residual_bounds(W_up, W_down, A, c, chunk)
+        hit = None
+        for k in np.flatnonzero(lower <= tol):
+            subset = np.flatnonzero(chunk[k]).astype(np.int64)
+            if upper[k] <= tol:
+                hit = (subset, float(upper[k]))
+                break
+            # The bracket straddles tol: decide in exact rationals.
+            if A.size * max(1, len(subset)) <= rounding.EXACT_TERMS:
+                within, exact = rounding.exact_within(W_up, W_down, A, c, subset.tolist(), tol)
+                if within:
+                    hit = (subset, exact)
+                    break
+            else:
+                unresolved = True
+        if hit is not None:
+            out.update(finding="subset", subset=hit[0], residual=hit[1])
+            out["relaxation_distance"] = min(distance, hit[1])
             break
     else:
-        out.update(finding="no_subset", evidence="enumeration")
+        if unresolved:
+            out.update(finding="inconclusive", numerics="unresolved")
+        else:
+            out.update(finding="no_subset", evidence="enumeration")
     out["seconds"] = time.perf_counter() - start
     return out
 

@@ -6,6 +6,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from skipsearch import rounding
 from skipsearch._validation import Weights, as_float_array
 from skipsearch.activations import Activation, get_activation
 
@@ -20,15 +21,24 @@ def check_certificate(
     activation: Union[str, Activation] = "relu",
     skip: Any = None,
 ) -> float:
-    """Lower bound on how far every flip set is from absorbing the skip.
+    """Rigorous lower bound on how far every flip set is from absorbing the skip.
 
-    With ``R_i = c W_down[:, i] W_up[i, :]`` and target ``T = -A``, any
-    ``Y`` gives, for every ``s`` in ``[0, 1]^m``,
-    ``||sum_i s_i R_i - T||_F >= (<Y, T> - sum_i |<Y, R_i>|) / ||Y||_F``.
-    For the certificate returned by the search, ``<Y, R_i>`` vanishes up to
-    rounding and the bound equals the relaxation distance. A value above
-    the tolerance proves that no flip set exists. The bound does not trust
-    the search: a wrong ``Y`` only gives a weaker (or zero) bound.
+    With ``R_i = c W_down[:, i] W_up[i, :]``, any ``Y`` of the skip's shape
+    proves something: for every ``s`` in ``{0, 1}^m`` (indeed in the box
+    ``[0, 1]^m``), ``<Y, A + sum_i s_i R_i>`` lies in the interval
+    ``[<Y, A> + sum of the negative <Y, R_i>, <Y, A> + sum of the positive
+    <Y, R_i>]``. If 0 lies outside it, its distance to 0 divided by
+    ``||Y||_F`` bounds ``||A + c W_down[:, S] W_up[S, :]||_F`` from below for
+    every flip set ``S``. The bound does not trust the search: a wrong ``Y``
+    only gives a weaker (or zero) bound.
+
+    The bound holds in exact arithmetic. Its float64 evaluation is off by at
+    most an a-priori rounding bound (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2002, ch. 3), which is subtracted from the margin
+    first; when that leaves nothing but float64 saw a margin, blocks with
+    ``m * d_out * d_in <= 200000`` are re-evaluated in exact rationals. So a
+    positive value is a proof, and a block that some flip set absorbs within
+    the tolerance can never get a value above it.
 
     Parameters
     ----------
@@ -44,19 +54,23 @@ def check_certificate(
     Returns
     -------
     float
-        The bound, relative to ``||A||_F`` (0 when nothing is proved).
+        The proven bound on ``min_S ||A + c W_down[:, S] W_up[S, :]||_F /
+        ||A||_F``, dimensionless (0.0 when nothing is proved). Compare it
+        with ``result.tolerance``.
 
     Raises
     ------
     ValueError
         On shape mismatches, non-finite values or a non-flip-linear
         activation.
+    TypeError
+        Complex, masked or non-numeric arrays.
 
     References
     ----------
-    The certificate is the least-squares residual of the relaxation of the
-    flip condition (Mijoski & Karbevski 2026, arXiv:2604.23705, state the
-    condition; the certificate is this project's).
+    Mijoski & Karbevski 2026, arXiv:2604.23705, state the flip condition;
+    the interval certificate and its rounding rule are this project's
+    (THEORY.md sections 5.2, 6 and 7).
     """
     act = get_activation(activation)
     if act.flip_constant is None:
@@ -65,15 +79,7 @@ def check_certificate(
     Y, _ = as_float_array("certificate", certificate, 2, f"({w.d_out}, {w.d_in})")
     if Y.shape != w.A.shape:
         raise ValueError(f"certificate has shape {Y.shape}, expected {w.A.shape} like skip")
-    # The bound is invariant to the scale of Y: normalise it first, so that
-    # a huge or tiny Y cannot overflow or underflow the products below.
-    y_max = float(np.max(np.abs(Y), initial=0.0))
-    if y_max > 0:
-        Y = Y / y_max
-    y_norm, a_norm = np.linalg.norm(Y), np.linalg.norm(w.A)
-    if y_norm == 0 or a_norm == 0:
+    if not np.any(Y) or not np.any(w.A):
         return 0.0
-    y_dot_t = -float(np.sum(Y * w.A))
-    # <Y, R_i> = c v_i^T Y u_i for every neuron i at once
-    leak = np.abs(act.flip_constant * np.einsum("pi,pi->i", w.W_down, Y @ w.W_up.T)).sum()
-    return max(0.0, (y_dot_t - leak) / (y_norm * a_norm))
+    bound, _ = rounding.interval_bound(Y, w.W_up, w.W_down, w.A, float(act.flip_constant))
+    return bound

@@ -71,6 +71,16 @@ class SearchStats:
         Sizes of the null-space components searched.
     backend : str
         ``"rust"`` or ``"baseline"``.
+    rank_decision : dict or None
+        How ``gram_rank`` was decided (Rust backend): the pivoted Cholesky
+        factorisation of the Gram matrix scaled to unit diagonal stops when
+        the largest remaining diagonal falls to ``cutoff = m * eps``;
+        ``last_pivot`` and ``next_pivot`` are the squared pivots on either
+        side of the cut (they track ``sigma_r**2`` and ``sigma_{r+1}**2`` of
+        the scaled flip-condition system). The rank steers the search only;
+        verdicts never depend on it being right.
+    candidates : int
+        Flip sets verified by the complete search under rigorous windows.
     """
 
     method: tuple = ()
@@ -79,6 +89,8 @@ class SearchStats:
     gram_rank: Optional[int] = None
     components: tuple = ()
     backend: str = "rust"
+    rank_decision: Optional[dict] = None
+    candidates: int = 0
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -108,11 +120,24 @@ class AbsorptionResult:
     subset : ndarray of int or None
         The flip set ``S``, sorted, when one was found.
     residual : float or None
-        ``||c W_down[:, S] W_up[S, :] + A||_F / ||A||_F`` for ``subset``,
-        computed in float64 on the original weights.
+        A rigorous upper bound on ``||c W_down[:, S] W_up[S, :] + A||_F /
+        ||A||_F`` for ``subset``, evaluated on the original weights: the
+        float64 value plus an a-priori bound on its rounding (Higham 2002,
+        ch. 3), or exact sums of every entry when that bound is too coarse
+        to settle the tolerance. "absorbable" means ``residual <= tolerance``.
     relaxation_distance : float or None
-        ``||Y||_F / ||A||_F``: no flip set (indeed no real weighting of the
-        neurons) gets relatively closer to ``-A`` than this.
+        ``||Y||_F / ||A||_F`` at the float64 least-squares solution of the
+        relaxation: the estimated distance from ``-A`` to the span of the
+        neurons' terms. It is an estimate (on ill-conditioned blocks float64
+        can be off), never more than the residual of a flip set that was
+        found; the proven bound is ``distance_bound``.
+    distance_bound : float or None
+        A proven lower bound on ``||A + c W_down[:, S] W_up[S, :]||_F /
+        ||A||_F`` over every flip set ``S``, from the best certificate
+        checked (0.0 when none proves anything). It holds in exact
+        arithmetic: the rounding of its own evaluation has been subtracted.
+    rounding_bound : float or None
+        That rounding allowance, relative to ``||A||_F``.
     certificate : ndarray, shape (d_out, d_in), or None
         ``Y``, when it proves that no flip set exists; re-check it with
         :func:`skipsearch.check_certificate`.
@@ -122,8 +147,10 @@ class AbsorptionResult:
         The neuron checks performed and their outcome.
     status : str
         ``"complete"``, ``"time_limit"``, ``"node_limit"``,
-        ``"verification_failed"``, ``"ill_conditioned"`` (float64 cannot
-        settle the question at this tolerance) or ``"overflow"``.
+        ``"ill_conditioned"`` (the rigorous windows of the complete search
+        are too wide to list the candidate flip sets), ``"unresolved"`` (a
+        candidate's residual cannot be placed on either side of the
+        tolerance, even with exact sums) or ``"overflow"``.
     stats : SearchStats
         Method path, nodes explored, seconds.
     block : SkipFreeBlock or None
@@ -139,6 +166,8 @@ class AbsorptionResult:
     subset: Optional[np.ndarray] = None
     residual: Optional[float] = None
     relaxation_distance: Optional[float] = None
+    distance_bound: Optional[float] = None
+    rounding_bound: Optional[float] = None
     certificate: Optional[np.ndarray] = field(default=None)
     tolerance: Optional[float] = None
     genericity: Optional[GenericityChecks] = None
@@ -158,6 +187,10 @@ class AbsorptionResult:
             rows.append(("residual", f"{self.residual:.3e}"))
         if self.relaxation_distance is not None:
             rows.append(("relaxation_distance", f"{self.relaxation_distance:.6g}"))
+        if self.distance_bound is not None:
+            rows.append(
+                ("distance_bound", f"{self.distance_bound:.6g} (rounding {self.rounding_bound:.2g})")
+            )
         if self.certificate is not None:
             rows.append(("certificate", f"Y, shape {self.certificate.shape}"))
         if self.tolerance is not None:

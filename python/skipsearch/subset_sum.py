@@ -37,6 +37,7 @@ from typing import Any, Optional
 import numpy as np
 
 from skipsearch import _core
+from skipsearch import rounding
 from skipsearch._validation import as_float_array, check_limit, check_threads, check_tol
 
 __all__ = ["SubsetSumResult", "subset_sum"]
@@ -591,6 +592,21 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
         residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
         return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
 
+    def verified(solution) -> Optional[bool]:
+        """Whether ||A x - b|| <= tol ||b|| holds exactly (None: unresolved)."""
+        ones = solution.astype(np.float64)[None, :]
+        lower, upper = rounding.residual_bounds(np.ones((n, 1)), A, -b[:, None], 1.0, ones)
+        if upper[0] <= tol:
+            return True
+        if lower[0] > tol:
+            return False
+        if k * n <= rounding.EXACT_TERMS:
+            within, _ = rounding.exact_within(
+                np.ones((n, 1)), A, -b[:, None], 1.0, np.flatnonzero(solution).tolist(), tol
+            )
+            return within
+        return None
+
     if raw["finding"] == "subset":
         solution = np.zeros(n, dtype=np.uint8)
         solution[np.asarray(raw["subset"], dtype=np.int64)] = 1
@@ -605,11 +621,18 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
     # relaxation): meet in the middle on a projection, complete within tol.
     remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
     left = None if node_limit is None else max(1, node_limit - nodes)
-    out = _core.meet_in_the_middle(A, b, tol * float(np.linalg.norm(b)), remaining, left, threads)
+    # The radius is rounded up: the search drops a subset only when its
+    # residual provably exceeds it, and what it returns is verified here.
+    radius = rounding.up(tol * rounding.norm_upper(b), 3)
+    out = _core.meet_in_the_middle(A, b, radius, remaining, left, threads)
     method += (f"meet in the middle (projection, n={n}, {out['memory_bytes'] >> 10} KiB)",)
     nodes += int(out["nodes"])
     base["memory_bytes"] = max(base["memory_bytes"], int(out["memory_bytes"]))
     if out["solution"] is not None:
-        return found(out["solution"])
+        solution = np.asarray(out["solution"], dtype=np.uint8)
+        if verified(solution):
+            return found(solution)
+        # A candidate at the edge of the tolerance: it may hide others.
+        return _done(start, status="unresolved", solution=None, nodes=nodes, method=method, **base)
     status = "infeasible" if out["stop"] is None else out["stop"]
     return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
