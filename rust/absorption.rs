@@ -635,6 +635,76 @@ mod tests {
     }
 
     #[test]
+    fn nearly_cancelling_pairs_do_not_hide_a_flip_set() {
+        // Issue 9, section 3: neurons 0/1 and 3/4 are pairs of size 2^18
+        // whose terms cancel to within about 1; S = {0, 1, 3, 4} gives
+        // exactly -I. The quick search's values are off by eps cond(G); the
+        // complete search on rigorous windows finds the set.
+        let w_up = Matrix::from_vec(
+            "W_up",
+            5,
+            2,
+            vec![
+                1.1864703425258147,
+                -0.5693311750340765,
+                1.1864741572230804,
+                -0.5693311750340765,
+                2.330385072097588,
+                -1.9877013545858648,
+                -1.234534875998037,
+                0.10557138210061971,
+                -1.234534875998037,
+                0.10556756740335409,
+            ],
+        )
+        .unwrap();
+        let big = 262144.0;
+        let w_down = Matrix::from_vec(
+            "W_down",
+            2,
+            5,
+            vec![
+                big, -big, 1169.587598834656, 0.0, 0.0, 0.0, 0.0, -973.5068253782067, -big, big,
+            ],
+        )
+        .unwrap();
+        let block = Block::new(w_up, w_down, None, Matrix::identity(2), 1.0).unwrap();
+        let options = Options::new(1.4901161193847656e-8, GenericityCheck::Proportional);
+        let out = decide(&block, &options, &AtomicBool::new(false)).unwrap();
+        assert_eq!(out.finding, Finding::Subset(vec![0, 1, 3, 4]));
+        assert!(out.residual.unwrap() <= 1.5e-8);
+    }
+
+    #[test]
+    fn float_certificate_that_rounding_swallows_is_refused() {
+        // Issue 9, section 4: W_down W_up = -I exactly in integers, with
+        // near-parallel neurons of size 8729. A float64 certificate claimed
+        // distance 0.707; its rigorous interval bound proves nothing, and
+        // the search finds the flip set.
+        let n = 8729.0;
+        let w_up = Matrix::from_vec(
+            "W_up",
+            4,
+            2,
+            vec![n, n + 1.0, n + 1.0, n + 2.0, n + 1.0, n, n + 2.0, n + 1.0],
+        )
+        .unwrap();
+        let w_down = Matrix::from_vec(
+            "W_down",
+            2,
+            4,
+            vec![0.0, 0.0, -(n + 1.0), n, -(n + 1.0), n, 0.0, 0.0],
+        )
+        .unwrap();
+        let block = Block::new(w_up, w_down, None, Matrix::identity(2), 1.0).unwrap();
+        let y = Matrix::from_vec("Y", 2, 2, vec![-0.49994273, 0.5, 0.5, -0.49994273]).unwrap();
+        assert_eq!(lower_bound(&block, &y), 0.0);
+        let out = run_default(&block, 1);
+        assert_eq!(out.finding, Finding::Subset(vec![0, 1, 2, 3]));
+        assert!(out.residual.unwrap() < 1e-12);
+    }
+
+    #[test]
     fn bad_options_are_errors() {
         let (block, _) = planted(2, 4, 1);
         let cancel = AtomicBool::new(false);
