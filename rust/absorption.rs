@@ -180,8 +180,13 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         .stack_size(16 << 20)
         .build()
         .map_err(|e| Error::ThreadPool(e.to_string()))?;
-    let (balanced, k_skip) = block.balanced();
+    let (balanced, k_skip, exact) = block.balanced();
     let mut outcome = pool.install(|| run(&balanced, options, cancel));
+    if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {
+        // The balanced block is not the user's: nothing it proves transfers.
+        outcome.finding = Finding::Inconclusive(Numerics::Overflow);
+        outcome.certificate = None;
+    }
     if let Some(y) = outcome.certificate.as_mut() {
         // Y is in the units of the balanced skip, 2^k_skip A.
         y.data_mut()
@@ -362,7 +367,16 @@ fn stages(
 
     // Complete search under rigorous windows.
     out.method.push("rigorous windows");
-    complete_search(block, &rhs, &factor, null.as_ref(), &comps, tol, budget, out)
+    complete_search(
+        block,
+        &rhs,
+        &factor,
+        null.as_ref(),
+        &comps,
+        tol,
+        budget,
+        out,
+    )
 }
 
 /// The complete search: rigorous windows, every allowed assignment of every
@@ -448,9 +462,8 @@ fn complete_search(
                 value: row.center(),
             }));
         }
-        if list.len() > 1 {
-            choices.push(list);
-        } else if !list[0].is_empty() {
+        // A single "0" choice adds nothing; "1" or both are recorded.
+        if list.len() > 1 || !list[0].is_empty() {
             choices.push(list);
         }
     }
@@ -664,7 +677,16 @@ mod tests {
             2,
             5,
             vec![
-                big, -big, 1169.587598834656, 0.0, 0.0, 0.0, 0.0, -973.5068253782067, -big, big,
+                big,
+                -big,
+                1169.587598834656,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                -973.5068253782067,
+                -big,
+                big,
             ],
         )
         .unwrap();

@@ -80,14 +80,16 @@ impl Block {
         self.w_up.rows()
     }
 
-    /// The same problem rescaled by powers of two, and the exponent `k`
-    /// with `A_balanced = 2^k A`. `W_up` and `b_up` are scaled so their
+    /// The same problem rescaled by powers of two, the exponent `k` with
+    /// `A_balanced = 2^k A`, and whether the rescaling was exact (it is not
+    /// only when a matrix spans more than float64's exponent range, so that
+    /// an entry under- or overflows). `W_up` and `b_up` are scaled so their
     /// largest entry is near 1, `W_down` inversely, then `W_down` and `A`
     /// together so the skip's largest entry is near 1. Powers of two are
     /// exact, so every relative residual and every genericity test is
     /// unchanged, while weights of any magnitude stay clear of under- and
     /// overflow in the Gram matrix.
-    pub fn balanced(&self) -> (Block, i32) {
+    pub fn balanced(&self) -> (Block, i32, bool) {
         let exponent = |x: f64| {
             if x > 0.0 && x.is_finite() {
                 x.log2().round() as i32
@@ -99,24 +101,23 @@ impl Block {
         let bias_max = self.b_up.as_deref().map_or(0.0, max_abs);
         let k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
         let k_skip = -exponent(max_abs(self.skip.data()));
-        let mut out = self.clone();
-        out.w_up
-            .data_mut()
-            .iter_mut()
-            .for_each(|x| *x = ldexp(*x, k_up));
-        if let Some(b) = out.b_up.as_mut() {
-            b.iter_mut().for_each(|x| *x = ldexp(*x, k_up));
-        }
         let k_down = k_skip - k_up;
-        out.w_down
-            .data_mut()
-            .iter_mut()
-            .for_each(|x| *x = ldexp(*x, k_down));
-        out.skip
-            .data_mut()
-            .iter_mut()
-            .for_each(|x| *x = ldexp(*x, k_skip));
-        (out, k_skip)
+        let mut out = self.clone();
+        let mut exact = true;
+        let mut scale = |v: &mut [f64], k: i32| {
+            for x in v.iter_mut() {
+                let y = ldexp(*x, k);
+                exact &= ldexp(y, -k) == *x;
+                *x = y;
+            }
+        };
+        scale(out.w_up.data_mut(), k_up);
+        if let Some(b) = out.b_up.as_mut() {
+            scale(b, k_up);
+        }
+        scale(out.w_down.data_mut(), k_down);
+        scale(out.skip.data_mut(), k_skip);
+        (out, k_skip, exact)
     }
 }
 

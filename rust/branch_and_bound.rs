@@ -142,7 +142,6 @@ pub fn search_component(
     Ok(Some(ones))
 }
 
-
 /// Every assignment of one component that the rigorous windows allow.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Enumeration {
@@ -262,7 +261,11 @@ impl Enumerator<'_, '_> {
         }
         for code in 0..1usize << both.len() {
             let mut set = ones.clone();
-            set.extend((0..both.len()).filter(|b| code >> b & 1 == 1).map(|b| both[b]));
+            set.extend(
+                (0..both.len())
+                    .filter(|b| code >> b & 1 == 1)
+                    .map(|b| both[b]),
+            );
             set.sort_unstable();
             self.found.push(set);
         }

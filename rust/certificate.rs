@@ -120,7 +120,12 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
 
     // <Y, A> and its a-priori error.
     let n = d_out * d_in;
-    let a_dot: f64 = ys.data().iter().zip(block.skip.data()).map(|(y, a)| y * a).sum();
+    let a_dot: f64 = ys
+        .data()
+        .iter()
+        .zip(block.skip.data())
+        .map(|(y, a)| y * a)
+        .sum();
     let a_mass: f64 = ys
         .data()
         .iter()

@@ -129,7 +129,13 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
             exact: false,
         };
     }
-    exact_bounds(block, subset, relative, all_finite.then_some((lower, upper)), estimate)
+    exact_bounds(
+        block,
+        subset,
+        relative,
+        all_finite.then_some((lower, upper)),
+        estimate,
+    )
 }
 
 /// Every entry of `E(1_S)` summed exactly with expansions.

@@ -34,7 +34,10 @@ use crate::matrix::{gemm, Matrix, View};
 use crate::rounding::{gamma, norm_upper, up, TINY};
 
 /// The largest `m * r` the windows are computed for (two `m x r` buffers).
-pub const MAX_ENTRIES: usize = 1 << 27;
+pub const MAX_ENTRIES: usize = 1 << 24;
+
+/// Rows of `G[:, B] W` per parallel GEMM block (each checks the limits).
+const GEMM_ROWS: usize = 128;
 
 /// One rigorous constraint: `own s_k + sum_f coef_f s_f` lies in `[lo, hi]`
 /// for every flip set within the tolerance.
@@ -111,16 +114,23 @@ pub fn windows(
         }
     }
     let mut g = vec![0.0; m * r];
-    gemm(
-        1.0,
-        View::rows_of(&gb, r, 0, m),
-        View::rows_of(&w, r, 0, r),
-        0.0,
-        &mut g,
-        r,
-    );
+    g.par_chunks_mut(GEMM_ROWS * r)
+        .enumerate()
+        .try_for_each(|(blk, out)| {
+            budget.check()?;
+            let j0 = blk * GEMM_ROWS;
+            let j1 = j0 + out.len() / r;
+            gemm(
+                1.0,
+                View::rows_of(&gb, r, j0, j1),
+                View::rows_of(&w, r, 0, r),
+                0.0,
+                out,
+                r,
+            );
+            Ok(())
+        })?;
     drop(gb);
-    budget.check()?;
 
     let c = block.flip_constant.abs();
     let v = block.w_down.transpose();
@@ -145,7 +155,10 @@ pub fn windows(
             let center: f64 = (0..r).map(|l| rhs[piv[l]] * col(l)).sum();
             let center_mass: f64 = (0..r).map(|l| (rhs[piv[l]] * col(l)).abs()).sum();
             let err_c = gamma(r + 2) * center_mass
-                + up((0..r).map(|l| col(l).abs() * err_h[piv[l]]).sum::<f64>(), r + 2);
+                + up(
+                    (0..r).map(|l| col(l).abs() * err_h[piv[l]]).sum::<f64>(),
+                    r + 2,
+                );
             // ||Y_k||^2 = w_k^T G w_k
             let q: f64 = (0..r).map(|l| col(l) * gk(piv[l])).sum();
             let q_mass: f64 = (0..r).map(|l| (col(l) * gk(piv[l])).abs()).sum();
@@ -158,8 +171,7 @@ pub fn windows(
             let radius = up(tol * a_up * y_up + sum_eps + err_c, 4);
             let neuron = piv[k];
             let own = gk(neuron);
-            let mut couplings: Vec<(usize, f64)> =
-                coupled[k].iter().map(|&f| (f, gk(f))).collect();
+            let mut couplings: Vec<(usize, f64)> = coupled[k].iter().map(|&f| (f, gk(f))).collect();
             couplings.sort_unstable_by_key(|&(f, _)| f);
             let mut is_kept = vec![false; m];
             is_kept[neuron] = true;
@@ -167,8 +179,8 @@ pub fn windows(
                 is_kept[f] = true;
             }
             let (mut lneg, mut lpos, mut mass) = (0.0f64, 0.0f64, 0.0f64);
-            for j in 0..m {
-                if !is_kept[j] {
+            for (j, &kept) in is_kept.iter().enumerate() {
+                if !kept {
                     let x = gk(j);
                     if x < 0.0 {
                         lneg += x;
