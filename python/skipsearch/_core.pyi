@@ -24,11 +24,17 @@ def search_flip_set(
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
     Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
-    ``"stopped"``, ``"verification_failed"``), ``subset``, ``evidence``,
-    ``conflict``, ``stop``, ``residual``, ``relaxation_distance``,
-    ``certificate``, ``genericity``, ``rank``, ``components``, ``nodes``,
-    ``method`` and ``seconds``. Raises ``ValueError`` on bad shapes or
-    options and ``KeyboardInterrupt`` on Ctrl-C.
+    ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``,
+    ``conflict``, ``stop``, ``numerics`` (``"overflow"``,
+    ``"ill_conditioned"``, ``"unresolved"``), ``residual`` and
+    ``residual_lower`` (a rigorous bracket on the subset's relative
+    residual), ``residual_exact``, ``relaxation_distance``,
+    ``distance_bound`` and ``rounding_bound`` (the best certificate's proven
+    bound and its rounding allowance), ``certificate``, ``genericity``,
+    ``rank``, ``rank_decision`` (``last_pivot``, ``next_pivot``, ``cutoff``),
+    ``components``, ``candidates``, ``nodes``, ``method`` and ``seconds``.
+    Raises ``ValueError`` on bad shapes or options and ``KeyboardInterrupt``
+    on Ctrl-C.
     """
 
 def enumerate_bounded(
@@ -85,7 +91,10 @@ def meet_in_the_middle(
 ) -> dict[str, Any]:
     """``x`` in ``{0,1}^n`` with ``||a @ x - b||_2 <= radius`` (float ``a``
     of shape ``(k, n)``, ``n <= 44``), by meeting in the middle on a
-    projection with a window. Returns ``solution`` (uint8 array, or None),
-    ``stop`` (None when the search was complete, so a None solution proves
-    that none exists), ``nodes``, ``memory_bytes`` and ``seconds``.
+    projection with a rigorous window. A subset is dropped only when its
+    residual provably exceeds ``radius``, so a returned ``solution`` may lie
+    just outside it by rounding (verify it). Returns ``solution`` (uint8
+    array, or None), ``stop`` (None when the search was complete, so a None
+    solution proves that none exists), ``nodes``, ``memory_bytes`` and
+    ``seconds``.
     """
