@@ -17,7 +17,10 @@ model is scanned through a :class:`skipsearch.Layout` (the generic mapping).
 Tensors are read one block at a time from single or sharded safetensors
 files (:class:`skipsearch.checkpoints.Checkpoint`). Blocks that share their
 weights (tied layers) are decided once and reported once, with the names of
-the blocks that share them.
+the blocks that share them. FP8 weights with a ``weight_scale_inv`` or
+``weight_scale`` beside them are dequantized as their format defines; every
+other quantized format is refused, never decided on its codes
+(:mod:`skipsearch.quantization`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,14 @@ from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
 from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, NARROW_TOL, Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, NORM_SCOPES, Layout, config_activation, supported_model_types
+from skipsearch.quantization import (
+    SCALE_NAMES,
+    Quantization,
+    config_quantization,
+    dequantize,
+    refuse_other_formats,
+    scale_layout,
+)
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
@@ -117,6 +128,11 @@ class CheckpointInfo:
         The safetensors dtype of the first ``W_up`` (``"F32"``, ``"BF16"``, ...).
     blocks : tuple of str
         The block names, e.g. ``"bert.encoder.layer.0"``.
+    quantization : str or None
+        How quantized FFN weights are dequantized, e.g. ``"F8_E4M3 x
+        weight_scale_inv, blocks of 128 x 128"``; None when they are not
+        quantized. Other quantized formats are refused (see
+        :mod:`skipsearch.quantization`).
     """
 
     path: Path
@@ -133,9 +149,11 @@ class CheckpointInfo:
     norm: Optional[str]
     dtype: str
     blocks: tuple
+    quantization: Optional[str] = None
     _blocks: tuple = field(default=(), repr=False, compare=False)
     _act: Optional[Activation] = field(default=None, repr=False, compare=False)
     _transpose: bool = field(default=False, repr=False, compare=False)
+    _quant: Optional[Quantization] = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -369,6 +387,11 @@ def _inspect(
         pass
     where = str(ckpt.config_path or ckpt.root)
     config = ckpt.config
+    # Quantized weights are codes: refuse every format that cannot be
+    # dequantized exactly, before the layout is even looked for (GPTQ and
+    # AWQ checkpoints have no .weight tensors to find).
+    quant = config_quantization(config, where, CheckpointError)
+    refuse_other_formats(ckpt.keys(), str(ckpt.root), CheckpointError)
     model_type = config.get("model_type")
     if layout is not None:
         given = activation if activation is not None else layout.activation
@@ -439,7 +462,11 @@ def _inspect(
     def expect(shape):
         return shape[::-1] if transpose else shape
 
+    schemes = set()
     for b in blocks:
+        for key in (b.up, b.down, b.gate):
+            if key is not None:
+                schemes.add(_check_quantized(ckpt, key, quant, where))
         _check_tensor(ckpt, b.up, expect((m, d)), sizes)
         _check_tensor(ckpt, b.down, expect((d, m)), sizes)
         if b.gate is not None:
@@ -466,9 +493,11 @@ def _inspect(
         norm=norm,
         dtype=ckpt.dtype(blocks[0].up),
         blocks=tuple(b.name for b in blocks),
+        quantization="; ".join(sorted(schemes - {None})) or None,
         _blocks=tuple(blocks),
         _act=None if _is_registered(act) else act,
         _transpose=transpose,
+        _quant=quant,
     )
     return info, ckpt
 
@@ -480,6 +509,68 @@ def _is_registered(act: Activation) -> bool:
         return get_activation(act.name) == act
     except (ValueError, TypeError):
         return False
+
+
+_FP8 = ("F8_E4M3", "F8_E5M2")
+
+
+def _beside(ckpt: Checkpoint, key: str, name: str) -> Optional[str]:
+    """``<module>.<name>`` for ``key = <module>.weight``, when the checkpoint has it."""
+    if not key.endswith("weight"):
+        return None
+    other = key[: -len("weight")] + name
+    return other if other in ckpt else None
+
+
+def _scale_key(ckpt: Checkpoint, key: str) -> Optional[str]:
+    return next((k for k in (_beside(ckpt, key, n) for n in SCALE_NAMES) if k), None)
+
+
+def _check_quantized(ckpt: Checkpoint, key: str, quant: Optional[Quantization], where: str) -> Optional[str]:
+    """Check that a projection weight is either plain or FP8 with a scale
+    skipsearch applies exactly; return how it is dequantized (None: plain)."""
+    dtype = ckpt.dtype(key)
+    scale = _scale_key(ckpt, key)
+    zero_point = _beside(ckpt, key, "weight_zero_point")
+    if zero_point is not None and np.any(ckpt.get(zero_point) != 0):
+        raise CheckpointError(
+            f"{key} has a nonzero {zero_point} (asymmetric quantization), which skipsearch does "
+            "not dequantize; it decides only real weights: dequantize the checkpoint first"
+        )
+    if scale is None:
+        if quant is not None and dtype in _FP8:
+            raise CheckpointError(
+                f"{where} declares quantization ({quant.method}) but {key} ({dtype}) has no "
+                f"{' or '.join(SCALE_NAMES)} beside it, so its values are codes whose scale is "
+                "unknown; skipsearch never decides on codes"
+            )
+        return None
+    if dtype not in _FP8:
+        raise CheckpointError(
+            f"{key} is stored as {dtype} with {scale} beside it: skipsearch dequantizes only "
+            "float8 (F8_E4M3, F8_E5M2) weights with their scales, not integer-quantized ones or "
+            "a scale beside a weight of another dtype; dequantize the checkpoint first"
+        )
+    scale_dtype = ckpt.dtype(scale)
+    if scale_dtype not in FLOAT_DTYPES:
+        raise CheckpointError(f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(FLOAT_DTYPES)})")
+    kind, block = scale_layout(
+        ckpt.shape(key), ckpt.shape(scale), None if quant is None else quant.block, f"{scale}",
+        CheckpointError,
+    )
+    how = {"tensor": "per tensor", "channel": "per output channel"}.get(kind)
+    how = how or f"blocks of {block[0]} x {block[1]}"
+    return f"{dtype} x {scale.rsplit('.', 1)[-1]}, {how}"
+
+
+def _read_weight(ckpt: Checkpoint, key: str, quant: Optional[Quantization]) -> np.ndarray:
+    """A projection weight as stored (``(out, in)`` for Linear), dequantized
+    with its scale when it has one (float64 then)."""
+    scale = _scale_key(ckpt, key)
+    if scale is None:
+        return ckpt.get(key)
+    block = None if quant is None else quant.block
+    return dequantize(ckpt.get(key), ckpt.get(scale), block, scale, CheckpointError)
 
 
 def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple, sizes: str) -> None:
@@ -668,7 +759,11 @@ def scan(
         ``model_type`` without a layout, an unknown activation (the message
         lists the known ones), missing tensors, shapes that disagree with
         the config, an ambiguous transposed layout, non-float tensors or
-        NaN/Inf in the weights. Paths, configs, tensor names, shapes and
+        NaN/Inf in the weights; a quantized checkpoint that cannot be
+        dequantized exactly (GPTQ, AWQ, bitsandbytes, packed or integer
+        compressed-tensors, any ``quantization_config.quant_method`` but FP8,
+        FP8 weights without their scale, a scale that does not fit its
+        weight), with the format named. Paths, configs, tensor names, shapes and
         dtypes of all checkpoints are checked before any block is decided;
         NaN/Inf when a block is read.
     ModuleNotFoundError
@@ -794,10 +889,11 @@ def scan(
 
 def _read_block(info: CheckpointInfo, ckpt: Checkpoint, block: _Block) -> dict:
     """The block's tensors as float arrays in ``torch.nn.Linear`` layout
-    (``W_up`` of shape ``(m, d)``); absent ones are None."""
+    (``W_up`` of shape ``(m, d)``), FP8 weights dequantized with their
+    scales; absent ones are None."""
     out = {}
     for name, key in (("W_up", block.up), ("W_down", block.down), ("W_gate", block.gate)):
-        array = None if key is None else ckpt.get(key)
+        array = None if key is None else _read_weight(ckpt, key, info._quant)
         out[name] = array.T.copy() if info._transpose and array is not None else array
     for name, key in (("b_up", block.b_up), ("b_down", block.b_down), ("b_gate", block.b_gate)):
         out[name] = None if key is None else ckpt.get(key)

@@ -24,6 +24,7 @@ import numpy as np
 from skipsearch._validation import reject_masked
 from skipsearch.absorption import MLPBlock
 from skipsearch.checkpoints import NARROW_TOL
+from skipsearch.quantization import SCALE_NAMES, dequantize
 from skipsearch.activations import Activation, get_activation
 
 __all__ = ["BF16_TOL", "from_torch", "load_state_dict"]
@@ -209,10 +210,108 @@ def _override(activation: Union[str, Activation], gated: bool, where: str):
 
 
 class _Widened:
-    """Records whether any tensor had to be widened from bfloat16/float8."""
+    """Records which W_up/W_down dtypes were widened from bfloat16/float8
+    (``dtypes``) or dequantized with their scales (``dequantized``): the
+    default tolerance then no longer follows the stored precision."""
 
     def __init__(self) -> None:
         self.dtypes: set = set()
+        self.dequantized: set = set()
+
+
+def _stored_tol(dtypes) -> float:
+    """sqrt(eps) of the coarsest of the stored dtypes (torch names)."""
+    tols = [
+        NARROW_TOL["F8_E5M2"] if d.startswith("float8_e5m2")
+        else NARROW_TOL["F8_E4M3"] if d.startswith("float8")
+        else BF16_TOL
+        for d in dtypes
+    ]
+    return max(tols, default=BF16_TOL)
+
+
+def _dtype_name(t: Any) -> str:
+    return str(getattr(t, "dtype", "")).replace("torch.", "")
+
+
+#: bitsandbytes module and parameter classes.
+_BNB_CLASSES = ("Linear4bit", "LinearNF4", "LinearFP4", "Linear8bitLt", "Params4bit", "Int8Params")
+
+
+def _refuse_quantized(mod: Any, where: str) -> None:
+    """Raise ``ValueError`` naming the format for a quantized layer that
+    skipsearch does not dequantize (everything but FP8 with its scales)."""
+    cls = type(mod).__name__
+    weight = getattr(mod, "weight", None)
+    wcls = type(weight).__name__
+    hint = "skipsearch decides only real weights: dequantize the layer first (or use the unquantized model)"
+    if hasattr(mod, "qweight"):
+        name = "AWQ" if ("WQLinear" in cls or "AWQ" in cls.upper()) else "GPTQ" if (
+            "GPTQ" in cls.upper() or "QuantLinear" in cls or "Marlin" in cls or "Exllama" in cls
+        ) else "GPTQ or AWQ"
+        raise ValueError(
+            f"{where}: {cls} is a {name}-quantized layer (packed qweight, qzeros, scales), which "
+            f"skipsearch cannot dequantize; {hint}"
+        )
+    if cls in _BNB_CLASSES or wcls in _BNB_CLASSES or any(
+        hasattr(x, a) for x in (mod, weight) for a in ("quant_state", "SCB")
+    ):
+        raise ValueError(
+            f"{where}: {cls} holds a bitsandbytes-quantized weight ({wcls}), which skipsearch "
+            f"cannot dequantize; {hint}"
+        )
+    if hasattr(mod, "weight_packed"):
+        raise ValueError(
+            f"{where}: {cls} holds a compressed-tensors packed integer weight (weight_packed), "
+            f"which skipsearch cannot dequantize; {hint}"
+        )
+    if "Quantized" in wcls or wcls in ("QBytesTensor", "WeightQBytesTensor", "QTensor", "Float8Tensor"):
+        raise ValueError(
+            f"{where}: the weight is a quantized tensor ({wcls}, e.g. torchao or Quanto), which "
+            f"skipsearch cannot dequantize; {hint}"
+        )
+    if _dtype_name(weight).startswith(("qint", "quint")):
+        raise ValueError(
+            f"{where}: the weight is a torch quantized tensor ({_dtype_name(weight)}), which "
+            f"skipsearch cannot dequantize; {hint}"
+        )
+    zero_point = getattr(mod, "weight_zero_point", None)
+    if zero_point is not None and np.any(_to_numpy(zero_point, f"{where}.weight_zero_point") != 0):
+        raise ValueError(
+            f"{where}: {cls} has a nonzero weight_zero_point (asymmetric quantization), which "
+            f"skipsearch does not dequantize; {hint}"
+        )
+
+
+def _block_size(mod: Any) -> Optional[tuple]:
+    """The block size of block-wise scales, when the layer states it
+    (Hugging Face FP8Linear ``block_size``, compressed-tensors
+    ``quantization_scheme.weights.block_structure``)."""
+    for path in ("block_size", "weight_block_size", "quantization_scheme.weights.block_structure"):
+        value = _get(mod, path)
+        if value is not None:
+            try:
+                return tuple(int(v) for v in value)
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _dequantized(mod: Any, W: np.ndarray, dtype: str, where: str) -> Optional[np.ndarray]:
+    """The layer's weight dequantized with its ``weight_scale_inv`` or
+    ``weight_scale``, or None when it has no scale."""
+    name = next((a for a in SCALE_NAMES if getattr(mod, a, None) is not None), None)
+    if name is None:
+        return None
+    if not dtype.startswith("float8"):
+        raise ValueError(
+            f"{where}: {type(mod).__name__} has a {name} beside a {dtype or W.dtype} weight; "
+            "skipsearch dequantizes only float8 weights with their scales (an integer weight is "
+            "a quantized format it does not read, and a float weight may already be "
+            "dequantized): dequantize the layer first"
+        )
+    scale = _to_numpy(getattr(mod, name), f"{where}.{name}")
+    return dequantize(W, scale, _block_size(mod), f"{where}.{name}")
 
 
 def _to_numpy(
@@ -262,26 +361,41 @@ def _to_numpy(
     return arr
 
 
-def _linear(mod: Any, where: str, widened: _Widened) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def _linear(
+    mod: Any, where: str, widened: _Widened, flip: bool = True
+) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Weight ``(out, in)`` and bias ``(out,)`` (or None) of a Linear-like module.
 
     A transformers ``Conv1D`` (GPT-2) stores its weight as ``(in, out)``; it
-    is transposed.
+    is transposed. An FP8 weight with a ``weight_scale_inv`` or
+    ``weight_scale`` is dequantized (float64); other quantized layers are
+    refused. ``flip``: the weight is in the flip condition (W_up, W_down),
+    so its widening matters to the default tolerance.
     """
+    if mod is not None:
+        _refuse_quantized(mod, where)
     if mod is None or not hasattr(mod, "weight"):
         raise TypeError(
             f"{where}: expected a Linear-like module with a .weight, got {type(mod).__name__}"
         )
-    W = _to_numpy(mod.weight, f"{where}.weight", widened)
+    dtype = _dtype_name(mod.weight)
+    this = _Widened()
+    W = _to_numpy(mod.weight, f"{where}.weight", this)
     if W is None or W.ndim != 2:
         shape = None if W is None else W.shape
         raise ValueError(
             f"{where}: expected a 2-D weight (Linear: (out_features, in_features)), got "
             f"{type(mod).__name__} with weight shape {shape}"
         )
+    scaled = _dequantized(mod, W, dtype or str(W.dtype), where)
+    if scaled is not None:
+        W, this.dequantized, this.dtypes = scaled, {dtype}, set()
+    if flip:
+        widened.dtypes |= this.dtypes
+        widened.dequantized |= this.dequantized
     if type(mod).__name__ == "Conv1D":
         W = np.ascontiguousarray(W.T)
-    b = _to_numpy(getattr(mod, "bias", None), f"{where}.bias", widened)
+    b = _to_numpy(getattr(mod, "bias", None), f"{where}.bias")
     if b is not None and b.shape != (W.shape[0],):
         raise ValueError(
             f"{where}: bias has shape {b.shape}, expected ({W.shape[0]},) for a weight of "
@@ -383,6 +497,10 @@ def _from_sequential(module: Any, where: str, activation, widened: _Widened) -> 
 
     flatten(module, where)
     kept = [(name, mod) for name, mod in items if not _ignored(mod)]
+    for name, mod in kept:
+        # GPTQ/AWQ layers have no .weight and would not count as Linear:
+        # name their format rather than miscount the layers.
+        _refuse_quantized(mod, name)
     linear = [k for k, (_, mod) in enumerate(kept) if _is_linear(mod)]
     layers = ", ".join(f"{name} {type(mod).__name__}" for name, mod in kept) or "none"
     if len(linear) != 2:
@@ -423,7 +541,7 @@ def _from_layout(module: Any, layout, where: str, activation, widened: _Widened)
     W_down, b_down = _linear(_get(module, down), f"{where}.{down}", widened)
     W_gate = None
     if gate is not None:
-        W_gate, b_gate = _linear(_get(module, gate), f"{where}.{gate}", widened)
+        W_gate, b_gate = _linear(_get(module, gate), f"{where}.{gate}", widened, flip=False)
         if b_gate is not None and np.any(b_gate != 0):
             raise ValueError(
                 f"{where}.{gate} has a nonzero bias, which MLPBlock cannot hold: the gated block "
@@ -516,7 +634,12 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         d_out``; replace it with ``dataclasses.replace`` otherwise). The
         arrays are fresh numpy copies that share no memory with the module,
         which is never modified. float16, float32 and float64 weights keep
-        their dtype; bfloat16 and float8 weights are widened to float32.
+        their dtype; bfloat16 and float8 weights are widened to float32. A
+        float8 weight with a ``weight_scale_inv`` or ``weight_scale`` beside
+        it (Hugging Face ``FP8Linear``, DeepSeek-V3, compressed-tensors,
+        FBGEMM FP8) is dequantized as its format defines, per tensor, per
+        output channel or in blocks (``block_size``, default 128 x 128), to
+        float64 (see :mod:`skipsearch.quantization`).
 
     Raises
     ------
@@ -527,7 +650,11 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         are named); an unsupported activation module (the message lists the
         supported ones and suggests ``activation=``); a nonzero gate bias;
         an override that is gated for an ungated layout or the reverse; an
-        unknown activation name.
+        unknown activation name; a quantized layer other than FP8 with its
+        scale (GPTQ, AWQ, bitsandbytes, compressed-tensors packed weights,
+        torchao or Quanto tensors, torch quantized tensors, nonzero zero
+        points, a scale beside an integer or non-float8 weight), named in
+        the message; a scale whose shape does not fit its weight.
     TypeError
         ``module`` is None or not a module; a layer without a ``.weight``;
         a weight that cannot be converted to a real numeric numpy array; an
@@ -536,10 +663,12 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
     Warns
     -----
     UserWarning
-        When bfloat16 or float8 weights were widened to float32: the default
-        tolerance of :func:`~skipsearch.find_absorbing_subset` then follows
-        float32, while the stored precision calls for ``tol=BF16_TOL``
-        (``sqrt(2**-7)``, about 0.088) for bfloat16.
+        When bfloat16 or float8 ``W_up``/``W_down`` weights were widened to
+        float32 (or FP8 ones dequantized to float64): the default tolerance
+        of :func:`~skipsearch.find_absorbing_subset` then follows float32
+        (float64), while the stored precision calls for ``tol=BF16_TOL``
+        (``sqrt(2**-7)``, about 0.088) for bfloat16 and 0.35 for float8
+        E4M3; the message gives the value.
 
     Notes
     -----
@@ -587,14 +716,20 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         )
     widened = _Widened()
     block = _dispatch(module, type(module).__name__, activation, widened, depth=0)
-    if widened.dtypes:
-        warnings.warn(
-            f"{type(module).__name__}: {', '.join(sorted(widened.dtypes))} weights were widened "
-            "to float32, so find_absorbing_subset's default tolerance follows float32; pass "
-            f"tol={BF16_TOL:.3g} (sqrt of the bfloat16 epsilon) to match the stored precision",
-            UserWarning,
-            stacklevel=2,
-        )
+    for dtypes, what, wide in (
+        (widened.dtypes, "widened to float32", "float32"),
+        (widened.dequantized, "dequantized with their scales to float64", "float64"),
+    ):
+        if dtypes:
+            coarsest = max(dtypes, key=lambda d: _stored_tol([d]))
+            warnings.warn(
+                f"{type(module).__name__}: {', '.join(sorted(dtypes))} weights were {what}, so "
+                f"find_absorbing_subset's default tolerance follows {wide}; pass "
+                f"tol={_stored_tol(dtypes):.3g} (sqrt of the {coarsest} epsilon) to match the "
+                "stored precision",
+                UserWarning,
+                stacklevel=2,
+            )
     return block
 
 
@@ -646,6 +781,10 @@ def load_state_dict(path: Union[str, "os.PathLike[str]"]) -> dict[str, np.ndarra
         dotted keys; entries that are not tensors (numbers, strings, lists)
         are left out. float16, bfloat16 and float8 tensors are widened to
         float32 exactly; other dtypes (bool and integer buffers included) are kept.
+        Quantized tensors come back as stored, codes and scales side by
+        side (e.g. ``...weight`` and ``...weight_scale_inv``): dequantize
+        them before deciding (:func:`skipsearch.quantization.dequantize`),
+        or use :func:`skipsearch.scan`, which does.
         Weight names follow the checkpoint,
         e.g. ``model.layers.0.mlp.up_proj.weight`` of shape ``(m, d_in)``.
 
