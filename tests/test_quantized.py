@@ -100,11 +100,26 @@ def planted_layers(rng, scheme):
             elif scheme == "channel":
                 s_up[:D] = 0.25
                 s_down[:] = 0.5
-        W_up = up * (expand(s_up, up.shape, (2, 2)) if scheme == "block" else s_up.reshape(-1, 1) if scheme == "channel" else s_up)
-        W_down = down * (expand(s_down, down.shape, (2, 2)) if scheme == "block" else s_down.reshape(-1, 1) if scheme == "channel" else s_down)
-        layers.append(dict(up=up, down=down, s_up=s_up.astype(np.float32), s_down=s_down.astype(np.float32),
-                           W_up=W_up, W_down=W_down))
+        layers.append(
+            dict(
+                up=up,
+                down=down,
+                s_up=s_up.astype(np.float32),
+                s_down=s_down.astype(np.float32),
+                W_up=reference(up, s_up, scheme),
+                W_down=reference(down, s_down, scheme),
+            )
+        )
     return layers
+
+
+def reference(codes, scale, scheme):
+    """The dequantized weight, computed entry by entry in float64."""
+    if scheme == "block":
+        return codes * expand(scale, codes.shape, (2, 2))
+    if scheme == "channel":
+        return codes * scale.reshape(-1, 1)
+    return codes * float(scale.reshape(-1)[0])
 
 
 def write_fp8_bert(directory, layers, scale_name, quantization_config=None, extra=None):

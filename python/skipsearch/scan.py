@@ -526,7 +526,9 @@ def _scale_key(ckpt: Checkpoint, key: str) -> Optional[str]:
     return next((k for k in (_beside(ckpt, key, n) for n in SCALE_NAMES) if k), None)
 
 
-def _check_quantized(ckpt: Checkpoint, key: str, quant: Optional[Quantization], where: str) -> Optional[str]:
+def _check_quantized(
+    ckpt: Checkpoint, key: str, quant: Optional[Quantization], where: str
+) -> Optional[str]:
     """Check that a projection weight is either plain or FP8 with a scale
     skipsearch applies exactly; return how it is dequantized (None: plain)."""
     dtype = ckpt.dtype(key)
@@ -553,7 +555,9 @@ def _check_quantized(ckpt: Checkpoint, key: str, quant: Optional[Quantization], 
         )
     scale_dtype = ckpt.dtype(scale)
     if scale_dtype not in FLOAT_DTYPES:
-        raise CheckpointError(f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(FLOAT_DTYPES)})")
+        raise CheckpointError(
+            f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(FLOAT_DTYPES)})"
+        )
     kind, block = scale_layout(
         ckpt.shape(key), ckpt.shape(scale), None if quant is None else quant.block, f"{scale}",
         CheckpointError,
