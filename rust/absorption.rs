@@ -131,8 +131,9 @@ pub struct Outcome {
     /// Rigorous lower bound on it, and whether it was summed exactly.
     pub residual_lower: Option<f64>,
     pub residual_exact: bool,
-    /// `||Y||_F / ||A||_F` at the float64 least-squares solution; clamped
-    /// to the residual of a verified flip set, which it can never exceed.
+    /// `||Y||_F / ||A||_F` at the least-squares solution, as its own
+    /// certificate proves it (see [`confirmed_distance`]): a lower bound on
+    /// every flip set's residual; `None` when float64 cannot resolve it.
     pub relaxation_distance: Option<f64>,
     /// The best rigorous lower bound on every flip set's relative residual
     /// proved by a certificate (0 when none proves anything).
@@ -220,16 +221,21 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         Ok(finding) => finding,
         Err(stop) => Finding::Stopped(stop),
     };
-    if let (Finding::Subset(_), Some(r), Some(d)) =
-        (&out.finding, out.residual, out.relaxation_distance)
-    {
-        // The least-squares distance is at most any flip set's residual;
-        // float64 can overshoot it on ill-conditioned blocks.
-        out.relaxation_distance = Some(d.min(r));
-    }
     out.nodes = budget.nodes();
     out.seconds = budget.seconds();
     out
+}
+
+/// The relaxation distance as reported: the rigorous bound proved by the
+/// relaxation's own residual `Y`, when it confirms the float64 estimate to
+/// 1e-6 relative (or the estimate is within the tolerance, where the bound,
+/// often 0, is all that holds); `None` when float64 cannot resolve it. So it
+/// never exceeds the residual of any flip set.
+pub fn confirmed_distance(estimate: f64, bound: f64, tol: f64) -> Option<f64> {
+    if !estimate.is_finite() {
+        return None;
+    }
+    (bound >= estimate * (1.0 - 1e-6) || estimate <= tol).then_some(bound.min(estimate))
 }
 
 /// Verify `subset` rigorously and record its residual bracket; `Some(true)`
@@ -304,10 +310,10 @@ fn stages(
         cert = trial_cert;
         inner = inner_products(block, &cert.y);
     }
-    out.relaxation_distance = Some(cert.distance);
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
     let relaxed = interval_bound(block, &cert.y, Some(&inner));
+    out.relaxation_distance = confirmed_distance(cert.distance, relaxed.bound, tol);
     let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
     let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
     let (best, best_y) = if skip_cert.bound > relaxed.bound {

@@ -16,8 +16,14 @@ pub struct Block {
     pub b_up: Option<Vec<f64>>,
     /// The skip matrix `A`, shape `(d_out, d_in)`.
     pub skip: Matrix,
-    /// The flip constant `c` of the activation: `act(z) - act(-z) = c z`.
+    /// The flip constant `c` of the activation: `act(z) - act(-z) = c z`,
+    /// rounded to float64.
     pub flip_constant: f64,
+    /// Its rounding error: the exact constant is `flip_constant +
+    /// flip_constant_lo` (LeakyReLU's `1 + slope` is rarely a float64).
+    /// The rigorous bounds count `flip_constant` as one more rounding; the
+    /// exact sums use both parts.
+    pub flip_constant_lo: f64,
 }
 
 fn shape(rows: usize, cols: usize) -> String {
@@ -72,7 +78,24 @@ impl Block {
             b_up,
             skip,
             flip_constant,
+            flip_constant_lo: 0.0,
         })
+    }
+
+    /// Set the rounding error of the flip constant (see the field); it must
+    /// be below one unit in the last place of the constant.
+    pub fn with_flip_constant_lo(mut self, lo: f64) -> Result<Self, Error> {
+        if !(lo.is_finite() && lo.abs() <= self.flip_constant.abs() * f64::EPSILON) {
+            return Err(Error::InvalidOption {
+                option: "flip_constant_lo",
+                message: format!(
+                    "must be the rounding error of the flip constant {} (at most one ulp), got {lo}",
+                    self.flip_constant
+                ),
+            });
+        }
+        self.flip_constant_lo = lo;
+        Ok(self)
     }
 
     /// Hidden width `m`.

@@ -133,9 +133,10 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
         .map(|(y, a)| (y * a).abs())
         .sum();
     let err_a = up(gamma(n + 1) * a_mass, 2) + n as f64 * TINY;
-    // Each <Y, R_i>: |error| <= gamma(d_in + d_out + 3) |c| |v_i|^T |Y| |u_i|,
+    // Each <Y, R_i>: |error| <= gamma(d_in + d_out + 5) |c| |v_i|^T |Y| |u_i|
+    // (two of the roundings for the flip constant's own),
     // and |v_i|^T |Y| |u_i| <= ||v_i|| ||Y||_F ||u_i|| (Cauchy-Schwarz).
-    let gi = gamma(d_in + d_out + 3);
+    let gi = gamma(d_in + d_out + 5);
     let c = block.flip_constant.abs();
     let err_g: f64 = (0..m)
         .into_par_iter()
@@ -194,11 +195,11 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
                     acc.add_product3(v, ys.get(p, q), u);
                 }
             }
-            if c == 1.0 {
-                acc
-            } else {
-                acc.scaled(c)
+            let mut out = if c == 1.0 { acc.clone() } else { acc.scaled(c) };
+            if block.flip_constant_lo != 0.0 {
+                out.add_expansion(&acc.scaled(block.flip_constant_lo));
             }
+            out
         })
         .collect();
     let mut lo = Expansion::new();

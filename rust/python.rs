@@ -129,7 +129,7 @@ fn run_on_pool<T: Send>(
 
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None))]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0))]
 #[allow(clippy::too_many_arguments)]
 fn search_flip_set<'py>(
     py: Python<'py>,
@@ -143,8 +143,11 @@ fn search_flip_set<'py>(
     time_limit: Option<f64>,
     node_limit: Option<u64>,
     threads: Option<usize>,
+    flip_constant_lo: f64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?;
+    let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?
+        .with_flip_constant_lo(flip_constant_lo)
+        .map_err(to_py_err)?;
     let mut options = Options::new(tol, parse_check(check)?);
     if let Some(t) = time_limit {
         if !(t.is_finite() && t >= 0.0) {
@@ -388,7 +391,7 @@ fn feasibility_jump<'py>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 3;
+const CORE_ABI: u32 = 4;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

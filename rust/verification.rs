@@ -107,7 +107,8 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
     let e = flip_residual_with(block, &weights, false);
     let mag = flip_residual_with(block, &weights, true);
     // Each entry: |S| products with c (two roundings each) and |S| + 1 sums.
-    let g = gamma(2 * subset.len() + 4);
+    // One more for the flip constant's own rounding.
+    let g = gamma(2 * subset.len() + 6);
     let err: Vec<f64> = mag
         .data()
         .iter()
@@ -148,6 +149,7 @@ fn exact_bounds(
 ) -> ResidualBounds {
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;
+    let c_lo = block.flip_constant_lo;
     let entries: Vec<(f64, f64, bool)> = (0..d_out * d_in)
         .into_par_iter()
         .map(|k| {
@@ -161,6 +163,9 @@ fn exact_bounds(
                     acc.add_product(v, u);
                 } else {
                     acc.add_product3(c, v, u);
+                }
+                if c_lo != 0.0 {
+                    acc.add_product3(c_lo, v, u);
                 }
             }
             (acc.abs_lower(), acc.abs_upper(), acc.is_finite())

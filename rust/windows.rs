@@ -139,7 +139,9 @@ pub fn windows(
         .collect();
     let n_sum = up(n.iter().sum::<f64>(), m + 1);
     let a_up = norm_upper(block.skip.data());
-    let dd = d_in + d_out + 4;
+    // The Gram entries carry c^2 and h carries c: with the flip constant's
+    // own rounding, four more.
+    let dd = d_in + d_out + 8;
     let err_h: Vec<f64> = n
         .iter()
         .map(|&nl| gamma(dd) * up(nl * a_up, 1) + dd as f64 * TINY)

@@ -20,8 +20,12 @@ def search_flip_set(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    flip_constant_lo: float = 0.0,
 ) -> dict[str, Any]:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
+
+    ``flip_constant_lo`` is the rounding error of ``flip_constant`` (the
+    exact ``c`` is their sum), at most one ulp of it.
 
     Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
     ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``,

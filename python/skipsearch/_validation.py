@@ -75,14 +75,17 @@ def reject_masked(name: str, value: Any) -> None:
         )
 
 
-def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.ndarray, float]:
+def as_float_array(
+    name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
+) -> tuple[np.ndarray, float]:
     """Return a fresh C-contiguous float64 copy of ``value`` and its epsilon.
 
     Integer, bool-free real and reduced-precision float inputs are widened;
     complex and non-numeric inputs, and masked values anywhere (a masked
     array, or masked arrays inside lists, tuples or object arrays), raise
-    ``TypeError``; wrong dimensionality, NaN or Inf raise ``ValueError``.
-    The caller's array is never modified.
+    ``TypeError``; wrong dimensionality, NaN or Inf raise ``ValueError``, and
+    so (with ``exact_integers``, the default) do integers that float64
+    cannot hold exactly. The caller's array is never modified.
     """
     if value is None:
         raise TypeError(f"{name} is required, got None")
@@ -106,6 +109,21 @@ def as_float_array(name: str, value: Any, ndim: int, expected: str) -> tuple[np.
     if not np.isfinite(out).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
         raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")
+    if kind in "iu" and exact_integers:
+        # Integers beyond 2^53 may not survive the widening to float64; a
+        # verdict on rounded weights would not be about the user's block.
+        big = np.abs(out) >= 2.0**53
+        if big.any():
+            idx = np.argwhere(big)
+            for i in idx:
+                i = tuple(int(k) for k in i)
+                if int(out[i]) != int(arr[i]):
+                    raise ValueError(
+                        f"{name} has integer entry {int(arr[i])} at index {i}, which float64 "
+                        "cannot hold exactly (integers must stay within 2**53 or be exact "
+                        "float64 values); rescale the block or pass floats if rounding is "
+                        "intended"
+                    )
     return out, eps
 
 

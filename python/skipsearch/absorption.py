@@ -41,9 +41,11 @@ def _is_integral(x: np.ndarray) -> bool:
     return bool(np.all(x == np.round(x))) and float(np.max(np.abs(x), initial=0.0)) < 2.0**20
 
 
-def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads) -> dict:
+def _rust_search(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads) -> dict:
+    c, c_lo = flip
     integral = (
-        float(c).is_integer()
+        c_lo == 0.0
+        and float(c).is_integer()
         and A.size <= _EXACT_MAX_EQUATIONS
         and all(_is_integral(x) for x in (W_up, W_down, A))
         # Every entry of c W_down[:, S] W_up[S] + A exact in float64 and
@@ -55,7 +57,8 @@ def _rust_search(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, t
     )
     if not integral:
         return _core.search_flip_set(
-            W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads
+            W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads,
+            flip_constant_lo=c_lo,
         )
     # Integer-valued block: the float pipeline first (a certificate or an
     # easy flip set ends it), then the exact integer engine for what the
@@ -341,7 +344,7 @@ def _decide(
         w.W_down,
         w.A,
         w.b_up,
-        float(act.flip_constant),
+        (float(act.flip_constant), float(act.flip_constant_lo)),
         tol,
         act.genericity,
         time_limit,

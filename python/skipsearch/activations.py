@@ -67,7 +67,12 @@ class Activation:
         Elementwise numpy implementation. For gated activations this is the
         gate, and the block computes ``W_down @ (gate(W_gate x) * (W_up x))``.
     flip_constant : float or None
-        ``c`` with ``act(z) - act(-z) = c z``, for flip-linear activations.
+        ``c`` with ``act(z) - act(-z) = c z``, for flip-linear activations,
+        rounded to float64.
+    flip_constant_lo : float
+        The rounding error of ``flip_constant``: the exact constant is
+        ``flip_constant + flip_constant_lo`` (nonzero for LeakyReLU slopes
+        whose ``1 + slope`` is not a float64). The rigorous checks use both.
     degree : int or None
         Degree ``k`` of positive homogeneity, where it is ``!= 1``.
     gate_at_zero : float or None
@@ -89,6 +94,7 @@ class Activation:
     kind: str
     function: Callable[[np.ndarray], np.ndarray] = field(repr=False, compare=False)
     flip_constant: Optional[float] = None
+    flip_constant_lo: float = field(default=0.0, repr=False)
     degree: Optional[int] = None
     gate_at_zero: Optional[float] = None
     gate_differentiable: bool = False
@@ -169,12 +175,13 @@ _RULE_GELU = (
 _RULE_SUFFICIENT = "a flip set S proves absorbable; no S leaves it undecided"
 
 
-def _flip(name, fn, *, necessity, genericity, rule, c=1.0):
+def _flip(name, fn, *, necessity, genericity, rule, c=1.0, c_lo=0.0):
     return Activation(
         name=name,
         kind=FLIP_LINEAR,
         function=fn,
         flip_constant=c,
+        flip_constant_lo=c_lo,
         necessity=necessity,
         genericity=genericity,
         rule=rule,
@@ -221,13 +228,17 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
             "negative_slope must be finite and differ from 1 (identity) and -1 (abs), "
             f"got {negative_slope!r}"
         )
+    # 1 + slope exactly, as a float64 and its rounding error (Knuth's TwoSum).
+    c = 1.0 + slope
+    c_lo = (1.0 - (c - (c - 1.0))) + (slope - (c - 1.0))
     return _flip(
         f"leaky_relu({_exact(slope)})",
         lambda z: np.where(z >= 0, z, slope * z),
         necessity="genericity_checked",
         genericity="non_proportional",
         rule=_RULE_RELU,
-        c=1.0 + slope,
+        c=c,
+        c_lo=c_lo,
     )
 
 

@@ -65,14 +65,40 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
     }
 
 
-def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads) -> dict:
+def _balanced(W_up, W_down, A, b_up):
+    """The block rescaled by powers of two (as the core does), the skip's
+    exponent ``k`` (``A_balanced = 2^k A``), whether it was exact, and the
+    exponent applied to ``W_up`` (and ``b_up``)."""
+
+    def exponent(x) -> int:
+        big = float(np.max(np.abs(x), initial=0.0))
+        return int(round(math.log2(big))) if big > 0 and math.isfinite(big) else 0
+
+    k_up = -max(exponent(W_up), exponent(b_up) if b_up is not None else -(10**6))
+    k_skip = -exponent(A)
+    k_down = k_skip - k_up
+    out, exact = [], True
+    for x, k in ((W_up, k_up), (W_down, k_down), (A, k_skip)):
+        y = np.ldexp(x, k)
+        exact &= bool(np.array_equal(np.ldexp(y, -k), x))
+        out.append(y)
+    return out[0], out[1], out[2], k_skip, exact, k_up
+
+
+def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads) -> dict:
+    c, c_lo = flip
     start = time.perf_counter()
     m = W_up.shape[0]
     if m > MAX_WIDTH:
         raise ValueError(
             f"the baseline enumerates 2^m subsets and accepts m <= {MAX_WIDTH}, got m = {m}"
         )
-    a_norm = np.linalg.norm(A)
+    # Powers of two keep every relative quantity exact while squares stay
+    # clear of under- and overflow.
+    W_up, W_down, A, k_skip, exact, k_up = _balanced(W_up, W_down, A, b_up)
+    genericity = _genericity(W_up, W_down, None if b_up is None else np.ldexp(b_up, k_up), check, tol)
+    flip = (c, c_lo)
+    a_norm = rounding.norm_upper(A)
     out: dict[str, Any] = {
         "subset": None,
         "certificate": None,
@@ -86,7 +112,11 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
     R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, A.size)
     target = -A.reshape(-1)
     out["method"].append("relaxation (lstsq)")
-    out["genericity"] = _genericity(W_up, W_down, b_up, check, tol)
+    out["genericity"] = genericity
+    if not exact:
+        out.update(finding="inconclusive", numerics="overflow", relaxation_distance=None)
+        out["seconds"] = time.perf_counter() - start
+        return out
     if m:
         s_star, _, rank, _ = np.linalg.lstsq(R.T, target, rcond=None)
         out["rank"] = int(rank)
@@ -94,19 +124,25 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
         s_star = np.zeros(0)
         out["rank"] = 0
     Y = (target - R.T @ s_star).reshape(A.shape)
-    distance = float(np.linalg.norm(Y) / a_norm)
-    out["relaxation_distance"] = distance
+    distance = rounding.norm_upper(Y) / a_norm
     out["method"].append("certificate")
     # lstsq's distance is float64's estimate, not a proof: a certificate
     # counts only through its rigorous interval bound. Y = A is tried too.
     best = (0.0, 0.0, None)
+    own = 0.0
     for cand in (Y, A):
-        bound, slack = rounding.interval_bound(cand, W_up, W_down, A, c)
+        bound, slack = rounding.interval_bound(cand, W_up, W_down, A, flip)
+        own = bound if cand is Y else own
         if bound > best[0] or best[2] is None:
             best = (bound, slack, cand)
+    # Reported only as far as Y proves it (the core's rule).
+    confirmed = math.isfinite(distance) and (own >= distance * (1 - 1e-6) or distance <= tol)
+    out["relaxation_distance"] = min(own, distance) if confirmed else None
     out["distance_bound"], out["rounding_bound"] = best[0], best[1]
     if best[0] > tol:
-        out.update(finding="no_subset", evidence="certificate", certificate=best[2])
+        out.update(
+            finding="no_subset", evidence="certificate", certificate=np.ldexp(best[2], -k_skip)
+        )
         out["seconds"] = time.perf_counter() - start
         return out
 
@@ -125,7 +161,7 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
             break
         out["nodes"] += len(codes)
         chunk = ((codes[:, None] >> np.arange(m)) & 1).astype(np.float64)
-        lower, upper = rounding.residual_bounds(W_up, W_down, A, c, chunk)
+        lower, upper = rounding.residual_bounds(W_up, W_down, A, flip, chunk)
         hit = None
         for k in np.flatnonzero(lower <= tol):
             subset = np.flatnonzero(chunk[k]).astype(np.int64)
@@ -134,15 +170,16 @@ def _enumerate(W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, thr
                 break
             # The bracket straddles tol: decide in exact rationals.
             if A.size * max(1, len(subset)) <= rounding.EXACT_TERMS:
-                within, exact = rounding.exact_within(W_up, W_down, A, c, subset.tolist(), tol)
+                within, value = rounding.exact_within(
+                    W_up, W_down, A, flip, subset.tolist(), tol
+                )
                 if within:
-                    hit = (subset, exact)
+                    hit = (subset, value)
                     break
             else:
                 unresolved = True
         if hit is not None:
             out.update(finding="subset", subset=hit[0], residual=hit[1])
-            out["relaxation_distance"] = min(distance, hit[1])
             break
     else:
         if unresolved:

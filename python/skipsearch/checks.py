@@ -81,5 +81,6 @@ def check_certificate(
         raise ValueError(f"certificate has shape {Y.shape}, expected {w.A.shape} like skip")
     if not np.any(Y) or not np.any(w.A):
         return 0.0
-    bound, _ = rounding.interval_bound(Y, w.W_up, w.W_down, w.A, float(act.flip_constant))
+    c = (float(act.flip_constant), float(act.flip_constant_lo))
+    bound, _ = rounding.interval_bound(Y, w.W_up, w.W_down, w.A, c)
     return bound

@@ -24,6 +24,14 @@ TINY = 2.0**-1022
 EXACT_TERMS = 200_000
 
 
+def _split(c) -> tuple[float, float]:
+    """The flip constant as ``(hi, lo)``: a float, or a float and its
+    rounding error (the exact constant is ``hi + lo``)."""
+    if isinstance(c, tuple):
+        return float(c[0]), float(c[1])
+    return float(c), 0.0
+
+
 def gamma(n: int) -> float:
     """``n u / (1 - n u)`` with a 1% margin (covers rounding of the bound)."""
     nu = n * UNIT
@@ -71,11 +79,14 @@ def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
     ``[<Y,A> + sum of the negative <Y,R_i>, <Y,A> + sum of the positive]``;
     if 0 is outside, its distance to 0 over ``||Y||_F`` bounds
     ``||A + sum_{i in S} R_i||_F`` from below for every flip set ``S``.
+    ``c`` is a float or ``(hi, lo)`` with the exact constant ``hi + lo``;
+    using ``hi`` alone costs one more rounding, which the bound covers.
 
     Returns ``(bound, rounding)``, both relative to ``||A||_F``: the proven
     bound (0.0 when nothing is proved) and the rounding allowance that was
     subtracted from the margin.
     """
+    c, c_lo = _split(c)
     s = _pow2_scale(Y)
     Y = Y * s
     y_up, a_up = norm_upper(Y), norm_upper(A)
@@ -93,7 +104,7 @@ def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
         mag = abs(c) * np.einsum("pi,pi->i", np.abs(W_down), np.abs(Y) @ np.abs(W_up).T)
     if not (np.all(np.isfinite(g)) and np.all(np.isfinite(mag)) and math.isfinite(a_dot)):
         return 0.0, 0.0
-    err_g = up(gamma(d_in + d_out + 4) * float(mag.sum()), m + 2) + m * (d_in + d_out + 4) * TINY
+    err_g = up(gamma(d_in + d_out + 6) * float(mag.sum()), m + 2) + m * (d_in + d_out + 6) * TINY
     neg = float(g[g < 0].sum())
     pos = float(g[g > 0].sum())
     lo, hi = a_dot + neg, a_dot + pos
@@ -104,7 +115,7 @@ def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
         return down(gap / scale, 2), total / scale
     margin = max(lo, -hi)
     if margin > 0.0 and m * n <= EXACT_TERMS:
-        return _exact_interval_bound(Y, W_up, W_down, A, c, scale), total / scale
+        return _exact_interval_bound(Y, W_up, W_down, A, (c, c_lo), scale), total / scale
     return 0.0, total / scale
 
 
@@ -113,7 +124,8 @@ def _exact_interval_bound(Y, W_up, W_down, A, c, scale) -> float:
     F = Fraction
     Yf = [[F(x) for x in row] for row in Y.tolist()]
     a = sum(F(y) * F(x) for y, x in zip(Y.ravel().tolist(), A.ravel().tolist()))
-    cf = F(c)
+    c, c_lo = _split(c)
+    cf = F(c) + F(c_lo)
     Uf = [[F(x) for x in row] for row in W_up.tolist()]
     Df = [[F(x) for x in row] for row in W_down.tolist()]
     lo = hi = a
@@ -140,13 +152,14 @@ def residual_bounds(W_up, W_down, A, c, subsets: np.ndarray):
     ``(lower, upper)`` arrays of length ``k``: the float64 value widened by
     the a-priori bound on its rounding.
     """
+    c, _ = _split(c)
     m = W_up.shape[0]
     R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, -1)
     absR = np.abs(R)
     target = A.reshape(-1)
     E = subsets @ R + target
     mag = subsets @ absR + np.abs(target)
-    err = gamma(m + 4) * mag + (m + 4) * TINY
+    err = gamma(m + 6) * mag + (m + 6) * TINY
     a_low = norm_lower(A)
     a_up = norm_upper(A)
     n = target.size
@@ -163,7 +176,8 @@ def exact_within(W_up, W_down, A, c, subset, tol) -> tuple[bool, float]:
     """Whether ``||A + c W_down[:, S] W_up[S, :]||_F <= tol ||A||_F`` exactly,
     and an upper bound on the relative residual."""
     F = Fraction
-    cf = F(c)
+    c, c_lo = _split(c)
+    cf = F(c) + F(c_lo)
     e_sq = F(0)
     for p in range(A.shape[0]):
         for q in range(A.shape[1]):

@@ -222,8 +222,9 @@ def subset_sum(
     'infeasible'
     """
     start = time.perf_counter()
-    A_arr, eps_a = as_float_array("A", A, 2, "(k, n)")
-    b_arr, eps_b = as_float_array("b", b, 1, f"({A_arr.shape[0]},)")
+    # Integers beyond 2^53 are handled exactly by the integer path below.
+    A_arr, eps_a = as_float_array("A", A, 2, "(k, n)", exact_integers=False)
+    b_arr, eps_b = as_float_array("b", b, 1, f"({A_arr.shape[0]},)", exact_integers=False)
     if b_arr.shape != (A_arr.shape[0],):
         raise ValueError(f"b has shape {b_arr.shape} but A has shape {A_arr.shape}: expected ({A_arr.shape[0]},)")
     tol = check_tol(tol)
