@@ -256,7 +256,8 @@ def format_markdown(models: Sequence, reports: Sequence) -> str:
 
 _CSV_FIELDS = (
     "model", "family", "block", "layer", "d", "m", "activation", "norm", "verdict",
-    "relaxation_distance", "seconds", "argument", "status", "tolerance", "residual", "subset",
+    "relaxation_distance", "distance_bound", "rounding_bound", "seconds", "argument", "status",
+    "tolerance", "residual", "subset",
     "genericity_passed", "shared_with", "scope", "reason", "path",
 )
 

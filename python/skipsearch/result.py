@@ -126,11 +126,14 @@ class AbsorptionResult:
         ch. 3), or exact sums of every entry when that bound is too coarse
         to settle the tolerance. "absorbable" means ``residual <= tolerance``.
     relaxation_distance : float or None
-        ``||Y||_F / ||A||_F`` at the float64 least-squares solution of the
-        relaxation: the estimated distance from ``-A`` to the span of the
-        neurons' terms. It is an estimate (on ill-conditioned blocks float64
-        can be off), never more than the residual of a flip set that was
-        found; the proven bound is ``distance_bound``.
+        ``||Y||_F / ||A||_F`` at the least-squares solution of the
+        relaxation: the distance from ``-A`` to the span of the neurons'
+        terms, as far as the relaxation's own certificate ``Y`` proves it. It
+        equals the float64 value to 1e-6 relative when the interval bound of
+        ``Y`` confirms it, is that (smaller) bound when the value is within
+        the tolerance, and is ``None`` when float64 cannot resolve it (an
+        ill-conditioned relaxation). So no flip set ever gets relatively
+        closer to ``-A`` than this.
     distance_bound : float or None
         A proven lower bound on ``||A + c W_down[:, S] W_up[S, :]||_F /
         ||A||_F`` over every flip set ``S``, from the best certificate

@@ -183,9 +183,11 @@ class BlockReport:
     verdict : str
         ``"absorbable"``, ``"not_absorbable"`` or ``"undecided"``.
     relaxation_distance : float or None
-        ``||Y||_F / ||A||_F`` with ``A = I_d``: no flip set (indeed no real
-        weighting of the neurons) comes relatively closer to ``-I``. ``None``
-        when no search ran (gated blocks) or it did not get that far.
+        ``||Y||_F / ||A||_F`` with ``A = I_d``, as far as the relaxation's own
+        certificate proves it: no flip set (indeed no real weighting of the
+        neurons) comes relatively closer to ``-I``. ``None`` when no search
+        ran (gated blocks), it did not get that far, or float64 cannot
+        resolve it (see :attr:`AbsorptionResult.relaxation_distance`).
     seconds : float
         Wall time spent on the block: reading its tensors and deciding it
         (on the executor, when one is given; time waiting in its queue is
@@ -220,9 +222,9 @@ class BlockReport:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the fields above except ``result``, plus the
-        argument, status, tolerance, residual, flip set and genericity check
-        taken from it (plain Python values; non-finite floats become
-        ``None``)."""
+        argument, status, tolerance, residual, proven distance bound and its
+        rounding allowance, flip set and genericity check taken from it
+        (plain Python values; non-finite floats become ``None``)."""
         r = self.result
         out = {
             "model": self.model,
@@ -247,6 +249,8 @@ class BlockReport:
                 status=r.status,
                 tolerance=_finite(r.tolerance),
                 residual=_finite(r.residual),
+                distance_bound=_finite(r.distance_bound),
+                rounding_bound=_finite(r.rounding_bound),
                 subset=None if r.subset is None else [int(i) for i in r.subset],
                 genericity_passed=None if r.genericity is None else bool(r.genericity.passed),
             )
