@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import skipsearch
+from skipsearch import baseline
 from tests.conftest import planted_block
 
 find = skipsearch.find_absorbing_subset
@@ -144,14 +145,17 @@ def test_inputs_are_not_modified(rng):
     assert find(**kwargs).subset.tolist() == r.subset.tolist()
 
 
-def test_zero_width_block_is_answered():
-    r = find(np.zeros((0, 3)), np.zeros((3, 0)))
-    assert r.verdict == "not_absorbable"
+@pytest.mark.parametrize("backend", [find, baseline.find_absorbing_subset])
+def test_zero_width_block_is_answered(backend):
+    # Issue 9, section 7: the baseline crashed on m = 0; both give the same answer.
+    r = backend(np.zeros((0, 3)), np.zeros((3, 0)))
+    assert r.verdict == "not_absorbable" and r.argument == "certificate"
     assert r.relaxation_distance == pytest.approx(1.0)
-    r = find(np.zeros((0, 3)), np.zeros((3, 0)), skip=0.0)
+    assert r.distance_bound == pytest.approx(1.0)
+    r = backend(np.zeros((0, 3)), np.zeros((3, 0)), skip=0.0)
     assert r.verdict == "absorbable" and r.subset.tolist() == []
     with pytest.raises(ValueError, match="d_in and d_out must be at least 1"):
-        find(np.zeros((3, 0)), np.zeros((0, 3)))
+        backend(np.zeros((3, 0)), np.zeros((0, 3)))
 
 
 def test_lists_are_accepted():
