@@ -68,20 +68,37 @@ pub fn dead_neurons(up_sq: &[f64], down_sq: &[f64], tol: f64) -> Vec<usize> {
         .collect()
 }
 
+/// The resolution of the pair test for rows of length `n`: the Gram
+/// entries' a-priori rounding (Higham 2002, ch. 3) with room to spare, so an
+/// exactly proportional (or equal) pair is always flagged, whatever `tol`.
+pub fn resolution(n: usize) -> f64 {
+    GRAM_RESOLUTION.max(8.0 * crate::rounding::gamma(n + 4))
+}
+
 /// Does the pair with augmented inner product `a_ij` and squared norms
-/// `a_ii`, `a_jj` violate `check` at relative tolerance `tol`?
+/// `a_ii`, `a_jj` violate `check` at relative tolerance `tol`? `res` is
+/// [`resolution`] of the rows' length.
 #[inline]
-pub fn offending_pair(check: GenericityCheck, a_ij: f64, a_ii: f64, a_jj: f64, tol: f64) -> bool {
+pub fn offending_pair(
+    check: GenericityCheck,
+    a_ij: f64,
+    a_ii: f64,
+    a_jj: f64,
+    tol: f64,
+    res: f64,
+) -> bool {
     if a_ii <= 0.0 || a_jj <= 0.0 {
         return false;
     }
     match check {
         GenericityCheck::None => false,
         // 1 - |cos| <= tol
-        GenericityCheck::Proportional => a_ij.abs() >= (1.0 - tol) * a_ii.sqrt() * a_jj.sqrt(),
+        GenericityCheck::Proportional => {
+            a_ij.abs() >= (1.0 - tol.max(res)) * a_ii.sqrt() * a_jj.sqrt()
+        }
         // || a_i -+ a_j ||^2 <= max(tol^2, resolution) max(|a_i|^2, |a_j|^2)
         GenericityCheck::SignedDistinct => {
-            a_ii + a_jj - 2.0 * a_ij.abs() <= (tol * tol).max(GRAM_RESOLUTION) * a_ii.max(a_jj)
+            a_ii + a_jj - 2.0 * a_ij.abs() <= (tol * tol).max(res) * a_ii.max(a_jj)
         }
     }
 }
@@ -98,7 +115,8 @@ mod tests {
             -10.0,
             5.0,
             20.0,
-            1e-9
+            1e-9,
+            GRAM_RESOLUTION
         ));
         // a_i = (1, 2), a_j = (2, 1)
         assert!(!offending_pair(
@@ -106,7 +124,8 @@ mod tests {
             4.0,
             5.0,
             5.0,
-            1e-9
+            1e-9,
+            GRAM_RESOLUTION
         ));
     }
 
@@ -117,14 +136,16 @@ mod tests {
             -10.0,
             5.0,
             20.0,
-            1e-9
+            1e-9,
+            GRAM_RESOLUTION
         ));
         assert!(offending_pair(
             GenericityCheck::SignedDistinct,
             -5.0,
             5.0,
             5.0,
-            1e-9
+            1e-9,
+            GRAM_RESOLUTION
         ));
     }
 

@@ -49,6 +49,7 @@ pub fn normal_equations(
     let down_sq: Vec<f64> = (0..m).map(|i| dot(v.row(i), v.row(i))).collect();
     let aug_sq: Vec<f64> = (0..m).map(|i| up_sq[i] + bias(i) * bias(i)).collect();
     let dead = genericity::dead_neurons(&up_sq, &down_sq, tol);
+    let res = genericity::resolution(u.cols() + 1);
     let mut is_dead = vec![false; m];
     for &i in &dead {
         is_dead[i] = true;
@@ -95,6 +96,7 @@ pub fn normal_equations(
                                 aug_sq[i],
                                 aug_sq[j],
                                 tol,
+                                res,
                             )
                         {
                             count += 1;

@@ -43,6 +43,9 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
     gram = aug @ aug.T
     norms = np.diag(gram).copy()
     pairs = []
+    # The Gram entries' a-priori rounding (the core's rule): an exactly
+    # proportional or equal pair is flagged whatever tol.
+    res = max(_GRAM_RESOLUTION, 8 * rounding.gamma(aug.shape[1] + 4))
     if check != "none":
         for i in range(m):
             for j in range(i + 1, m):
@@ -50,9 +53,9 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
                     continue
                 a = abs(gram[i, j])
                 if check == "non_proportional":
-                    bad = a >= (1 - tol) * math.sqrt(norms[i] * norms[j])
+                    bad = a >= (1 - max(tol, res)) * math.sqrt(norms[i] * norms[j])
                 else:
-                    bad = norms[i] + norms[j] - 2 * a <= max(tol**2, _GRAM_RESOLUTION) * max(
+                    bad = norms[i] + norms[j] - 2 * a <= max(tol**2, res) * max(
                         norms[i], norms[j]
                     )
                 if bad:
