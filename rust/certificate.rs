@@ -138,13 +138,12 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
     // and |v_i|^T |Y| |u_i| <= ||v_i|| ||Y||_F ||u_i|| (Cauchy-Schwarz).
     let gi = gamma(d_in + d_out + 5);
     let c = block.flip_constant.abs();
+    let nv = column_norms_upper(&block.w_down);
     let err_g: f64 = (0..m)
         .into_par_iter()
         .map(|i| {
-            let v: Vec<f64> = (0..d_out).map(|p| block.w_down.get(p, i)).collect();
             let nu = norm_upper(block.w_up.row(i));
-            let nv = norm_upper(&v);
-            gi * up(c * nv * y_up * nu, 4) + (d_in + d_out + 3) as f64 * TINY
+            gi * up(c * nv[i] * y_up * nu, 4) + (d_in + d_out + 5) as f64 * TINY
         })
         .sum::<f64>();
     let neg: f64 = g.iter().filter(|&&x| x < 0.0).sum();
@@ -232,7 +231,90 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
     }
 }
 
+/// Upper bounds on the Euclidean norms of the columns of `w`, read row by
+/// row (each column scaled by a power of two near its largest entry).
+pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
+    let (rows, cols) = w.shape();
+    let mut big = vec![0.0f64; cols];
+    for p in 0..rows {
+        for (b, x) in big.iter_mut().zip(w.row(p)) {
+            *b = b.max(x.abs());
+        }
+    }
+    let scale: Vec<f64> = big
+        .iter()
+        .map(|&b| {
+            if b > 0.0 && b.is_finite() {
+                ldexp(1.0, -(b.log2().floor() as i32))
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let mut sum = vec![0.0f64; cols];
+    for p in 0..rows {
+        for ((acc, x), s) in sum.iter_mut().zip(w.row(p)).zip(&scale) {
+            let y = x * s;
+            *acc += y * y;
+        }
+    }
+    sum.iter()
+        .zip(&scale)
+        .zip(&big)
+        .map(|((&t, &s), &b)| {
+            if b == 0.0 || !b.is_finite() {
+                return b;
+            }
+            let root = (t * (1.0 + gamma(rows + 2)) + rows as f64 * TINY).sqrt();
+            up(root, 2) / s
+        })
+        .collect()
+}
+
 /// The rigorous lower bound proved by `y` alone (see [`interval_bound`]).
 pub fn lower_bound(block: &Block, y: &Matrix) -> f64 {
     interval_bound(block, y, None).bound
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rounding::norm_lower;
+
+    #[test]
+    fn column_norms_bracket_each_column() {
+        let w = Matrix::from_vec(
+            "W",
+            3,
+            3,
+            vec![3.0, 0.0, 1e-300, 4.0, 0.0, -1e-300, 12.0, 0.0, 0.0],
+        )
+        .unwrap();
+        let n = column_norms_upper(&w);
+        let t = w.transpose();
+        for (i, &x) in n.iter().enumerate() {
+            assert!(x >= norm_lower(t.row(i)) && x <= norm_upper(t.row(i)) * (1.0 + 1e-12));
+        }
+        assert_eq!(n[1], 0.0);
+        assert!(n[0] >= 13.0 && n[0] < 13.0 * (1.0 + 1e-14));
+    }
+
+    #[test]
+    fn interval_form_is_sharper_than_subtracting_every_inner_product() {
+        // One neuron R_0 = e_0 e_0^T with A = I_2 and Y = A: <Y, A> = 2 and
+        // <Y, R_0> = 1 > 0, so <Y, E_S> lies in [2, 3] for every flip set:
+        // the bound is 2 / (sqrt 2 sqrt 2) = 1, where <Y,A> - |<Y,R_0>|
+        // would give only 1/2.
+        let block = Block::new(
+            Matrix::from_vec("W_up", 1, 2, vec![1.0, 0.0]).unwrap(),
+            Matrix::from_vec("W_down", 2, 1, vec![1.0, 0.0]).unwrap(),
+            None,
+            Matrix::identity(2),
+            1.0,
+        )
+        .unwrap();
+        let b = interval_bound(&block, &Matrix::identity(2), None);
+        assert!(b.bound > 1.0 - 1e-14 && b.bound <= 1.0, "{b:?}");
+        assert!(b.rounding > 0.0 && b.rounding < 1e-14);
+    }
 }

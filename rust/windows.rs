@@ -133,9 +133,9 @@ pub fn windows(
     drop(gb);
 
     let c = block.flip_constant.abs();
-    let v = block.w_down.transpose();
+    let nv = crate::certificate::column_norms_upper(&block.w_down);
     let n: Vec<f64> = (0..m)
-        .map(|i| up(c * norm_upper(v.row(i)) * norm_upper(block.w_up.row(i)), 3))
+        .map(|i| up(c * nv[i] * norm_upper(block.w_up.row(i)), 3))
         .collect();
     let n_sum = up(n.iter().sum::<f64>(), m + 1);
     let a_up = norm_upper(block.skip.data());
