@@ -49,32 +49,35 @@ pub fn down(x: f64, n: usize) -> f64 {
     (x * (1.0 - gamma(n))).max(0.0)
 }
 
-/// An upper bound on the Euclidean norm of `x`. The vector is scaled by a
-/// power of two (exact) so that squares neither overflow nor underflow.
-pub fn norm_upper(x: &[f64]) -> f64 {
+/// `sum (x_i s)^2` in float64 and the power of two `s` that brings the
+/// largest `|x_i|` into `[1, 2)`, so the squares neither overflow nor
+/// underflow; `None` for a zero or non-finite vector.
+fn scaled_squares(x: &[f64]) -> Option<(f64, f64)> {
     let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
     if big == 0.0 || !big.is_finite() {
-        return big;
+        return None;
     }
-    let k = -(big.log2().floor() as i32);
-    let s = crate::block::ldexp(1.0, k);
-    let sum: f64 = x.iter().map(|v| (v * s) * (v * s)).sum();
-    // Squares (1 rounding), the sum (n), the square root (1), the unscaling
-    // (exact): gamma(n + 2) on the square, so half of it and one more on
-    // the root. Subnormal squares add at most n * TINY.
+    let s = crate::block::ldexp(1.0, -(big.log2().floor() as i32));
+    Some((x.iter().map(|v| (v * s) * (v * s)).sum(), s))
+}
+
+/// An upper bound on the Euclidean norm of `x`.
+pub fn norm_upper(x: &[f64]) -> f64 {
+    let Some((sum, s)) = scaled_squares(x) else {
+        return x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    };
+    // Squares (1 rounding) and the sum (n): gamma(n + 2) on the sum; the
+    // root and the unscaling (exact) add one more. Subnormal squares add at
+    // most n * TINY.
     let root = (sum * (1.0 + gamma(x.len() + 2)) + x.len() as f64 * TINY).sqrt();
     up(root, 2) / s
 }
 
 /// A lower bound on the Euclidean norm of `x`.
 pub fn norm_lower(x: &[f64]) -> f64 {
-    let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
-    if big == 0.0 || !big.is_finite() {
-        return big;
-    }
-    let k = -(big.log2().floor() as i32);
-    let s = crate::block::ldexp(1.0, k);
-    let sum: f64 = x.iter().map(|v| (v * s) * (v * s)).sum();
+    let Some((sum, s)) = scaled_squares(x) else {
+        return x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    };
     let sq = (down(sum, x.len() + 2) - x.len() as f64 * TINY).max(0.0);
     down(sq.sqrt(), 2) / s
 }
