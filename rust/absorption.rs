@@ -12,8 +12,10 @@ use crate::error::Error;
 use crate::genericity::{GenericityCheck, GenericityReport};
 use crate::limits::{Budget, Limits, Stop};
 use crate::matrix::Matrix;
+use crate::meet_in_the_middle::{meet_in_the_middle, MAX_HALF};
 use crate::null_space::{components, Component};
 use crate::relaxation::normal_equations;
+use crate::rounding::{gamma, norm_upper, up};
 use crate::verification::residual_bounds;
 use crate::windows::{windows, MAX_ENTRIES};
 
@@ -373,7 +375,7 @@ fn stages(
 
     // Complete search under rigorous windows.
     out.method.push("rigorous windows");
-    complete_search(
+    let finding = complete_search(
         block,
         &rhs,
         &factor,
@@ -382,7 +384,80 @@ fn stages(
         tol,
         budget,
         out,
-    )
+    )?;
+    let (d_out, d_in) = block.skip.shape();
+    if finding == Finding::Inconclusive(Numerics::IllConditioned)
+        && m <= 2 * MAX_HALF
+        && m * d_out * d_in <= MITM_ENTRIES
+    {
+        return listed_search(block, tol, budget, out);
+    }
+    Ok(finding)
+}
+
+/// Largest `m * d_out * d_in` handed to the meet in the middle (the flattened
+/// rank-one terms are held in memory).
+const MITM_ENTRIES: usize = 1 << 22;
+
+/// When the windows are too wide: the complete meet in the middle on the
+/// flattened system `sum_i s_i vec(R_i) = -vec(A)`, within
+/// `tol ||A||_F` (rounded up), every subset it returns verified here.
+fn listed_search(
+    block: &Block,
+    tol: f64,
+    budget: &mut Budget<'_>,
+    out: &mut Outcome,
+) -> Result<Finding, Stop> {
+    out.method.push("meet in the middle");
+    let (d_out, d_in) = block.skip.shape();
+    let c = block.flip_constant;
+    // vec(R_i) in float64: the meet in the middle's window counts only the
+    // rounding of its own sums, so the rounding of these products (and of
+    // the flip constant) goes into the radius: at most gamma(4) |R_i|
+    // entrywise, so gamma(4) sum_i ||R_i||_F over any flip set.
+    let columns: Vec<Vec<f64>> = (0..block.width())
+        .map(|i| {
+            let mut col = Vec::with_capacity(d_out * d_in);
+            for p in 0..d_out {
+                let v = c * block.w_down.get(p, i);
+                col.extend(block.w_up.row(i).iter().map(|&u| v * u));
+            }
+            col
+        })
+        .collect();
+    let slack: f64 = columns.iter().map(|col| gamma(4) * norm_upper(col)).sum();
+    let target: Vec<f64> = block.skip.data().iter().map(|x| -x).collect();
+    let radius = up(
+        tol * norm_upper(block.skip.data()) + up(slack, columns.len() + 1),
+        2,
+    );
+    let result = match meet_in_the_middle(
+        &columns,
+        &target,
+        radius,
+        budget.remaining(),
+        budget.cancel_flag(),
+    ) {
+        Ok(result) => result,
+        Err(_) => return Ok(Finding::Inconclusive(Numerics::IllConditioned)),
+    };
+    budget.add_nodes(result.nodes);
+    if let Some(stop) = result.stopped {
+        return Err(stop);
+    }
+    let Some(x) = result.solution else {
+        out.residual = None;
+        out.residual_lower = None;
+        return Ok(Finding::NoSubset(Evidence::Exhausted { component: 0 }));
+    };
+    let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
+    out.candidates += 1;
+    match verify(block, &subset, tol, out) {
+        Some(true) => Ok(Finding::Subset(subset)),
+        // The first subset in its window lies just outside the tolerance:
+        // others may hide behind it.
+        _ => Ok(Finding::Inconclusive(Numerics::Unresolved)),
+    }
 }
 
 /// The complete search: rigorous windows, every allowed assignment of every
@@ -730,6 +805,44 @@ mod tests {
         let out = run_default(&block, 1);
         assert_eq!(out.finding, Finding::Subset(vec![0, 1, 2, 3]));
         assert!(out.residual.unwrap() < 1e-12);
+    }
+
+    #[test]
+    fn listed_search_finds_or_refutes_exactly() {
+        // The meet-in-the-middle fallback on its own: a planted block gives
+        // its flip set; the same block with the skip doubled has none (all
+        // terms are of size 1 and the planted pair sums to -I).
+        let (block, subset) = planted(3, 10, 4);
+        let cancel = AtomicBool::new(false);
+        let mut budget = Budget::new(Limits::default(), &cancel);
+        let mut out = run_default(&block, 1);
+        let found = listed_search(&block, 1e-9, &mut budget, &mut out).unwrap();
+        match found {
+            Finding::Subset(s) => {
+                assert!(residual_bounds(&block, &s, 1e-9).upper <= 1e-9);
+                assert!(s.len() >= subset.len());
+            }
+            other => panic!("expected a flip set, got {other:?}"),
+        }
+        let mut doubled = block.clone();
+        doubled.skip = Matrix::from_vec("skip", 3, 3, {
+            let mut a = vec![0.0; 9];
+            a[0] = 2.0;
+            a[4] = 2.0;
+            a[8] = 2.0;
+            a
+        })
+        .unwrap();
+        let out_all = (0u32..1 << 10).all(|code| {
+            let s: Vec<usize> = (0..10).filter(|&i| code >> i & 1 == 1).collect();
+            residual_bounds(&doubled, &s, 1e-9).lower > 1e-9
+        });
+        let found = listed_search(&doubled, 1e-9, &mut budget, &mut out).unwrap();
+        assert!(out_all, "no flip set is within 1e-9 of -2I");
+        assert_eq!(
+            found,
+            Finding::NoSubset(Evidence::Exhausted { component: 0 })
+        );
     }
 
     #[test]

@@ -100,6 +100,25 @@ impl<'a> Budget<'a> {
         self.nodes
     }
 
+    /// What is left of the limits, for a search that keeps its own count.
+    pub fn remaining(&self) -> Limits {
+        Limits {
+            time_limit: self
+                .deadline
+                .map(|d| d.saturating_duration_since(Instant::now())),
+            node_limit: self.node_limit.map(|l| l.saturating_sub(self.nodes)),
+        }
+    }
+
+    /// Count `n` nodes spent by such a search.
+    pub fn add_nodes(&mut self, n: u64) {
+        self.nodes = self.nodes.saturating_add(n);
+    }
+
+    pub fn cancel_flag(&self) -> &'a AtomicBool {
+        self.cancel
+    }
+
     pub fn seconds(&self) -> f64 {
         self.start.elapsed().as_secs_f64()
     }
