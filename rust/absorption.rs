@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::block::Block;
 use crate::branch_and_bound::{enumerate_component, search_component, Enumeration};
-use crate::certificate::{certificate, inner_products, interval_bound};
+use crate::certificate::{certificate, inner_products, interval_bound, IntervalBound};
 use crate::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::error::Error;
 use crate::genericity::{GenericityCheck, GenericityReport};
@@ -15,8 +15,8 @@ use crate::matrix::Matrix;
 use crate::meet_in_the_middle::{meet_in_the_middle, MAX_HALF};
 use crate::null_space::{components, Component};
 use crate::relaxation::normal_equations;
-use crate::rounding::{gamma, norm_upper, up};
-use crate::verification::residual_bounds;
+use crate::rounding::{gamma, norm_upper, two_sum, up};
+use crate::verification::{exact_flip_residual, residual_bounds};
 use crate::windows::{windows, MAX_ENTRIES};
 
 /// Options of one decision.
@@ -150,7 +150,7 @@ pub struct Outcome {
     pub rank_decision: Option<RankDecision>,
     /// Sizes of the null-space components searched.
     pub components: Vec<usize>,
-    /// Candidates verified by the complete search.
+    /// Flip sets whose residual was bracketed rigorously.
     pub candidates: u64,
     pub nodes: u64,
     /// The stages run, in order.
@@ -160,6 +160,10 @@ pub struct Outcome {
 
 /// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
 const REFINEMENT_STEPS: usize = 3;
+
+/// Largest `m * d_out * d_in` for which the relaxation's residual is
+/// recomputed in exact sums when float64 cannot confirm its distance.
+const EXACT_RESIDUAL_TERMS: usize = 1 << 25;
 
 /// Most assignments one component may list in the complete search.
 const COMPONENT_CAP: usize = 4096;
@@ -223,21 +227,33 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         Ok(finding) => finding,
         Err(stop) => Finding::Stopped(stop),
     };
+    if !matches!(
+        out.finding,
+        Finding::Subset(_) | Finding::Inconclusive(Numerics::Unresolved)
+    ) {
+        // The residual belongs to a reported (or unplaceable) flip set only.
+        out.residual = None;
+        out.residual_lower = None;
+        out.residual_exact = false;
+    }
     out.nodes = budget.nodes();
     out.seconds = budget.seconds();
     out
 }
 
-/// The relaxation distance as reported: the rigorous bound proved by the
-/// relaxation's own residual `Y`, when it confirms the float64 estimate to
-/// 1e-6 relative (or the estimate is within the tolerance, where the bound,
-/// often 0, is all that holds); `None` when float64 cannot resolve it. So it
-/// never exceeds the residual of any flip set.
-pub fn confirmed_distance(estimate: f64, bound: f64, tol: f64) -> Option<f64> {
+/// The relaxation distance as reported: the rigorous bound `relaxed` proved
+/// by the relaxation's own residual `Y`, when it confirms the float64
+/// `estimate` (they differ by no more than twice the rounding allowance, or
+/// 1e-6 relative), or when the estimate is within the tolerance (then the
+/// bound, often 0, is all that holds); `None` when float64 cannot resolve
+/// it. So it never exceeds the residual of any flip set.
+pub fn confirmed_distance(estimate: f64, relaxed: &IntervalBound, tol: f64) -> Option<f64> {
     if !estimate.is_finite() {
         return None;
     }
-    (bound >= estimate * (1.0 - 1e-6) || estimate <= tol).then_some(bound.min(estimate))
+    let slack = (2.0 * relaxed.rounding).max(1e-6 * estimate);
+    let bound = relaxed.bound;
+    (bound >= estimate - slack || estimate <= tol).then_some(bound.min(estimate))
 }
 
 /// Verify `subset` rigorously and record its residual bracket; `Some(true)`
@@ -245,6 +261,7 @@ pub fn confirmed_distance(estimate: f64, bound: f64, tol: f64) -> Option<f64> {
 /// when the bracket straddles it.
 fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Option<bool> {
     let b = residual_bounds(block, subset, tol);
+    out.candidates += 1;
     out.residual = Some(b.upper);
     out.residual_lower = Some(b.lower);
     out.residual_exact = b.exact;
@@ -314,8 +331,36 @@ fn stages(
     }
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
-    let relaxed = interval_bound(block, &cert.y, Some(&inner));
-    out.relaxation_distance = confirmed_distance(cert.distance, relaxed.bound, tol);
+    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
+    let (d_out, d_in) = block.skip.shape();
+    if confirmed_distance(cert.distance, &relaxed, tol).is_none()
+        && cert.distance > tol
+        && m.saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
+    {
+        // A small distance between large terms: the float64 residual, and
+        // float64 weights, are too coarse for Y to be orthogonal to them.
+        // Refine with weights in double-double and residuals summed exactly
+        // (iterative refinement in extended precision).
+        let mut s_lo = vec![0.0; m];
+        for _ in 0..3 {
+            budget.check()?;
+            let mut y = exact_flip_residual(block, &s_star, &s_lo);
+            y.data_mut().iter_mut().for_each(|x| *x = -*x);
+            let g = inner_products(block, &y);
+            let sharper = interval_bound(block, &y, Some(&g));
+            if sharper.bound > relaxed.bound {
+                relaxed = sharper;
+                cert.y = y;
+            }
+            let step = factor.solve(&g);
+            for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
+                let (s, e) = two_sum(*hi, *lo + d);
+                *hi = s;
+                *lo = e;
+            }
+        }
+    }
+    out.relaxation_distance = confirmed_distance(cert.distance, &relaxed, tol);
     let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
     let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
     let (best, best_y) = if skip_cert.bound > relaxed.bound {
@@ -451,7 +496,6 @@ fn listed_search(
         return Ok(Finding::NoSubset(Evidence::Exhausted { component: 0 }));
     };
     let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
-    out.candidates += 1;
     match verify(block, &subset, tol, out) {
         Some(true) => Ok(Finding::Subset(subset)),
         // The first subset in its window lies just outside the tolerance:
@@ -579,7 +623,6 @@ fn complete_search(
             rest /= n;
         }
         subset.sort_unstable();
-        out.candidates += 1;
         match verify(block, &subset, tol, out) {
             Some(true) => return Ok(Finding::Subset(subset)),
             Some(false) => {}

@@ -51,7 +51,8 @@ pub struct PivotedCholesky {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RankDecision {
     pub last_pivot: f64,
-    pub next_pivot: f64,
+    /// `None` when every neuron was pivoted (full rank).
+    pub next_pivot: Option<f64>,
     pub cutoff: f64,
 }
 
@@ -116,10 +117,12 @@ impl PivotedCholesky {
                     }
                 }
                 if p == usize::MAX {
-                    decision.next_pivot = (0..n)
-                        .filter(|&j| !taken[j])
-                        .map(|j| diag[j])
-                        .fold(0.0, f64::max);
+                    decision.next_pivot = Some(
+                        (0..n)
+                            .filter(|&j| !taken[j])
+                            .map(|j| diag[j])
+                            .fold(0.0, f64::max),
+                    );
                     finished = true;
                     break;
                 }

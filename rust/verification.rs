@@ -73,6 +73,45 @@ fn flip_residual_with(block: &Block, weights: &[f64], magnitude: bool) -> Matrix
     e
 }
 
+/// `A + c sum_i (s_i + t_i) v_i u_i^T`, the weights given in double-double
+/// (`s` and a low part `t`), every entry summed exactly and rounded once:
+/// the residual to float64 accuracy however much its terms cancel, so a
+/// certificate built from it is orthogonal to the terms to the rounding of
+/// `Y` itself, not of the terms or of the weights.
+pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix {
+    let (d_out, d_in) = block.skip.shape();
+    let c = block.flip_constant;
+    // c (s_i + t_i) = p + (e + c t_i) with c s_i = p + e exactly; the last
+    // product's rounding is of order eps^2 |s_i|.
+    let w: Vec<(usize, f64, f64)> = s
+        .iter()
+        .zip(t)
+        .enumerate()
+        .filter(|(_, (&hi, &lo))| hi != 0.0 || lo != 0.0)
+        .map(|(i, (&hi, &lo))| {
+            let (p, e) = crate::rounding::two_prod(c, hi);
+            (i, p, e + c * lo)
+        })
+        .collect();
+    let data: Vec<f64> = (0..d_out * d_in)
+        .into_par_iter()
+        .map(|k| {
+            let (p, q) = (k / d_in, k % d_in);
+            let mut acc = Expansion::new();
+            acc.add(block.skip.get(p, q));
+            for &(i, hi, lo) in &w {
+                let (v, u) = (block.w_down.get(p, i), block.w_up.get(i, q));
+                acc.add_product3(hi, v, u);
+                if lo != 0.0 {
+                    acc.add_product3(lo, v, u);
+                }
+            }
+            acc.approx().0
+        })
+        .collect();
+    Matrix::from_vec("E", d_out, d_in, data).expect("shape matches the skip")
+}
+
 /// A rigorous bracket on the relative residual `||E(1_S)||_F / ||A||_F` of a
 /// flip set, and the float64 estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -120,3 +120,26 @@ def test_verdicts_do_not_depend_on_the_scale_of_the_weights(a, rng):
     assert r.relaxation_distance == pytest.approx(ref.relaxation_distance, rel=1e-12)
     np.testing.assert_allclose(r.certificate / a, ref.certificate, rtol=1e-9, atol=1e-12)
     assert find(W_up * a, W_down).genericity.offending_pair_count == 0
+
+
+@pytest.mark.parametrize("backend", [skipsearch.find_absorbing_subset, baseline.find_absorbing_subset])
+@pytest.mark.parametrize("seed", range(4))
+def test_small_relaxation_distance_is_confirmed(backend, seed):
+    # A planted block perturbed by 1e-5: the distance (~2e-5) is tiny next
+    # to the terms, so a float64 residual is too coarse for its certificate
+    # to confirm it. The refinement in extended precision confirms it to the
+    # accuracy of lstsq, and it stays a proven lower bound.
+    rng = np.random.default_rng(seed)
+    d, m = 6, 24
+    U = rng.normal(size=(m, d))
+    V = rng.normal(size=(d, m))
+    M = rng.normal(size=(d, d))
+    U[:d], V[:, :d] = M, -np.linalg.inv(M)
+    U += 1e-5 * rng.normal(size=U.shape)
+    r = backend(U, V, activation="gelu")
+    R = np.einsum("pi,iq->ipq", V, U).reshape(m, -1)
+    s, *_ = np.linalg.lstsq(R.T, -np.eye(d).ravel(), rcond=None)
+    ls = np.linalg.norm(R.T @ s + np.eye(d).ravel()) / np.sqrt(d)
+    assert r.verdict == "not_absorbable" and r.argument == "certificate"
+    assert r.relaxation_distance == pytest.approx(ls, rel=1e-7)
+    assert r.distance_bound >= r.relaxation_distance

@@ -110,10 +110,11 @@ def _rank_words(rank, decision) -> str:
     """The rank decision in words, for an undecided reason."""
     if rank is None or not decision:
         return ""
+    nxt = decision["next_pivot"]
+    nxt = "none (full rank)" if nxt is None else f"{nxt:.3g}"
     return (
-        f" (Gram rank {rank}: last pivot {decision['last_pivot']:.3g}, next "
-        f"{decision['next_pivot']:.3g}, cut-off {decision['cutoff']:.3g} on the unit-diagonal "
-        "scaled Gram matrix)"
+        f" (Gram rank {rank}: last pivot {decision['last_pivot']:.3g}, next {nxt}, "
+        f"cut-off {decision['cutoff']:.3g} on the unit-diagonal scaled Gram matrix)"
     )
 
 

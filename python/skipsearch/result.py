@@ -25,7 +25,9 @@ class GenericityChecks:
     passed : bool
         True when no neuron is dead and no pair offends.
     dead_neurons : ndarray of int, shape (k,)
-        Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0``.
+        Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0`` at the
+        tolerance: ``||u_i||^2`` (or ``||v_i||^2``) at most ``tol^2`` times
+        the largest among the neurons.
     offending_pairs : ndarray of int, shape (p, 2)
         The first (at most 1000) pairs ``(i, j)``, ``i < j``, ordered by
         ``j`` then ``i``, whose rows ``(u_i, b_i)`` fail the check.
@@ -125,29 +127,39 @@ class AbsorptionResult:
         float64 value plus an a-priori bound on its rounding (Higham 2002,
         ch. 3), or exact sums of every entry when that bound is too coarse
         to settle the tolerance. "absorbable" means ``residual <= tolerance``.
+        ``None`` unless a flip set is reported, except with
+        ``status="unresolved"``: then the bound of the candidate that could
+        not be placed on either side of the tolerance.
     relaxation_distance : float or None
         ``||Y||_F / ||A||_F`` at the least-squares solution of the
         relaxation: the distance from ``-A`` to the span of the neurons'
-        terms, as far as the relaxation's own certificate ``Y`` proves it. It
-        equals the float64 value to 1e-6 relative when the interval bound of
-        ``Y`` confirms it, is that (smaller) bound when the value is within
-        the tolerance, and is ``None`` when float64 cannot resolve it (an
-        ill-conditioned relaxation). So no flip set ever gets relatively
-        closer to ``-A`` than this.
+        terms, as far as the relaxation's own certificate ``Y`` proves it: the
+        interval bound of ``Y``, reported when it confirms the float64 value
+        (they differ by at most twice its rounding allowance, or 1e-6
+        relative) or the value is within the tolerance (then it may be 0.0);
+        ``None`` when float64 cannot confirm it (an ill-conditioned
+        relaxation) or no flip search ran. So no flip set ever gets
+        relatively closer to ``-A`` than this.
     distance_bound : float or None
         A proven lower bound on ``||A + c W_down[:, S] W_up[S, :]||_F /
         ||A||_F`` over every flip set ``S``, from the best certificate
-        checked (0.0 when none proves anything). It holds in exact
+        checked: the relaxation's ``Y`` or ``Y = A`` (0.0 when neither
+        proves anything). Over the box ``[0, 1]^m`` it can exceed
+        ``relaxation_distance``, which ranges over all real weightings. It holds in exact
         arithmetic: the rounding of its own evaluation has been subtracted.
     rounding_bound : float or None
-        That rounding allowance, relative to ``||A||_F``.
+        The rounding allowance subtracted from that bound's margin, in the
+        same units (relative to ``||A||_F``).
     certificate : ndarray, shape (d_out, d_in), or None
-        ``Y``, when it proves that no flip set exists; re-check it with
-        :func:`skipsearch.check_certificate`.
+        ``Y``, the certificate behind ``distance_bound``, when it proves that
+        no flip set exists; :func:`skipsearch.check_certificate` re-derives
+        the bound from it (equal up to the rounding allowance, since each
+        side subtracts its own).
     tolerance : float or None
         Relative tolerance used on the residuals.
     genericity : GenericityChecks or None
-        The neuron checks performed and their outcome.
+        The neuron checks performed and their outcome; ``None`` when no flip
+        search ran.
     status : str
         ``"complete"``, ``"time_limit"``, ``"node_limit"``,
         ``"ill_conditioned"`` (the rigorous windows of the complete search
