@@ -270,7 +270,11 @@ fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Optio
     } else if b.lower > tol {
         Some(false)
     } else {
-        None
+        // On the tolerance to rounding: decided by exact squares, if at all.
+        if b.within == Some(true) {
+            out.residual = Some(tol);
+        }
+        b.within
     }
 }
 
@@ -397,6 +401,15 @@ fn stages(
             subset.push(i);
         }
     }
+    let (d_out, d_in) = block.skip.shape();
+    let listable = m <= 2 * MAX_HALF && m * d_out * d_in <= MITM_ENTRIES;
+    let widest = comps.iter().map(|c| c.free.len()).max().unwrap_or(0);
+    if listable && widest > LISTED_FREE {
+        // A component with many free neurons on a small block (d = 1, or
+        // m far above d^2): interval pruning is weak there, and meeting in
+        // the middle costs 2^(m/2).
+        return listed_search(block, tol, budget, out);
+    }
     let mut quick = true;
     if let Some(null) = &null {
         out.method.push("branch and bound");
@@ -430,15 +443,15 @@ fn stages(
         budget,
         out,
     )?;
-    let (d_out, d_in) = block.skip.shape();
-    if finding == Finding::Inconclusive(Numerics::IllConditioned)
-        && m <= 2 * MAX_HALF
-        && m * d_out * d_in <= MITM_ENTRIES
-    {
+    if finding == Finding::Inconclusive(Numerics::IllConditioned) && listable {
         return listed_search(block, tol, budget, out);
     }
     Ok(finding)
 }
+
+/// Free neurons in one component beyond which a block small enough for the
+/// meet in the middle goes there directly.
+const LISTED_FREE: usize = 16;
 
 /// Largest `m * d_out * d_in` handed to the meet in the middle (the flattened
 /// rank-one terms are held in memory).
@@ -453,6 +466,17 @@ fn listed_search(
     budget: &mut Budget<'_>,
     out: &mut Outcome,
 ) -> Result<Finding, Stop> {
+    let m = block.width();
+    // Its two lists alone take 2^(m/2) nodes each: a smaller node budget
+    // stops it before it starts.
+    let lists = (1u64 << (m / 2)) + (1u64 << (m - m / 2));
+    if budget
+        .remaining()
+        .node_limit
+        .is_some_and(|left| left < lists)
+    {
+        return Err(Stop::NodeLimit);
+    }
     out.method.push("meet in the middle");
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;

@@ -127,30 +127,52 @@ pub fn meet_in_the_middle(
         norm_lower(&low) <= radius
     };
     const CHUNK: usize = 1 << 10;
+    // Limits are polled every POLL candidate checks as well as per chunk:
+    // with degenerate projections (repeated values) one window can hold
+    // millions of candidates.
+    const POLL: u64 = 1 << 12;
+    let halted = AtomicBool::new(false);
+    let halt = |total: u64| -> bool {
+        if let Some(stop) = stop_now(total) {
+            stopped
+                .lock()
+                .expect("no panics hold it")
+                .get_or_insert(stop);
+            halted.store(true, Ordering::Relaxed);
+        }
+        halted.load(Ordering::Relaxed)
+    };
     let found = (0..right_sums.len().div_ceil(CHUNK))
         .into_par_iter()
         .map(|c| {
+            if halted.load(Ordering::Relaxed) {
+                return None;
+            }
             let mut checks = 0u64;
-            let hit = (c * CHUNK..((c + 1) * CHUNK).min(right_sums.len())).find_map(|rmask| {
-                let need = target - right_sums[rmask];
+            let mut hit = None;
+            let end = ((c + 1) * CHUNK).min(right_sums.len());
+            'right: for (rmask, &right_sum) in
+                right_sums.iter().enumerate().take(end).skip(c * CHUNK)
+            {
+                let need = target - right_sum;
                 let first = table.partition_point(|&(s, _)| s < need - window);
-                table[first..]
-                    .iter()
-                    .take_while(|&&(s, _)| s <= need + window)
-                    .find(|&&(_, lmask)| {
-                        checks += 1;
-                        close(lmask, rmask)
-                    })
-                    .map(|&(_, lmask)| (lmask, rmask))
-            });
+                for &(s, lmask) in &table[first..] {
+                    if s > need + window {
+                        break;
+                    }
+                    checks += 1;
+                    if checks % POLL == 0 && halt(formed.load(Ordering::Relaxed) + checks) {
+                        break 'right;
+                    }
+                    if close(lmask, rmask) {
+                        hit = Some((lmask, rmask));
+                        break 'right;
+                    }
+                }
+            }
             let total = formed.fetch_add(checks, Ordering::Relaxed) + checks;
             if hit.is_none() {
-                if let Some(stop) = stop_now(total) {
-                    stopped
-                        .lock()
-                        .expect("no panics hold it")
-                        .get_or_insert(stop);
-                }
+                halt(total);
             }
             hit
         })

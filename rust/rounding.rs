@@ -185,6 +185,26 @@ impl Expansion {
         out
     }
 
+    /// The exact product of two expansions.
+    pub fn mul(&self, other: &Expansion) -> Expansion {
+        let mut out = Expansion::new();
+        for &a in &self.parts {
+            for &b in &other.parts {
+                out.add_product(a, b);
+            }
+        }
+        out.inexact += self.inexact + other.inexact;
+        out.finite &= self.finite && other.finite;
+        out
+    }
+
+    /// The negated expansion (exact).
+    pub fn neg(&self) -> Expansion {
+        let mut out = self.clone();
+        out.parts.iter_mut().for_each(|x| *x = -*x);
+        out
+    }
+
     /// Whether every term was finite (no overflow).
     pub fn is_finite(&self) -> bool {
         self.finite

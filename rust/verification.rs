@@ -124,6 +124,10 @@ pub struct ResidualBounds {
     pub upper: f64,
     /// Whether every entry was summed exactly.
     pub exact: bool,
+    /// When the bracket straddles the tolerance: `||E||_F^2 <= tol^2
+    /// ||A||_F^2` decided in exact arithmetic (`None` if underflow or
+    /// overflow leaves it open).
+    pub within: Option<bool>,
 }
 
 /// Bracket the relative residual of `subset`; `tol` decides whether the
@@ -167,11 +171,13 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
             lower,
             upper,
             exact: false,
+            within: None,
         };
     }
     exact_bounds(
         block,
         subset,
+        tol,
         relative,
         all_finite.then_some((lower, upper)),
         estimate,
@@ -182,6 +188,7 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
 fn exact_bounds(
     block: &Block,
     subset: &[usize],
+    tol: f64,
     relative: impl Fn(f64, f64) -> (f64, f64),
     apriori: Option<(f64, f64)>,
     estimate: f64,
@@ -189,7 +196,7 @@ fn exact_bounds(
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;
     let c_lo = block.flip_constant_lo;
-    let entries: Vec<(f64, f64, bool)> = (0..d_out * d_in)
+    let entries: Vec<Expansion> = (0..d_out * d_in)
         .into_par_iter()
         .map(|k| {
             let (p, q) = (k / d_in, k % d_in);
@@ -207,10 +214,10 @@ fn exact_bounds(
                     acc.add_product3(c_lo, v, u);
                 }
             }
-            (acc.abs_lower(), acc.abs_upper(), acc.is_finite())
+            acc
         })
         .collect();
-    if entries.iter().any(|e| !e.2) {
+    if entries.iter().any(|e| !e.is_finite()) {
         // Overflow even in the exact sums: nothing better than a-priori.
         let (lower, upper) = apriori.unwrap_or((0.0, f64::INFINITY));
         return ResidualBounds {
@@ -218,22 +225,58 @@ fn exact_bounds(
             lower,
             upper,
             exact: false,
+            within: None,
         };
     }
-    let lows: Vec<f64> = entries.iter().map(|e| e.0).collect();
-    let ups: Vec<f64> = entries.iter().map(|e| e.1).collect();
+    let lows: Vec<f64> = entries.iter().map(|e| e.abs_lower()).collect();
+    let ups: Vec<f64> = entries.iter().map(|e| e.abs_upper()).collect();
     let (lower, upper) = relative(norm_upper(&ups), norm_lower(&lows));
+    let within = (lower <= tol && tol < upper)
+        .then(|| squares_within(block, &entries, tol))
+        .flatten();
     ResidualBounds {
         estimate: 0.5 * (lower + upper),
         lower,
         upper,
         exact: true,
+        within,
     }
+}
+
+/// `sum E_pq^2 <= tol^2 sum A_pq^2`, decided exactly on the expansions of
+/// the entries; `None` when a product underflowed or overflowed.
+fn squares_within(block: &Block, entries: &[Expansion], tol: f64) -> Option<bool> {
+    let mut diff = Expansion::new();
+    for e in entries {
+        diff.add_expansion(&e.mul(e));
+    }
+    let mut a_sq = Expansion::new();
+    for &a in block.skip.data() {
+        a_sq.add_product(a, a);
+    }
+    let mut t = Expansion::new();
+    t.add_product(tol, tol);
+    diff.add_expansion(&a_sq.mul(&t).neg());
+    (diff.is_finite() && diff.slack() == 0.0).then(|| diff.sign() <= 0.0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_residual_exactly_at_the_tolerance_is_decided_by_exact_squares() {
+        // E = 1 - (1 - 2^-30) = 2^-30 exactly, and ||A|| = 1.
+        let t = 2f64.powi(-30);
+        let w_up = Matrix::from_vec("W_up", 1, 1, vec![1.0 - t]).unwrap();
+        let w_down = Matrix::from_vec("W_down", 1, 1, vec![-1.0]).unwrap();
+        let block = Block::new(w_up, w_down, None, Matrix::identity(1), 1.0).unwrap();
+        let at = residual_bounds(&block, &[0], t);
+        assert!(at.lower <= t && t < at.upper, "{at:?}");
+        assert_eq!(at.within, Some(true));
+        let below = residual_bounds(&block, &[0], t * (1.0 - f64::EPSILON));
+        assert_eq!(below.within, Some(false));
+    }
 
     #[test]
     fn cancelling_pair_keeps_its_true_residual() {

@@ -143,3 +143,39 @@ def test_small_relaxation_distance_is_confirmed(backend, seed):
     assert r.verdict == "not_absorbable" and r.argument == "certificate"
     assert r.relaxation_distance == pytest.approx(ls, rel=1e-7)
     assert r.distance_bound >= r.relaxation_distance
+
+
+def test_subnormal_certificates_and_skips_do_not_overflow():
+    # Breaker finding: the power-of-two scaling overflowed for entries below
+    # 2^-1022. Exact values: Y = 5e-324 proves 0.5 on A = 2 (R_0 = -1);
+    # a skip of 1e-310 against R_0 = -1 proves nothing.
+    Wu, Wd = np.array([[1.0]]), np.array([[-1.0]])
+    assert skipsearch.check_certificate(np.array([[5e-324]]), Wu, Wd, skip=2.0) == pytest.approx(
+        0.5, rel=1e-12
+    )
+    assert skipsearch.check_certificate(np.array([[1.0]]), Wu, Wd, skip=1e-310) == 0.0
+
+
+def test_baseline_residual_is_an_upper_bound_below_float64_range():
+    # c = 1 + 1e-300 exactly: the residual of S = {0} is 1e-300 relative,
+    # whose square underflows; the reported bound must still cover it.
+    r = baseline.find_absorbing_subset(
+        np.array([[1.0]]), np.array([[-1.0]]), activation="leaky_relu(1e-300)", tol=1e-300
+    )
+    assert r.verdict == "absorbable" and r.residual >= 1e-300
+
+
+def test_wide_component_of_a_scalar_block_goes_to_meet_in_the_middle():
+    # Breaker finding: d = 1, m = 35, a planted exact flip set; the
+    # component has 34 free neurons and interval pruning took minutes.
+    rng = np.random.default_rng(7)
+    m = 35
+    W_up = rng.normal(size=(m, 1))
+    W_down = rng.normal(size=(1, m))
+    planted = np.arange(0, m, 3)
+    A = -(W_down[:, planted] @ W_up[planted])
+    r = skipsearch.find_absorbing_subset(W_up, W_down, activation="gelu", skip=A, time_limit=60)
+    assert r.verdict == "absorbable", r.reason
+    assert "meet in the middle" in r.stats.method
+    E = A + W_down[:, r.subset] @ W_up[r.subset]
+    assert np.linalg.norm(E) <= r.tolerance * np.linalg.norm(A)

@@ -46,29 +46,32 @@ def down(x: float, n: int = 2) -> float:
     return max(0.0, x * (1.0 - gamma(n)))
 
 
-def _pow2_scale(x: np.ndarray) -> float:
+def _pow2_exponent(x: np.ndarray) -> int:
+    """``k`` such that ``ldexp(x, k)`` has its largest entry in ``[1/2, 1)``
+    (0 for a zero or non-finite array). Scaling by ``np.ldexp`` is exact."""
     big = float(np.max(np.abs(x), initial=0.0))
     if big == 0.0 or not math.isfinite(big):
-        return 1.0
-    return math.ldexp(1.0, -math.frexp(big)[1])
+        return 0
+    return -math.frexp(big)[1]
 
 
 def norm_upper(x: np.ndarray) -> float:
     """An upper bound on the Euclidean (Frobenius) norm of ``x``."""
     x = np.asarray(x, dtype=np.float64).ravel()
-    s = _pow2_scale(x)
-    y = x * s  # exact: a power of two
+    k = _pow2_exponent(x)
+    y = np.ldexp(x, k)
     total = float(np.dot(y, y))
-    return up(math.sqrt(total * (1.0 + gamma(x.size + 2)) + x.size * TINY), 2) / s
+    return math.ldexp(up(math.sqrt(total * (1.0 + gamma(x.size + 2)) + x.size * TINY), 2), -k)
 
 
 def norm_lower(x: np.ndarray) -> float:
     """A lower bound on the Euclidean (Frobenius) norm of ``x``."""
     x = np.asarray(x, dtype=np.float64).ravel()
-    s = _pow2_scale(x)
-    y = x * s
+    k = _pow2_exponent(x)
+    y = np.ldexp(x, k)
     total = float(np.dot(y, y))
-    return down(math.sqrt(max(0.0, down(total, x.size + 2) - x.size * TINY)), 2) / s
+    root = down(math.sqrt(max(0.0, down(total, x.size + 2) - x.size * TINY)), 2)
+    return math.ldexp(root, -k)
 
 
 def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
@@ -87,8 +90,7 @@ def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
     subtracted from the margin.
     """
     c, c_lo = _split(c)
-    s = _pow2_scale(Y)
-    Y = Y * s
+    Y = np.ldexp(Y, _pow2_exponent(Y))
     y_up, a_up = norm_upper(Y), norm_upper(A)
     scale = up(y_up * a_up, 1)
     if not (scale > 0.0 and math.isfinite(scale)):
@@ -185,4 +187,9 @@ def exact_within(W_up, W_down, A, c, subset, tol) -> tuple[bool, float]:
             e_sq += e * e
     a_sq = sum(F(x) * F(x) for x in A.ravel().tolist())
     ratio = e_sq / a_sq
-    return ratio <= F(tol) ** 2, up(math.sqrt(float(ratio)), 4)
+    if ratio == 0:
+        return True, 0.0
+    # sqrt of a rational of any size, through logarithms of its integers
+    # (float(ratio) could underflow), rounded up generously.
+    root = math.exp(0.5 * (math.log(ratio.numerator) - math.log(ratio.denominator)))
+    return ratio <= F(tol) ** 2, up(root, 1 << 12)
