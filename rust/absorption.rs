@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::genericity::{GenericityCheck, GenericityReport};
 use crate::limits::{Budget, Limits, Stop};
 use crate::matrix::Matrix;
-use crate::meet_in_the_middle::{meet_in_the_middle, MAX_HALF};
+use crate::meet_in_the_middle::{meet_in_the_middle_verified, MAX_HALF};
 use crate::null_space::{components, Component};
 use crate::relaxation::normal_equations;
 use crate::rounding::{gamma, norm_upper, two_sum, up};
@@ -265,17 +265,12 @@ fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Optio
     out.residual = Some(b.upper);
     out.residual_lower = Some(b.lower);
     out.residual_exact = b.exact;
-    if b.upper <= tol {
-        Some(true)
-    } else if b.lower > tol {
-        Some(false)
-    } else {
-        // On the tolerance to rounding: decided by exact squares, if at all.
-        if b.within == Some(true) {
-            out.residual = Some(tol);
-        }
-        b.within
+    let within = b.within_tolerance(tol);
+    if within == Some(true) && b.upper > tol {
+        // On the tolerance to rounding, settled by exact squares.
+        out.residual = Some(tol);
     }
+    within
 }
 
 fn stages(
@@ -500,30 +495,42 @@ fn listed_search(
         tol * norm_upper(block.skip.data()) + up(slack, columns.len() + 1),
         2,
     );
-    let result = match meet_in_the_middle(
+    // Every subset in the window is verified rigorously; the search goes
+    // on past those provably outside the tolerance.
+    let checked = std::sync::atomic::AtomicU64::new(0);
+    let accept = |x: &[u8]| -> Option<bool> {
+        checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
+        residual_bounds(block, &subset, tol).within_tolerance(tol)
+    };
+    let (result, unresolved) = match meet_in_the_middle_verified(
         &columns,
         &target,
         radius,
         budget.remaining(),
         budget.cancel_flag(),
+        &accept,
     ) {
-        Ok(result) => result,
+        Ok(found) => found,
         Err(_) => return Ok(Finding::Inconclusive(Numerics::IllConditioned)),
     };
     budget.add_nodes(result.nodes);
+    // The accepted subset is counted again by `verify` below.
+    out.candidates += checked.into_inner() - u64::from(result.solution.is_some());
     if let Some(stop) = result.stopped {
         return Err(stop);
     }
     let Some(x) = result.solution else {
-        out.residual = None;
-        out.residual_lower = None;
-        return Ok(Finding::NoSubset(Evidence::Exhausted { component: 0 }));
+        return Ok(if unresolved {
+            Finding::Inconclusive(Numerics::Unresolved)
+        } else {
+            Finding::NoSubset(Evidence::Exhausted { component: 0 })
+        });
     };
     let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
+    // Accepted above; record its bracket (and the exact tie, if any).
     match verify(block, &subset, tol, out) {
         Some(true) => Ok(Finding::Subset(subset)),
-        // The first subset in its window lies just outside the tolerance:
-        // others may hide behind it.
         _ => Ok(Finding::Inconclusive(Numerics::Unresolved)),
     }
 }

@@ -43,6 +43,23 @@ pub fn meet_in_the_middle(
     limits: Limits,
     cancel: &AtomicBool,
 ) -> Result<SearchResult, Error> {
+    meet_in_the_middle_verified(columns, b, radius, limits, cancel, &|_| Some(true))
+        .map(|(result, _)| result)
+}
+
+/// [`meet_in_the_middle`] with a verifier: every subset within the window
+/// goes to `accept`, which says whether it truly is a solution (`Some`), or
+/// that it cannot tell (`None`). The search goes on past rejected subsets
+/// and returns the first accepted one; the flag says whether some subset was
+/// left undecided (then an empty search proves nothing).
+pub fn meet_in_the_middle_verified(
+    columns: &[Vec<f64>],
+    b: &[f64],
+    radius: f64,
+    limits: Limits,
+    cancel: &AtomicBool,
+    accept: &(dyn Fn(&[u8]) -> Option<bool> + Sync),
+) -> Result<(SearchResult, bool), Error> {
     let start = Instant::now();
     let n = columns.len();
     let k = b.len();
@@ -126,6 +143,18 @@ pub fn meet_in_the_middle(
             .collect();
         norm_lower(&low) <= radius
     };
+    let unresolved = AtomicBool::new(false);
+    let bits = |lmask: u32, rmask: usize| -> Vec<u8> {
+        (0..n)
+            .map(|j| {
+                if j < left {
+                    (lmask >> j & 1) as u8
+                } else {
+                    (rmask >> (j - left) & 1) as u8
+                }
+            })
+            .collect()
+    };
     const CHUNK: usize = 1 << 10;
     // Limits are polled every POLL candidate checks as well as per chunk:
     // with degenerate projections (repeated values) one window can hold
@@ -165,8 +194,14 @@ pub fn meet_in_the_middle(
                         break 'right;
                     }
                     if close(lmask, rmask) {
-                        hit = Some((lmask, rmask));
-                        break 'right;
+                        match accept(&bits(lmask, rmask)) {
+                            Some(true) => {
+                                hit = Some((lmask, rmask));
+                                break 'right;
+                            }
+                            Some(false) => {}
+                            None => unresolved.store(true, Ordering::Relaxed),
+                        }
                     }
                 }
             }
@@ -179,23 +214,10 @@ pub fn meet_in_the_middle(
         .find_first(|hit| hit.is_some())
         .flatten();
     let stop = stopped.into_inner().expect("no panics hold it");
-    let solution = found.map(|(lmask, rmask)| {
-        (0..n)
-            .map(|j| {
-                if j < left {
-                    (lmask >> j & 1) as u8
-                } else {
-                    (rmask >> (j - left) & 1) as u8
-                }
-            })
-            .collect()
-    });
-    Ok(SearchResult::new(
-        solution,
-        stop,
-        formed.into_inner(),
-        memory_bytes,
-        start,
+    let solution = found.map(|(lmask, rmask)| bits(lmask, rmask));
+    Ok((
+        SearchResult::new(solution, stop, formed.into_inner(), memory_bytes, start),
+        unresolved.into_inner(),
     ))
 }
 

@@ -344,9 +344,12 @@ fn schroeppel_shamir<'py>(
 }
 
 /// Search `||A x - b|| <= radius` over `{0,1}^n` by meeting in the middle
-/// on a projection (float `A`, `n <= 44`); see `skipsearch._core.pyi`.
+/// on a projection (float `A`, `n <= 44`); with `tol`, every subset in the
+/// window is verified rigorously against `||A x - b|| <= tol ||b||`; see
+/// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (a, b, radius, time_limit=None, node_limit=None, threads=None))]
+#[pyo3(signature = (a, b, radius, time_limit=None, node_limit=None, threads=None, tol=None))]
+#[allow(clippy::too_many_arguments)]
 fn meet_in_the_middle<'py>(
     py: Python<'py>,
     a: PyReadonlyArray2<'py, f64>,
@@ -355,12 +358,45 @@ fn meet_in_the_middle<'py>(
     time_limit: Option<f64>,
     node_limit: Option<u64>,
     threads: Option<usize>,
+    tol: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (columns, b) = column_system(&a, &b)?;
-    let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
-        crate::meet_in_the_middle::meet_in_the_middle(&columns, &b, radius, limits, cancel)
-    })?;
-    search_dict(py, result)
+    let (columns, b_vec) = column_system(&a, &b)?;
+    // ||A x - b|| is the flip residual of the block with u_i = 1, v_i = a_i
+    // and skip -b.
+    let block = match tol {
+        Some(_) => {
+            let n = columns.len();
+            let k = b_vec.len();
+            Some(
+                Block::new(
+                    Matrix::from_vec("W_up", n, 1, vec![1.0; n]).map_err(to_py_err)?,
+                    to_matrix("A", a.as_array())?,
+                    None,
+                    Matrix::from_vec("b", k, 1, b_vec.iter().map(|x| -x).collect())
+                        .map_err(to_py_err)?,
+                    1.0,
+                )
+                .map_err(to_py_err)?,
+            )
+        }
+        None => None,
+    };
+    let (result, unresolved) =
+        run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+            let accept = |x: &[u8]| -> Option<bool> {
+                let (Some(block), Some(tol)) = (&block, tol) else {
+                    return Some(true);
+                };
+                let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
+                crate::verification::residual_bounds(block, &subset, tol).within_tolerance(tol)
+            };
+            crate::meet_in_the_middle::meet_in_the_middle_verified(
+                &columns, &b_vec, radius, limits, cancel, &accept,
+            )
+        })?;
+    let d = search_dict(py, result)?;
+    d.set_item("unresolved", unresolved)?;
+    Ok(d)
 }
 
 /// Feasibility jump on an integer system; see `skipsearch._core.pyi`.

@@ -112,6 +112,20 @@ pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix {
     Matrix::from_vec("E", d_out, d_in, data).expect("shape matches the skip")
 }
 
+impl ResidualBounds {
+    /// Whether the flip set is within `tol`: `Some(true)` or `Some(false)`
+    /// when the bracket (or the exact squares) settle it, `None` otherwise.
+    pub fn within_tolerance(&self, tol: f64) -> Option<bool> {
+        if self.upper <= tol {
+            Some(true)
+        } else if self.lower > tol {
+            Some(false)
+        } else {
+            self.within
+        }
+    }
+}
+
 /// A rigorous bracket on the relative residual `||E(1_S)||_F / ||A||_F` of a
 /// flip set, and the float64 estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -179,3 +179,32 @@ def test_wide_component_of_a_scalar_block_goes_to_meet_in_the_middle():
     assert "meet in the middle" in r.stats.method
     E = A + W_down[:, r.subset] @ W_up[r.subset]
     assert np.linalg.norm(E) <= r.tolerance * np.linalg.norm(A)
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_meet_in_the_middle_goes_on_past_a_rejected_candidate(side):
+    # Breaker finding: on a d = 1 block (meet-in-the-middle route), the
+    # first subset in the window lay just outside tol and the search gave
+    # up as "unresolved". Every subset in the window is now verified and the
+    # search goes on past those provably outside.
+    from fractions import Fraction
+
+    rng = np.random.default_rng(11)
+    m = 20
+    W_up = rng.integers(1, 50, size=(m, 1)) / 3
+    W_down = rng.integers(-50, 50, size=(1, m)) / 3
+    S = [7, 9, 11, 16, 18, 19]
+    A = -(W_down[:, S] @ W_up[S]) + 1e-9
+    exact = Fraction(A[0, 0]) + sum(Fraction(W_down[0, i]) * Fraction(W_up[i, 0]) for i in S)
+    rho = abs(float(exact / Fraction(A[0, 0])))
+    tol = rho * (1 + side * 1e-4)
+    r = skipsearch.find_absorbing_subset(W_up, W_down, skip=A, tol=tol, time_limit=60)
+    assert r.status == "complete", r.reason
+    assert "meet in the middle" in r.stats.method
+    if side > 0:
+        assert r.verdict == "absorbable"
+        E = Fraction(A[0, 0]) + sum(Fraction(W_down[0, i]) * Fraction(W_up[i, 0]) for i in r.subset)
+        assert abs(E / Fraction(A[0, 0])) <= Fraction(tol)
+    else:
+        assert r.verdict != "absorbable" and r.stats.candidates > 0
+        assert "meet in the middle" in r.reason

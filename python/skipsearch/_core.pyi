@@ -92,6 +92,7 @@ def meet_in_the_middle(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    tol: Optional[float] = None,
 ) -> dict[str, Any]:
     """``x`` in ``{0,1}^n`` with ``||a @ x - b||_2 <= radius`` (float ``a``
     of shape ``(k, n)``, ``n <= 44``), by meeting in the middle on a
@@ -99,6 +100,9 @@ def meet_in_the_middle(
     residual provably exceeds ``radius``, so a returned ``solution`` may lie
     just outside it by rounding (verify it). Returns ``solution`` (uint8
     array, or None), ``stop`` (None when the search was complete, so a None
-    solution proves that none exists), ``nodes``, ``memory_bytes`` and
-    ``seconds``.
+    solution proves that none exists unless ``unresolved``), ``unresolved``,
+    ``nodes``, ``memory_bytes`` and ``seconds``. With ``tol``, every subset
+    in the window is verified rigorously against ``||a @ x - b|| <= tol
+    ||b||`` and the search goes on past those provably outside;
+    ``unresolved`` says some subset sat on that bound to rounding.
     """

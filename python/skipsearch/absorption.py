@@ -491,10 +491,16 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
     elif evidence == "enumeration":
         no_set = "enumerating all 2^m subsets found no flip set"
         argument = "enumeration"
+    elif "meet in the middle" in raw["method"]:
+        no_set = (
+            "a complete meet in the middle on the flattened flip condition, every subset in its "
+            "window verified with rigorous bounds, found no flip set"
+        )
+        argument = "branch_and_bound"
     else:
         no_set = (
             "a complete branch and bound under rigorous windows on the relaxed values, with "
-            "every candidate verified in exact arithmetic bounds, found no flip set"
+            "every candidate verified with rigorous bounds, found no flip set"
         )
         argument = "branch_and_bound"
     if raw.get("certificate") is not None:

@@ -625,15 +625,17 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
     # The radius is rounded up: the search drops a subset only when its
     # residual provably exceeds it, and what it returns is verified here.
     radius = rounding.up(tol * rounding.norm_upper(b), 3)
-    out = _core.meet_in_the_middle(A, b, radius, remaining, left, threads)
+    out = _core.meet_in_the_middle(A, b, radius, remaining, left, threads, tol=tol)
     method += (f"meet in the middle (projection, n={n}, {out['memory_bytes'] >> 10} KiB)",)
     nodes += int(out["nodes"])
     base["memory_bytes"] = max(base["memory_bytes"], int(out["memory_bytes"]))
     if out["solution"] is not None:
         solution = np.asarray(out["solution"], dtype=np.uint8)
-        if verified(solution):
+        if verified(solution):  # verified in the core too; checked again here
             return found(solution)
-        # A candidate at the edge of the tolerance: it may hide others.
+        return _done(start, status="unresolved", solution=None, nodes=nodes, method=method, **base)
+    if out["unresolved"] and out["stop"] is None:
+        # A subset sat on tol ||b|| to rounding: nothing is proved.
         return _done(start, status="unresolved", solution=None, nodes=nodes, method=method, **base)
     status = "infeasible" if out["stop"] is None else out["stop"]
     return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
