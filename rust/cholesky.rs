@@ -254,33 +254,6 @@ impl PivotedCholesky {
             .collect()
     }
 
-    /// A lower bound on the smallest eigenvalue of the scaled Gram matrix
-    /// restricted to the pivots, `1 / ||U^-1||_F^2`; `O(r^3)`, so only
-    /// computed when a conclusion depends on the conditioning.
-    pub fn min_eigenvalue_bound(&self) -> f64 {
-        let r = self.rank();
-        let u = self.pivot_block();
-        // Columns of U^-1 by back substitution.
-        let mut sum = 0.0;
-        let mut x = vec![0.0; r];
-        for col in 0..r {
-            x.iter_mut().for_each(|v| *v = 0.0);
-            for k in (0..=col).rev() {
-                let mut acc = if k == col { 1.0 } else { 0.0 };
-                for t in k + 1..=col {
-                    acc -= u[k][t] * x[t];
-                }
-                x[k] = acc / u[k][k];
-                sum += x[k] * x[k];
-            }
-        }
-        if sum > 0.0 && sum.is_finite() {
-            1.0 / sum
-        } else {
-            0.0
-        }
-    }
-
     /// `diag(scale)`: the factor is of the Gram matrix scaled by it on both sides.
     pub fn scale(&self) -> &[f64] {
         &self.scale

@@ -73,6 +73,32 @@ fn flip_residual_with(block: &Block, weights: &[f64], magnitude: bool) -> Matrix
     e
 }
 
+/// Every entry of `A + sum (hi_i + lo_i) v_i u_i^T` over `weights = (i, hi_i,
+/// lo_i)`, summed exactly as an expansion.
+fn exact_entries(block: &Block, weights: &[(usize, f64, f64)]) -> Vec<Expansion> {
+    let (d_out, d_in) = block.skip.shape();
+    (0..d_out * d_in)
+        .into_par_iter()
+        .map(|k| {
+            let (p, q) = (k / d_in, k % d_in);
+            let mut acc = Expansion::new();
+            acc.add(block.skip.get(p, q));
+            for &(i, hi, lo) in weights {
+                let (v, u) = (block.w_down.get(p, i), block.w_up.get(i, q));
+                if hi == 1.0 {
+                    acc.add_product(v, u);
+                } else {
+                    acc.add_product3(hi, v, u);
+                }
+                if lo != 0.0 {
+                    acc.add_product3(lo, v, u);
+                }
+            }
+            acc
+        })
+        .collect()
+}
+
 /// `A + c sum_i (s_i + t_i) v_i u_i^T`, the weights given in double-double
 /// (`s` and a low part `t`), every entry summed exactly and rounded once:
 /// the residual to float64 accuracy however much its terms cancel, so a
@@ -93,21 +119,9 @@ pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix {
             (i, p, e + c * lo)
         })
         .collect();
-    let data: Vec<f64> = (0..d_out * d_in)
-        .into_par_iter()
-        .map(|k| {
-            let (p, q) = (k / d_in, k % d_in);
-            let mut acc = Expansion::new();
-            acc.add(block.skip.get(p, q));
-            for &(i, hi, lo) in &w {
-                let (v, u) = (block.w_down.get(p, i), block.w_up.get(i, q));
-                acc.add_product3(hi, v, u);
-                if lo != 0.0 {
-                    acc.add_product3(lo, v, u);
-                }
-            }
-            acc.approx().0
-        })
+    let data: Vec<f64> = exact_entries(block, &w)
+        .iter()
+        .map(|e| e.approx().0)
         .collect();
     Matrix::from_vec("E", d_out, d_in, data).expect("shape matches the skip")
 }
@@ -207,30 +221,9 @@ fn exact_bounds(
     apriori: Option<(f64, f64)>,
     estimate: f64,
 ) -> ResidualBounds {
-    let (d_out, d_in) = block.skip.shape();
-    let c = block.flip_constant;
-    let c_lo = block.flip_constant_lo;
-    let entries: Vec<Expansion> = (0..d_out * d_in)
-        .into_par_iter()
-        .map(|k| {
-            let (p, q) = (k / d_in, k % d_in);
-            let mut acc = Expansion::new();
-            acc.add(block.skip.get(p, q));
-            for &i in subset {
-                let v = block.w_down.get(p, i);
-                let u = block.w_up.get(i, q);
-                if c == 1.0 {
-                    acc.add_product(v, u);
-                } else {
-                    acc.add_product3(c, v, u);
-                }
-                if c_lo != 0.0 {
-                    acc.add_product3(c_lo, v, u);
-                }
-            }
-            acc
-        })
-        .collect();
+    let (c, c_lo) = (block.flip_constant, block.flip_constant_lo);
+    let weights: Vec<(usize, f64, f64)> = subset.iter().map(|&i| (i, c, c_lo)).collect();
+    let entries = exact_entries(block, &weights);
     if entries.iter().any(|e| !e.is_finite()) {
         // Overflow even in the exact sums: nothing better than a-priori.
         let (lower, upper) = apriori.unwrap_or((0.0, f64::INFINITY));

@@ -94,7 +94,6 @@ def _rust_search(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit
         # Every entry of E is an integer below 2^53 by the size bound above,
         # so float64 computes it exactly; checked all the same.
         E = c * W_down[:, subset] @ W_up[subset] + A
-        residual = float(np.linalg.norm(E) / np.linalg.norm(A))
         if np.any(E):
             raw.update(finding="inconclusive", subset=None, numerics="unresolved")
         else:
