@@ -18,13 +18,13 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use crate::absorption::block::Block;
+use crate::absorption::genericity::GenericityCheck;
 use crate::absorption::{decide, Evidence, Finding, Options};
-use crate::block::Block;
 use crate::error::Error;
-use crate::genericity::GenericityCheck;
-use crate::lattice;
 use crate::limits::Limits;
 use crate::matrix::Matrix;
+use crate::subset_sum::lattice;
 
 fn to_py_err(e: Error) -> PyErr {
     match e {
@@ -313,7 +313,7 @@ fn column_system<T: numpy::Element + Copy>(
 /// The result of an exact list search as the dict the Python layer reads.
 fn search_dict(
     py: Python<'_>,
-    result: crate::schroeppel_shamir::SearchResult,
+    result: crate::subset_sum::schroeppel_shamir::SearchResult,
 ) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
@@ -338,7 +338,7 @@ fn schroeppel_shamir<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let (columns, b) = column_system(&a, &b)?;
     let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
-        crate::schroeppel_shamir::schroeppel_shamir(&columns, &b, limits, cancel)
+        crate::subset_sum::schroeppel_shamir::schroeppel_shamir(&columns, &b, limits, cancel)
     })?;
     search_dict(py, result)
 }
@@ -388,9 +388,10 @@ fn meet_in_the_middle<'py>(
                     return Some(true);
                 };
                 let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
-                crate::verification::residual_bounds(block, &subset, tol).within_tolerance(tol)
+                crate::absorption::verification::residual_bounds(block, &subset, tol)
+                    .within_tolerance(tol)
             };
-            crate::meet_in_the_middle::meet_in_the_middle_verified(
+            crate::subset_sum::meet_in_the_middle::meet_in_the_middle_verified(
                 &columns, &b_vec, radius, limits, cancel, &accept,
             )
         })?;
@@ -415,8 +416,9 @@ fn feasibility_jump<'py>(
         node_limit: None,
     };
     // Bounded by `max_moves` (milliseconds), so no cancel flag is needed.
-    let result =
-        py.detach(|| crate::feasibility_jump::feasibility_jump(&columns, &b, max_moves, limits));
+    let result = py.detach(|| {
+        crate::subset_sum::feasibility_jump::feasibility_jump(&columns, &b, max_moves, limits)
+    });
     let d = PyDict::new(py);
     d.set_item("solution", result.solution.map(|x| x.into_pyarray(py)))?;
     d.set_item("moves", result.moves)?;

@@ -57,7 +57,7 @@ fn scaled_squares(x: &[f64]) -> Option<(f64, f64)> {
     if big == 0.0 || !big.is_finite() {
         return None;
     }
-    let s = crate::block::ldexp(1.0, -(big.log2().floor() as i32));
+    let s = crate::absorption::block::ldexp(1.0, -(big.log2().floor() as i32));
     Some((x.iter().map(|v| (v * s) * (v * s)).sum(), s))
 }
 

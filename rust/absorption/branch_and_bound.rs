@@ -20,11 +20,11 @@
 //! The order of branches is fixed, so the first solution found, and the node
 //! count, do not depend on threads.
 
-use crate::block::ldexp;
-use crate::cholesky::NullBasis;
+use crate::absorption::block::ldexp;
+use crate::absorption::cholesky::NullBasis;
+use crate::absorption::null_space::Component;
+use crate::absorption::windows::Row;
 use crate::limits::{Budget, Stop};
-use crate::null_space::Component;
-use crate::windows::Row;
 
 struct Search<'s, 'c> {
     columns: Vec<Vec<(usize, f64)>>,

@@ -9,7 +9,7 @@
 //! two to four neurons. Basic neurons outside every support are fixed at
 //! their relaxed value.
 
-use crate::cholesky::NullBasis;
+use crate::absorption::cholesky::NullBasis;
 
 /// One independent part of the search.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,10 +21,10 @@
 
 use rayon::prelude::*;
 
-use crate::block::{ldexp, Block};
+use crate::absorption::block::{ldexp, Block};
+use crate::absorption::verification::flip_residual;
 use crate::matrix::{dot, Matrix};
 use crate::rounding::{down, gamma, norm_upper, up, Expansion, TINY};
-use crate::verification::flip_residual;
 
 /// The largest `m * d_out * d_in` for which the certificate check falls
 /// back to exact sums (about a second of work).

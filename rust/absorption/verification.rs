@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use crate::block::Block;
+use crate::absorption::block::Block;
 use crate::matrix::{axpy, Matrix};
 use crate::rounding::{down, gamma, norm_lower, norm_upper, up, Expansion, TINY};
 

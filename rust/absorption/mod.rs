@@ -1,23 +1,66 @@
-//! The decision pipeline: relaxation, certificate, null space, branch and
-//! bound, verification. See the design note in `lib.rs`.
+//! The absorption engine: decide whether a residual MLP block `x -> A x + f(x)`
+//! can be rewritten as a skip-free MLP of the same width by flipping a set
+//! of neurons.
+//!
+//! # Design note
+//!
+//! For an activation with `act(z) - act(-z) = c z` (ReLU, GELU, ...),
+//! flipping the neurons in `S` absorbs the skip exactly iff
+//! `c W_down[:, S] W_up[S, :] = -A` (Mijoski & Karbevski 2026,
+//! arXiv:2604.23705). With `R_i = c v_i u_i^T` this is a 0/1 subset sum
+//! in `d_out * d_in` dimensions. The pipeline, one file per stage:
+//!
+//! 1. `relaxation`: real least squares through the `m x m` Gram matrix
+//!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system. The Gram
+//!    matrix is built in cache-sized row blocks in parallel, and the
+//!    genericity pair test rides along on the inner products it computes.
+//! 2. `cholesky`: a blocked, pivoted Cholesky gives the rank, the
+//!    least-squares solution and a reduced null basis.
+//! 3. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
+//!    relaxed solution, `Y` proves that no flip set exists. For generic
+//!    weights this ends the search in polynomial time.
+//! 4. `null_space`: otherwise, the affine solution set splits into
+//!    independent components (duplicate or split neurons give tiny ones).
+//! 5. `branch_and_bound`: each component is searched exactly with interval
+//!    pruning on the basic neurons.
+//! 6. `verification`: every subset reported is re-checked in float64 on the
+//!    original weights.
+//!
+//! Every parallel loop gives each output entry to one thread, which computes
+//! it with a fixed operation order, and the search is sequential, so results
+//! (including node counts) do not depend on the number of threads. Long loops
+//! poll a shared cancel flag and the deadline through `limits::Budget`.
+//!
+//! Which activation may use the condition, and what "no flip set" proves,
+//! is decided by the Python layer, which knows the activation registry.
+
+pub mod block;
+pub mod branch_and_bound;
+pub mod certificate;
+pub mod cholesky;
+pub mod genericity;
+pub mod null_space;
+pub mod relaxation;
+pub mod verification;
+pub mod windows;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::block::Block;
-use crate::branch_and_bound::{enumerate_component, search_component, Enumeration};
-use crate::certificate::{certificate, inner_products, interval_bound, IntervalBound};
-use crate::cholesky::{NullBasis, PivotedCholesky, RankDecision};
+use crate::absorption::block::Block;
+use crate::absorption::branch_and_bound::{enumerate_component, search_component, Enumeration};
+use crate::absorption::certificate::{certificate, inner_products, interval_bound, IntervalBound};
+use crate::absorption::cholesky::{NullBasis, PivotedCholesky, RankDecision};
+use crate::absorption::genericity::{GenericityCheck, GenericityReport};
+use crate::absorption::null_space::{components, Component};
+use crate::absorption::relaxation::normal_equations;
+use crate::absorption::verification::{exact_flip_residual, residual_bounds};
+use crate::absorption::windows::{windows, MAX_ENTRIES};
 use crate::error::Error;
-use crate::genericity::{GenericityCheck, GenericityReport};
 use crate::limits::{Budget, Limits, Stop};
 use crate::matrix::Matrix;
-use crate::meet_in_the_middle::{meet_in_the_middle_verified, MAX_HALF};
-use crate::null_space::{components, Component};
-use crate::relaxation::normal_equations;
 use crate::rounding::{gamma, norm_upper, two_sum, up};
-use crate::verification::{exact_flip_residual, residual_bounds};
-use crate::windows::{windows, MAX_ENTRIES};
+use crate::subset_sum::meet_in_the_middle::{meet_in_the_middle_verified, MAX_HALF};
 
 /// Options of one decision.
 #[derive(Debug, Clone, Copy)]
@@ -198,7 +241,7 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         // Y is in the units of the balanced skip, 2^k_skip A.
         y.data_mut()
             .iter_mut()
-            .for_each(|x| *x = crate::block::ldexp(*x, -k_skip));
+            .for_each(|x| *x = crate::absorption::block::ldexp(*x, -k_skip));
     }
     Ok(outcome)
 }
@@ -589,7 +632,8 @@ fn complete_search(
         let null = null.expect("components come from a null basis");
         let mut frees: Vec<usize> = comp.free.iter().map(|&q| null.free[q]).collect();
         frees.sort_unstable();
-        let comp_rows: Vec<&crate::windows::Row> = comp.basic.iter().map(|&b| row_of(b)).collect();
+        let comp_rows: Vec<&crate::absorption::windows::Row> =
+            comp.basic.iter().map(|&b| row_of(b)).collect();
         for &i in frees.iter().chain(&comp.basic) {
             in_comp[i] = true;
         }
@@ -673,7 +717,7 @@ fn complete_search(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::certificate::lower_bound;
+    use crate::absorption::certificate::lower_bound;
 
     /// Small deterministic generator (SplitMix64), so the core needs no
     /// random-number dependency.

@@ -15,8 +15,8 @@
 
 use rayon::prelude::*;
 
-use crate::block::Block;
-use crate::genericity::{self, GenericityCheck, GenericityReport, MAX_REPORTED_PAIRS};
+use crate::absorption::block::Block;
+use crate::absorption::genericity::{self, GenericityCheck, GenericityReport, MAX_REPORTED_PAIRS};
 use crate::limits::{Budget, Stop};
 use crate::matrix::{dot, gemm, Matrix, View};
 

@@ -27,8 +27,8 @@
 
 use rayon::prelude::*;
 
-use crate::block::Block;
-use crate::cholesky::PivotedCholesky;
+use crate::absorption::block::Block;
+use crate::absorption::cholesky::PivotedCholesky;
 use crate::limits::{Budget, Stop};
 use crate::matrix::{gemm, Matrix, View};
 use crate::rounding::{gamma, norm_upper, up, TINY};
@@ -133,7 +133,7 @@ pub fn windows(
     drop(gb);
 
     let c = block.flip_constant.abs();
-    let nv = crate::certificate::column_norms_upper(&block.w_down);
+    let nv = crate::absorption::certificate::column_norms_upper(&block.w_down);
     let n: Vec<f64> = (0..m)
         .map(|i| up(c * nv[i] * norm_upper(block.w_up.row(i)), 3))
         .collect();
