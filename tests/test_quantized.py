@@ -409,7 +409,7 @@ def test_from_torch_dequantizes_fp8(scheme, scale_name, block_size):
 
 
 def test_from_torch_infers_128_blocks():
-    from skipsearch.torch_adapter import _linear, _Widened
+    from skipsearch._torch.tensors import Widened as _Widened, read_linear as _linear
 
     codes = random_codes(np.random.default_rng(1), (130, 4))
     scale = np.array([[0.5], [2.0]], dtype=np.float32)

@@ -39,6 +39,7 @@ __all__ = [
     "Activation",
     "ACTIVATIONS",
     "ALIASES",
+    "GATED_ENTRIES",
     "get_activation",
     "leaky_relu",
     "known_activations",
@@ -353,6 +354,21 @@ ALIASES: dict[str, str] = {
     "relu_squared": "relu2",
     "squared_relu": "relu2",
     "gelu_python": "gelu",
+}
+
+
+#: The gated registry entry of a block whose gate applies the given activation
+#: (a registry name, or "identity" for a bilinear block). The registry's
+#: "geglu" gate is the exact GELU; a tanh-approximated GELU gate (Gemma) maps
+#: to it too, since the verdict for gated blocks (the linearization argument)
+#: only uses gate(0) = 0 and differentiability at 0, which both gates share.
+GATED_ENTRIES = {
+    "relu": "reglu",
+    "gelu": "geglu",
+    "gelu_tanh": "geglu",
+    "silu": "swiglu",
+    "sigmoid": "glu",
+    "identity": "bilinear",
 }
 
 

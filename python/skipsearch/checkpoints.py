@@ -7,7 +7,10 @@ A checkpoint is a directory holding ``config.json`` and either
 ``weight_map`` is authoritative: every shard it names must exist, and
 ``.safetensors`` files it does not name are ignored with a warning.
 
-Tensors are returned as new numpy arrays: float16 is widened to float32,
+Tensors are read one at a time, each through a read-only memory map of its
+own byte range that is closed once the tensor is copied out, so reading a
+block of a multi-GB (or sharded) checkpoint never loads the rest of it.
+They are returned as new numpy arrays: float16 is widened to float32,
 bfloat16 is widened to float32 from its raw 16 bits (the upper half of the
 float32 bit pattern; bfloat16 is never read as float16), and float8 (E4M3FN,
 E5M2) is decoded exactly to float32. Nothing is
@@ -34,6 +37,7 @@ __all__ = [
     "NARROW_TOL",
     "WEIGHTS_NAME",
     "read_safetensors",
+    "stored_tolerance",
 ]
 
 WEIGHTS_NAME = "model.safetensors"
@@ -52,66 +56,115 @@ NARROW_TOL = {
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+def stored_tolerance(dtypes) -> Optional[float]:
+    """The default tolerance for weights stored in ``dtypes`` (safetensors
+    names) and read widened: ``sqrt(eps)`` of the coarsest of them, or None
+    when none is narrower than float32 (the widened dtype's own then
+    applies)."""
+    return max((NARROW_TOL[t] for t in dtypes if t in NARROW_TOL), default=None)
+
+
 class CheckpointError(ValueError):
     """The checkpoint cannot be scanned: unreadable or inconsistent files, an
     unsupported architecture or activation, or tensors of the wrong shape."""
 
 
+#: The numpy dtype (little-endian, as stored) of each safetensors dtype that
+#: numpy holds as it is; BF16, F8_E4M3 and F8_E5M2 are widened instead.
+_STORED = {
+    "BOOL": np.dtype("?"),
+    "U8": np.dtype("u1"),
+    "I8": np.dtype("i1"),
+    "U16": np.dtype("<u2"),
+    "I16": np.dtype("<i2"),
+    "U32": np.dtype("<u4"),
+    "I32": np.dtype("<i4"),
+    "U64": np.dtype("<u8"),
+    "I64": np.dtype("<i8"),
+    "F16": np.dtype("<f2"),
+    "F32": np.dtype("<f4"),
+    "F64": np.dtype("<f8"),
+}
+
+#: Elements decoded per step when float8 codes are looked up (the lookup
+#: indexes with a temporary of 8 bytes per element).
+_FLOAT8_CHUNK = 1 << 20
+
+
 class _File:
     """One safetensors file: names, shapes and dtypes from its header, and
-    tensors read one at a time."""
+    tensors read one at a time.
+
+    The header is validated by ``safetensors.safe_open`` and then parsed
+    here for the byte range of each tensor. :meth:`get` maps only that range
+    of the file (``numpy.memmap``), widens or copies it into a new array and
+    closes the map, so reading a tensor never loads the rest of the file
+    and nothing stays mapped between reads.
+    """
 
     def __init__(self, path: Path):
         from safetensors import SafetensorError, safe_open
 
         self.path = path
         try:
-            self._handle = safe_open(str(path), framework="numpy")
-        except SafetensorError as e:
+            with safe_open(str(path), framework="numpy"):
+                pass  # opening validates the header: offsets, sizes, dtypes
+            self._data_start, header = _read_header(path)
+        except (SafetensorError, OSError, ValueError) as e:
             raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
-        self._raw_header: Optional[tuple[int, dict]] = None
+        header.pop("__metadata__", None)
+        self._entries: dict = header
 
     def keys(self) -> list:
-        return list(self._handle.keys())
+        return sorted(self._entries)
 
     def shape(self, key: str) -> tuple:
-        return tuple(self._handle.get_slice(key).get_shape())
+        return tuple(self._entries[key]["shape"])
 
     def dtype(self, key: str) -> str:
-        return str(self._handle.get_slice(key).get_dtype())
+        return str(self._entries[key]["dtype"])
 
     def get(self, key: str) -> np.ndarray:
         dtype = self.dtype(key)
-        if dtype == "BF16":
-            # numpy has no bfloat16: shift the raw bits into the top half of
-            # a float32, which is exactly the value bfloat16 encodes.
-            raw = self._raw(key, "<u2")
-            return (raw.astype(np.uint32) << 16).view(np.float32)
-        if dtype in ("F8_E4M3", "F8_E5M2"):
-            return _float8(self._raw(key, np.uint8), dtype)
-        try:
-            array = self._handle.get_tensor(key)
-        except (TypeError, AttributeError):
+        if dtype not in _STORED and dtype not in ("BF16", "F8_E4M3", "F8_E5M2"):
             raise CheckpointError(
                 f"{self.path}: tensor {key!r} has dtype {dtype}, which numpy cannot hold and "
                 "skipsearch does not widen (it widens F16, BF16, F8_E4M3 and F8_E5M2)"
-            ) from None
-        if dtype == "F16":
-            return array.astype(np.float32)
-        return np.array(array, copy=True)
+            )
+        raw = self._map(key)
+        if dtype == "BF16":
+            # numpy has no bfloat16: shift the raw bits into the top half of
+            # a float32, which is exactly the value bfloat16 encodes.
+            bits = raw.view("<u2").astype(np.uint32)
+            bits <<= 16
+            array = bits.view(np.float32)
+        elif dtype in ("F8_E4M3", "F8_E5M2"):
+            array = _float8(raw, dtype)
+        elif dtype == "F16":
+            array = raw.view(_STORED[dtype]).astype(np.float32)
+        else:
+            array = raw.view(_STORED[dtype]).astype(_STORED[dtype].newbyteorder("="))
+        del raw  # the last reference to the map: it is closed here
+        return array.reshape(self.shape(key))
 
-    def _raw(self, key: str, dtype) -> np.ndarray:
-        """The stored bytes of ``key`` as ``dtype`` words, in its shape."""
-        if self._raw_header is None:
-            with open(self.path, "rb") as fh:
-                (n,) = struct.unpack("<Q", fh.read(8))
-                self._raw_header = (8 + n, json.loads(fh.read(n)))
-        start, header = self._raw_header
-        entry = header[key]
-        begin, end = entry["data_offsets"]
-        size = np.dtype(dtype).itemsize
-        raw = np.fromfile(self.path, dtype=dtype, count=(end - begin) // size, offset=start + begin)
-        return raw.reshape(tuple(entry["shape"]))
+    def _map(self, key: str) -> np.ndarray:
+        """The stored bytes of ``key``, memory-mapped read-only (flat uint8)."""
+        begin, end = self._entries[key]["data_offsets"]
+        if end == begin:
+            return np.empty(0, dtype=np.uint8)
+        return np.memmap(
+            self.path, dtype=np.uint8, mode="r", offset=self._data_start + begin, shape=(end - begin,)
+        )
+
+
+def _read_header(path: Path) -> tuple:
+    """The offset of the data section and the parsed JSON header."""
+    with open(path, "rb") as fh:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(n))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    return 8 + n, header
 
 
 def read_safetensors(path: PathLike) -> dict:
@@ -128,9 +181,10 @@ def read_safetensors(path: PathLike) -> dict:
     return {key: f.get(key) for key in f.keys()}
 
 
-def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """Decode float8 bytes exactly to float32 (E4M3FN: no infinities, 0x7f/0xff
-    are NaN; E5M2: IEEE-like)."""
+def _float8_table(dtype: str) -> np.ndarray:
+    """The float32 value of each of the 256 float8 codes, decoded exactly
+    (E4M3FN: no infinities, 0x7f/0xff are NaN; E5M2: IEEE-like)."""
+    raw = np.arange(256, dtype=np.uint8)
     mbits, bias = (3, 7) if dtype == "F8_E4M3" else (2, 15)
     ebits = 7 - mbits
     sign = np.where(raw & 0x80, -1.0, 1.0)
@@ -151,6 +205,19 @@ def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
     return (sign * value).astype(np.float32)
 
 
+_FLOAT8_TABLES = {dtype: _float8_table(dtype) for dtype in ("F8_E4M3", "F8_E5M2")}
+
+
+def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Decode float8 codes (uint8) exactly to a new float32 array of the same
+    shape, a chunk at a time."""
+    raw = np.asarray(raw, dtype=np.uint8)
+    out = np.empty(raw.shape, dtype=np.float32)
+    flat_raw, flat_out = raw.reshape(-1), out.reshape(-1)
+    table = _FLOAT8_TABLES[dtype]
+    for i in range(0, flat_raw.size, _FLOAT8_CHUNK):
+        np.take(table, flat_raw[i : i + _FLOAT8_CHUNK], out=flat_out[i : i + _FLOAT8_CHUNK])
+    return out
 
 
 class Checkpoint:

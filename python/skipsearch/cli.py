@@ -12,6 +12,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
 import sys
 import warnings
@@ -169,6 +170,24 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="worker threads per block (default: one per core)",
     )
+    distance = scan.add_mutually_exclusive_group()
+    distance.add_argument(
+        "--distance",
+        dest="distance",
+        action="store_const",
+        const=True,
+        help="always compute the exact relaxation distance (the m x m Gram path), however large "
+        "the block",
+    )
+    distance.add_argument(
+        "--no-distance",
+        dest="distance",
+        action="store_const",
+        const=False,
+        help="stop at the first certificate that decides and show its proven lower bound "
+        "(>= in the table) instead of the exact distance; fastest on large models "
+        "(default: exact when the Gram matrix fits the memory budget, else the bound)",
+    )
     scan.add_argument(
         "--no-progress",
         action="store_true",
@@ -190,8 +209,25 @@ def summary_line(reports: Sequence) -> str:
     return f"{n} {blocks}: " + ", ".join(parts)
 
 
-def _distance(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.4f}"
+#: Marks a distance cell that shows a proven lower bound, not the exact value.
+BOUND_MARK = "\u2265"
+
+
+_BOUND_NOTE = (
+    f"{BOUND_MARK}: a proven lower bound from the certificate that decided; the exact relaxation "
+    "distance was not computed (--distance computes it)"
+)
+
+
+def _distance_cell(report) -> str:
+    """The exact relaxation distance (``0.6900``), the proven lower bound
+    when only that is known (``≥ 0.6600``, rounded down so that it stays a
+    lower bound), or ``-``."""
+    if report.distance_kind == "exact":
+        return f"{report.relaxation_distance:.4f}"
+    if report.distance_kind == "bound":
+        return f"{BOUND_MARK} {math.floor(report.distance_bound * 1e4) / 1e4:.4f}"
+    return "-"
 
 
 def _verdict_cell(report) -> str:
@@ -217,7 +253,7 @@ def _rows(reports: Sequence) -> list:
             r.activation,
             _norm_cell(r),
             _verdict_cell(r),
-            _distance(r.relaxation_distance),
+            _distance_cell(r),
             f"{r.seconds:.2f}",
         )
         for r in reports
@@ -251,12 +287,15 @@ def format_markdown(models: Sequence, reports: Sequence) -> str:
     lines.append("")
     for info in models:
         lines.append(f"- **{info.name}** ({info.family}, `{info.path}`): {_scope(info)}")
+    if any(r.distance_kind == "bound" for r in reports):
+        lines.append(f"- {_BOUND_NOTE}")
     return "\n".join(lines)
 
 
 _CSV_FIELDS = (
     "model", "family", "block", "layer", "d", "m", "activation", "norm", "verdict",
-    "relaxation_distance", "distance_bound", "rounding_bound", "seconds", "argument", "status",
+    "distance", "distance_kind", "relaxation_distance", "distance_bound", "rounding_bound",
+    "seconds", "argument", "status",
     "tolerance", "residual", "subset",
     "genericity_passed", "shared_with", "scope", "reason", "path",
 )
@@ -320,6 +359,7 @@ def _scan(args: argparse.Namespace) -> int:
         tol=args.tol,
         time_limit=args.time_limit,
         threads=args.threads,
+        distance=args.distance,
         progress=False if args.no_progress else None,
     )
     if args.json:
@@ -350,7 +390,7 @@ def _scan(args: argparse.Namespace) -> int:
     elif args.csv:
         sys.stdout.write(format_csv(reports))
     elif args.markdown:
-        print(format_markdown(models, reports))
+        print(_printable(format_markdown(models, reports)))
     if table:
         for info in models:
             mine = [r for r in reports if r.path == str(info.path)]
@@ -359,12 +399,14 @@ def _scan(args: argparse.Namespace) -> int:
                 f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
             )
             print(f"scope: {_scope(info)}")
-            print(format_table(mine))
+            print(_printable(format_table(mine)))
             print()
         total = sum(r.seconds for r in reports)
         tied = sum(len(r.shared_with) for r in reports)
         also = f"; {tied} tied block(s) share the weights of a row above" if tied else ""
         print(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
+        if any(r.distance_kind == "bound" for r in reports):
+            print(_printable(_BOUND_NOTE))
     if args.plot is not None:
         from skipsearch.plot import plot_relaxation_distances
 
@@ -372,6 +414,18 @@ def _scan(args: argparse.Namespace) -> int:
         if table:
             print(f"plot: {args.plot}")
     return EXIT_OK
+
+
+def _printable(text: str) -> str:
+    """``text``, with the bound mark spelled ``>=`` where stdout cannot
+    encode it."""
+    try:
+        text.encode(sys.stdout.encoding or "ascii")
+    except UnicodeEncodeError:
+        return text.replace(BOUND_MARK, ">=")
+    except LookupError:
+        pass
+    return text
 
 
 def _error(message: str) -> None:

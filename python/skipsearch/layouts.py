@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from skipsearch.activations import Activation, get_activation
+from skipsearch.activations import GATED_ENTRIES, Activation, get_activation
 from skipsearch.checkpoints import CheckpointError
 
 __all__ = ["FAMILIES", "Family", "Layout", "NORM_SCOPES", "supported_model_types"]
@@ -45,16 +45,6 @@ NORM_SCOPES = {
         "FFN sub-layer with its residual (LayerNorm placement not given): the verdict concerns "
         "y -> y + f(y) for the FFN's own input y"
     ),
-}
-
-# Gated blocks: the activation applied to the gate -> the gated registry name.
-_GATED = {
-    "relu": "reglu",
-    "gelu": "geglu",
-    "gelu_tanh": "geglu",
-    "silu": "swiglu",
-    "sigmoid": "glu",
-    "identity": "bilinear",
 }
 
 
@@ -254,12 +244,12 @@ def config_activation(name: Any, gated: bool, where: str) -> Activation:
                 f"activation {name!r} in {where} is gated, but the block has no gate projection"
             )
         return act
-    gated_name = _GATED.get(act.name)
+    gated_name = GATED_ENTRIES.get(act.name)
     if gated_name is None:
         raise CheckpointError(
             f"activation {name!r} in {where} drives a gate, and skipsearch has no gated entry for "
-            f"it; gated activations known: {', '.join(sorted(set(_GATED.values())))} (gates "
-            f"{', '.join(sorted(_GATED))})"
+            f"it; gated activations known: {', '.join(sorted(set(GATED_ENTRIES.values())))} (gates "
+            f"{', '.join(sorted(GATED_ENTRIES))})"
         )
     return get_activation(gated_name)
 

@@ -82,8 +82,10 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     relaxation reaches it, and a distance above the tolerance is a
     certificate that no flip set exists (Mijoski & Karbevski 2026,
     arXiv:2604.23705). Markers give the verdict: a circle for not
-    absorbable, a star for absorbable, a cross for undecided. Blocks with no
-    distance (gated blocks, decided without a search) are listed in the
+    absorbable, a star for absorbable, a cross for undecided; a hollow
+    marker is a proven lower bound, shown where the exact distance was not
+    computed (``distance=False``, or beyond the memory budget). Blocks with
+    no distance (gated blocks, decided without a search) are listed in the
     legend instead.
 
     Parameters
@@ -116,23 +118,33 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
         # x is the block's position in the model (its layer, except where a
         # model has several stacks, such as T5's encoder then decoder).
         positions = {id(r): p for p, r in enumerate(rows)}
-        with_distance = [r for r in rows if r.relaxation_distance is not None]
+        with_distance = [r for r in rows if r.distance is not None]
         label = label_of[key]
         if not with_distance:
             verdicts = sorted({r.verdict.replace("_", " ") for r in rows})
             ax.plot([], [], " ", label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)")
             continue
         xs = [positions[id(r)] for r in with_distance]
-        ys = [r.relaxation_distance for r in with_distance]
+        ys = [r.distance for r in with_distance]
         top = max(top, max(ys))
         (line,) = ax.plot(xs, ys, "-", linewidth=1.5, label=f"{label} ({rows[0].activation})")
         for verdict, marker in _MARKERS.items():
-            pts = [(x, y) for x, y, r in zip(xs, ys, with_distance) if r.verdict == verdict]
-            if pts:
-                ax.plot(*zip(*pts), marker, color=line.get_color(), markersize=9 if marker == "*" else 6)
+            for kind, face in (("exact", line.get_color()), ("bound", "none")):
+                pts = [
+                    (x, y)
+                    for x, y, r in zip(xs, ys, with_distance)
+                    if r.verdict == verdict and r.distance_kind == kind
+                ]
+                if pts:
+                    ax.plot(
+                        *zip(*pts), marker, color=line.get_color(), markerfacecolor=face,
+                        markersize=9 if marker == "*" else 6,
+                    )
     for verdict, marker in _MARKERS.items():
-        if any(r.verdict == verdict and r.relaxation_distance is not None for r in reports):
+        if any(r.verdict == verdict and r.distance is not None for r in reports):
             ax.plot([], [], marker, color="0.3", label=verdict.replace("_", " "))
+    if any(r.distance_kind == "bound" for r in reports):
+        ax.plot([], [], "o", color="0.3", markerfacecolor="none", label="lower bound (exact not computed)")
     ax.set_xlabel("FFN block, in layer order")
     ax.set_ylabel("relaxation distance  ||Y||_F / ||I||_F")
     ax.set_ylim(0.0, max(1.0, top * 1.1))

@@ -247,17 +247,24 @@ def scale_layout(
 def dequantize(
     values: np.ndarray, scale: np.ndarray, block: Optional[tuple], where: str, error=ValueError
 ) -> np.ndarray:
-    """``values * scale`` as float64, the scale broadcast per tensor, per
-    output channel or per block (see :func:`scale_layout`)."""
-    values = np.asarray(values, dtype=np.float64)
+    """``values * scale`` as a new float64 array, the scale broadcast per
+    tensor, per output channel or per block (see :func:`scale_layout`).
+
+    The product is formed in place, a block row at a time, so no full-size
+    copy of the scale is made: peak memory is the float64 result beside
+    ``values``."""
+    values = np.asarray(values)
     scale = np.asarray(scale, dtype=np.float64)
     kind, size = scale_layout(values.shape, scale.shape, block, where, error)
     if not np.isfinite(scale).all():
         raise error(f"{where}: the scale holds NaN or Inf")
+    out = np.array(values, dtype=np.float64, copy=True)
     if kind == "tensor":
-        return values * scale.reshape(())
-    if kind == "channel":
-        return values * scale.reshape(-1, 1)
-    bo, bi = size
-    full = np.repeat(np.repeat(scale, bo, axis=0), bi, axis=1)
-    return values * full[: values.shape[0], : values.shape[1]]
+        out *= scale.reshape(())
+    elif kind == "channel":
+        out *= scale.reshape(-1, 1)
+    else:
+        bo, bi = size
+        for i, row in enumerate(scale):
+            out[i * bo : (i + 1) * bo] *= np.repeat(row, bi)[: out.shape[1]]
+    return out

@@ -1,0 +1,86 @@
+"""Decide one FFN block: :func:`decide_block`, the job the scan runs here or
+ships to an executor.
+
+It is a module-level function of plain arguments (arrays, an activation
+name, numbers), so process pools and ``dask.distributed`` can pickle it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import time
+from typing import Optional
+
+import numpy as np
+
+from skipsearch.absorption import PAPER, find_absorbing_subset
+
+__all__ = ["check_distance", "decide_block"]
+
+
+def check_distance(distance: Optional[bool]) -> Optional[bool]:
+    """Validate the ``distance`` option of the scan.
+
+    Raises
+    ------
+    TypeError
+        ``distance`` is not True, False or None.
+    ValueError
+        ``distance`` is True or False but the installed
+        ``find_absorbing_subset`` has no ``distance`` parameter.
+    """
+    if distance is not None and not isinstance(distance, (bool, np.bool_)):
+        raise TypeError(f"distance must be True, False or None, got {distance!r}")
+    distance = None if distance is None else bool(distance)
+    if distance is not None and "distance" not in inspect.signature(find_absorbing_subset).parameters:
+        raise ValueError(
+            f"distance={distance} needs a find_absorbing_subset that takes distance=, and this "
+            "build of skipsearch has none; rebuild it from the source tree, or leave distance "
+            "at None (the exact distance, as far as it is computed)"
+        )
+    return distance
+
+
+def decide_block(
+    W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limit, threads, b_gate=None, distance=None
+):
+    """Decide the block ``x -> x + f(x)``; return the result and the seconds
+    it took.
+
+    ``find_absorbing_subset`` takes no gate bias, and the linearization and
+    degree arguments for gated blocks need a block without inner biases: a
+    gate bias tensor in the checkpoint, even all zeros, means the block's
+    form has inner biases and makes such a verdict undecided (as a ``b_up``
+    tensor does inside ``find_absorbing_subset``). ``distance`` is passed on
+    only when it is True or False, so None works with any core.
+    """
+    start = time.perf_counter()
+    extra = {} if distance is None else {"distance": distance}
+    result = find_absorbing_subset(
+        W_up,
+        W_down,
+        activation=activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=None,
+        tol=tol,
+        time_limit=time_limit,
+        threads=threads,
+        **extra,
+    )
+    if b_gate is not None and result.argument in ("linearization", "degree"):
+        zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
+        result = dataclasses.replace(
+            result,
+            verdict="undecided",
+            argument="none",
+            reason=(
+                f"Undecided: the {result.argument} argument ({PAPER}) needs a block without inner "
+                f"biases, but the checkpoint has a gate bias b_gate{zeros}, so the block's form "
+                "has inner biases and the same-width skip-free blocks it is compared with may "
+                "have them too; no theorem covers that class."
+            ),
+        )
+    return result, time.perf_counter() - start

@@ -1,0 +1,93 @@
+"""Read one FFN block's tensors, and recognise blocks with the same weights.
+
+Each tensor is read on its own (:meth:`skipsearch.checkpoints.Checkpoint.get`
+maps only its bytes), widened to float32 (float16, bfloat16, float8) or
+dequantized with its FP8 scale (float64), and transposed for layouts stored
+``(in, out)``. Nothing but the current block is held: the scan drops a
+block's tensors before it reads the next one, and compares a possible twin
+(tied layers) one tensor at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+import numpy as np
+
+from skipsearch._scan.locate import BlockKeys, CheckpointInfo
+from skipsearch.checkpoints import Checkpoint, CheckpointError, stored_tolerance
+from skipsearch.quantization import dequantize
+
+__all__ = ["ROLES", "block_tolerance", "fingerprint", "read_block", "read_tensor", "same_weights"]
+
+#: The tensors of a block, in the order of the decision's arguments.
+ROLES = ("W_up", "W_down", "W_gate", "b_up", "b_down", "b_gate")
+
+_KEYS = {
+    "W_up": ("up", "up_scale"),
+    "W_down": ("down", "down_scale"),
+    "W_gate": ("gate", "gate_scale"),
+    "b_up": ("b_up", None),
+    "b_down": ("b_down", None),
+    "b_gate": ("b_gate", None),
+}
+
+
+def read_tensor(info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: str) -> Optional[np.ndarray]:
+    """One tensor of ``block`` (a name in :data:`ROLES`) as a new float array:
+    weights in ``torch.nn.Linear`` layout (``W_up`` of shape ``(m, d)``), FP8
+    weights dequantized with their scales; None when the block has none."""
+    key_field, scale_field = _KEYS[role]
+    key = getattr(block, key_field)
+    if key is None:
+        return None
+    array = ckpt.get(key)
+    if scale_field is None:
+        return array
+    scale = getattr(block, scale_field)
+    if scale is not None:
+        quant_block = None if info._quant is None else info._quant.block
+        array = dequantize(array, ckpt.get(scale), quant_block, scale, CheckpointError)
+    if info._transpose:
+        array = np.ascontiguousarray(array.T)
+    return array
+
+
+def read_block(info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys) -> dict:
+    """The block's tensors by role (:data:`ROLES`), read one at a time."""
+    return {role: read_tensor(info, ckpt, block, role) for role in ROLES}
+
+
+def block_tolerance(ckpt: Checkpoint, block: BlockKeys) -> Optional[float]:
+    """The default tolerance of ``block``: that of the stored dtypes of the
+    flip condition's data, ``W_up`` and ``W_down`` (the skip is the
+    identity; a float16 bias or gate must not loosen it). None: float32's
+    or float64's own."""
+    return stored_tolerance({ckpt.dtype(block.up), ckpt.dtype(block.down)})
+
+
+def fingerprint(tensors: dict) -> str:
+    """A cheap key for spotting tied blocks: shapes and about 4096 sampled
+    entries per tensor. Equal keys are confirmed by :func:`same_weights`,
+    so hashing every weight of a large model is never needed."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in tensors.values():
+        if a is None:
+            h.update(b"-")
+        else:
+            flat = a.reshape(-1)
+            h.update(str(a.shape).encode())
+            h.update(np.ascontiguousarray(flat[:: max(1, flat.size // 4096)]).tobytes())
+    return h.hexdigest()
+
+
+def same_weights(tensors: dict, info: CheckpointInfo, ckpt: Checkpoint, other: BlockKeys) -> bool:
+    """Whether block ``other`` holds exactly ``tensors``; its tensors are
+    read and compared one at a time, stopping at the first difference."""
+    for role, mine in tensors.items():
+        theirs = read_tensor(info, ckpt, other, role)
+        if (mine is None) != (theirs is None) or (mine is not None and not np.array_equal(mine, theirs)):
+            return False
+        del theirs
+    return True
