@@ -20,6 +20,8 @@ pub enum Error {
     },
     /// The worker pool could not be built.
     ThreadPool(String),
+    /// The exact path was required but needs more memory than allowed.
+    MemoryLimit { needed: u128, limit: u128 },
 }
 
 impl fmt::Display for Error {
@@ -35,6 +37,14 @@ impl fmt::Display for Error {
             }
             Error::InvalidOption { option, message } => write!(f, "{option}: {message}"),
             Error::ThreadPool(message) => write!(f, "could not start worker threads: {message}"),
+            Error::MemoryLimit { needed, limit } => write!(
+                f,
+                "memory_limit: the exact relaxation distance needs about {:.2} GB (the m x m \
+                 Gram matrix), over the memory limit of {:.2} GB; raise memory_limit or pass \
+                 distance=None or False for a certificate bound",
+                *needed as f64 / 1e9,
+                *limit as f64 / 1e9
+            ),
         }
     }
 }

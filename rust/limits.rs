@@ -9,6 +9,9 @@ pub enum Stop {
     TimeLimit,
     NodeLimit,
     Interrupted,
+    /// The exact path would exceed the memory limit, and no cheap
+    /// certificate decided.
+    MemoryLimit,
 }
 
 impl Stop {
@@ -17,6 +20,7 @@ impl Stop {
             Stop::TimeLimit => "time_limit",
             Stop::NodeLimit => "node_limit",
             Stop::Interrupted => "interrupted",
+            Stop::MemoryLimit => "memory_limit",
         }
     }
 }

@@ -1,6 +1,25 @@
-//! A dense row-major matrix and the dot product every stage is built on.
+//! A dense row-major matrix, the dot product every stage is built on, and
+//! the bridge to faer, whose GEMM, triangular solves and pivoted Cholesky
+//! carry the dense linear algebra.
+//!
+//! faer's kernels split work over threads by output blocks and keep each
+//! entry's reduction order fixed, so their results do not depend on the
+//! thread count (checked by the tests of `absorption::relaxation` and
+//! `absorption::cholesky`).
+
+use faer::{MatMut, MatRef, Par};
 
 use crate::error::Error;
+
+/// faer's parallelism for the current rayon pool.
+pub fn par() -> Par {
+    let n = rayon::current_num_threads();
+    if n <= 1 {
+        Par::Seq
+    } else {
+        Par::rayon(n)
+    }
+}
 
 /// Dense row-major `rows x cols` matrix of `f64`.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +113,16 @@ impl Matrix {
     pub fn frobenius_norm(&self) -> f64 {
         scaled_norm(&self.data)
     }
+
+    /// A faer view of the matrix (row-major strides, no copy).
+    pub fn view(&self) -> MatRef<'_, f64> {
+        MatRef::from_row_major_slice(&self.data, self.rows, self.cols)
+    }
+
+    /// A mutable faer view of the matrix.
+    pub fn view_mut(&mut self) -> MatMut<'_, f64> {
+        MatMut::from_row_major_slice_mut(&mut self.data, self.rows, self.cols)
+    }
 }
 
 /// Dot product with four independent accumulators, so the compiler
@@ -168,96 +197,5 @@ mod tests {
         assert_eq!(t.shape(), (3, 2));
         assert_eq!(t.get(2, 1), 6.0);
         assert_eq!(t.transpose(), m);
-    }
-}
-
-/// A read-only strided view of a row-major buffer: element `(i, j)` is
-/// `data[offset + i * row_stride + j * col_stride]`.
-#[derive(Clone, Copy)]
-pub struct View<'a> {
-    pub data: &'a [f64],
-    pub offset: usize,
-    pub rows: usize,
-    pub cols: usize,
-    pub row_stride: usize,
-    pub col_stride: usize,
-}
-
-impl<'a> View<'a> {
-    /// Rows `r0..r1` of a row-major `? x cols` buffer.
-    pub fn rows_of(data: &'a [f64], cols: usize, r0: usize, r1: usize) -> Self {
-        View {
-            data,
-            offset: r0 * cols,
-            rows: r1 - r0,
-            cols,
-            row_stride: cols,
-            col_stride: 1,
-        }
-    }
-
-    /// The transpose of this view (no copy).
-    pub fn t(self) -> Self {
-        View {
-            rows: self.cols,
-            cols: self.rows,
-            row_stride: self.col_stride,
-            col_stride: self.row_stride,
-            ..self
-        }
-    }
-
-    fn in_bounds(&self) -> bool {
-        if self.rows == 0 || self.cols == 0 {
-            return true;
-        }
-        let last =
-            self.offset + (self.rows - 1) * self.row_stride + (self.cols - 1) * self.col_stride;
-        last < self.data.len()
-    }
-}
-
-/// `c = alpha * a b + beta * c`, with `c` the first `b.cols` columns of a
-/// row-major buffer with row stride `ldc`. A safe front to matrixmultiply's
-/// GEMM; each entry of `c` is computed by a fixed sequence of operations for
-/// given shapes.
-pub fn gemm(alpha: f64, a: View<'_>, b: View<'_>, beta: f64, c: &mut [f64], ldc: usize) {
-    assert_eq!(a.cols, b.rows, "gemm: inner dimensions differ");
-    assert!(ldc >= b.cols, "gemm: row stride shorter than a row");
-    if a.rows == 0 || b.cols == 0 {
-        return;
-    }
-    assert!(
-        c.len() >= (a.rows - 1) * ldc + b.cols,
-        "gemm: output too small"
-    );
-    assert!(a.in_bounds() && b.in_bounds(), "gemm: view out of bounds");
-    if a.cols == 0 {
-        for r in 0..a.rows {
-            for x in &mut c[r * ldc..r * ldc + b.cols] {
-                *x *= beta;
-            }
-        }
-        return;
-    }
-    // SAFETY: the asserts above keep every index of a, b and c in bounds,
-    // and c is a unique borrow that aliases neither input.
-    unsafe {
-        matrixmultiply::dgemm(
-            a.rows,
-            a.cols,
-            b.cols,
-            alpha,
-            a.data.as_ptr().add(a.offset),
-            a.row_stride as isize,
-            a.col_stride as isize,
-            b.data.as_ptr().add(b.offset),
-            b.row_stride as isize,
-            b.col_stride as isize,
-            beta,
-            c.as_mut_ptr(),
-            ldc as isize,
-            1,
-        );
     }
 }

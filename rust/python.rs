@@ -14,13 +14,13 @@ const POLL: Duration = Duration::from_millis(20);
 
 use numpy::ndarray::ArrayView2;
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::absorption::block::Block;
 use crate::absorption::genericity::GenericityCheck;
-use crate::absorption::{decide, Evidence, Finding, Options};
+use crate::absorption::{decide, Distance, Evidence, Finding, Options};
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::matrix::Matrix;
@@ -29,6 +29,7 @@ use crate::subset_sum::lattice;
 fn to_py_err(e: Error) -> PyErr {
     match e {
         Error::ThreadPool(_) => PyRuntimeError::new_err(e.to_string()),
+        Error::MemoryLimit { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }
@@ -129,7 +130,7 @@ fn run_on_pool<T: Send>(
 
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0))]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn search_flip_set<'py>(
     py: Python<'py>,
@@ -144,6 +145,8 @@ fn search_flip_set<'py>(
     node_limit: Option<u64>,
     threads: Option<usize>,
     flip_constant_lo: f64,
+    distance: Option<bool>,
+    memory_limit: Option<u128>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?
         .with_flip_constant_lo(flip_constant_lo)
@@ -162,6 +165,14 @@ fn search_flip_set<'py>(
     }
     if let Some(t) = threads {
         options = options.with_threads(t);
+    }
+    options = options.with_distance(match distance {
+        None => Distance::Auto,
+        Some(true) => Distance::Exact,
+        Some(false) => Distance::Bound,
+    });
+    if let Some(bytes) = memory_limit {
+        options = options.with_memory_limit(bytes);
     }
     let cancel = AtomicBool::new(false);
     let outcome =
@@ -207,6 +218,7 @@ fn search_flip_set<'py>(
     d.set_item("distance_bound", outcome.distance_bound)?;
     d.set_item("rounding_bound", outcome.rounding_bound)?;
     d.set_item("candidates", outcome.candidates)?;
+    d.set_item("krylov_steps", outcome.krylov_steps)?;
     match outcome.rank_decision {
         Some(r) => {
             let rd = PyDict::new(py);
@@ -429,7 +441,7 @@ fn feasibility_jump<'py>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 4;
+const CORE_ABI: u32 = 5;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

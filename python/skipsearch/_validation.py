@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any, Optional
 
 import numpy as np
@@ -188,6 +189,40 @@ def check_threads(threads: Any) -> Optional[int]:
     if not 1 <= threads <= 1024:
         raise ValueError(f"threads must be between 1 and 1024, got {threads}")
     return int(threads)
+
+
+def check_distance(distance: Any) -> Optional[bool]:
+    """``distance`` must be ``None``, ``True`` or ``False``."""
+    if distance is None or isinstance(distance, (bool, np.bool_)):
+        return None if distance is None else bool(distance)
+    raise TypeError(f"distance must be True, False or None, got {distance!r}")
+
+
+def default_memory_limit() -> int:
+    """Half the memory available now: ``MemAvailable`` from ``/proc/meminfo``
+    on Linux, else half the physical memory, else 4 GiB."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 2
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):
+        return 4 << 30
+
+
+def check_memory_limit(memory_limit: Any) -> int:
+    """``memory_limit`` in bytes: a positive integer, or ``None`` for the default."""
+    if memory_limit is None:
+        return default_memory_limit()
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Integral):
+        raise TypeError(f"memory_limit must be a positive number of bytes or None, got {memory_limit!r}")
+    if memory_limit <= 0:
+        raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit}")
+    return int(memory_limit)
 
 
 class Weights:

@@ -8,6 +8,7 @@ enumerates subsets with numpy and shares everything else in this module).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,14 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from skipsearch import _core
-from skipsearch._validation import Weights, check_limit, check_threads, check_tol
+from skipsearch._validation import (
+    Weights,
+    check_distance,
+    check_limit,
+    check_memory_limit,
+    check_threads,
+    check_tol,
+)
 from skipsearch.activations import BOUNDED, FLIP_LINEAR, GATED, HOMOGENEOUS, Activation, get_activation
 from skipsearch.construction import build_skip_free_block
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
@@ -41,7 +49,10 @@ def _is_integral(x: np.ndarray) -> bool:
     return bool(np.all(x == np.round(x))) and float(np.max(np.abs(x), initial=0.0)) < 2.0**20
 
 
-def _rust_search(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads) -> dict:
+def _rust_search(
+    W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads,
+    distance=None, memory_limit=None,
+) -> dict:
     c, c_lo = flip
     integral = (
         c_lo == 0.0
@@ -58,14 +69,17 @@ def _rust_search(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit
     if not integral:
         return _core.search_flip_set(
             W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads,
-            flip_constant_lo=c_lo,
+            flip_constant_lo=c_lo, distance=distance, memory_limit=memory_limit,
         )
     # Integer-valued block: the float pipeline first (a certificate or an
     # easy flip set ends it), then the exact integer engine for what the
     # relaxation leaves open.
     cap = _FLOAT_NODES_BEFORE_EXACT if node_limit is None else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
     start = time.perf_counter()
-    raw = _core.search_flip_set(W_up, W_down, A, b_up, c, tol, check, time_limit, cap, threads)
+    raw = _core.search_flip_set(
+        W_up, W_down, A, b_up, c, tol, check, time_limit, cap, threads,
+        distance=distance, memory_limit=memory_limit,
+    )
     open_ended = raw["finding"] == "inconclusive" or (
         raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit
     ) or (raw["finding"] == "no_subset" and raw["evidence"] != "certificate")
@@ -139,6 +153,8 @@ def find_absorbing_subset(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    distance: Optional[bool] = None,
+    memory_limit: Optional[int] = None,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -191,6 +207,26 @@ def find_absorbing_subset(
     threads : int, optional
         Worker threads (default: one per core). The result does not depend
         on it.
+    distance : bool or None, default None
+        How much of the relaxation to compute. ``True``: always the exact
+        least-squares distance ``relaxation_distance`` (the ``m x m`` Gram
+        path, ``O(m^2 d + m^3)`` time, about ``16 m^2`` bytes at most).
+        ``False``: stop at the first certificate that proves a bound above
+        ``tol`` (``Y = A`` at ``O(m d)`` for an identity skip, then up to 12
+        Jacobi-preconditioned conjugate-gradient steps at ``O(m d^2)`` each,
+        never forming the Gram matrix) and report that bound in
+        ``distance_bound``, leaving ``relaxation_distance`` ``None``; the
+        Gram path runs only if none proves. ``None``: exact when the Gram
+        path fits ``memory_limit``, else as ``False``.
+    memory_limit : int, optional
+        Bytes the exact Gram path may take (estimated as ``16 m^2``: the Gram
+        matrix factored in place, and as much again for the complete search
+        of a degenerate block). Default: half the memory available when the
+        call starts (``MemAvailable`` on Linux, physical memory elsewhere).
+        When the path does not fit, ``distance=None`` and ``False`` rely on
+        the certificates, and say ``"undecided"`` with status
+        ``"memory_limit"`` if none proves; ``distance=True`` raises
+        ``MemoryError`` before allocating.
 
     Returns
     -------
@@ -207,6 +243,8 @@ def find_absorbing_subset(
         scalar skip with ``d_in != d_out``, ``W_gate`` missing for a gated
         activation or given for an ungated one, an unknown activation, or
         options out of range.
+    MemoryError
+        ``distance=True`` and the Gram path needs more than ``memory_limit``.
     TypeError
         Complex or non-numeric arrays, or options of the wrong type.
     KeyboardInterrupt
@@ -244,7 +282,11 @@ def find_absorbing_subset(
         time_limit=time_limit,
         node_limit=node_limit,
         threads=threads,
-        search=_rust_search,
+        search=functools.partial(
+            _rust_search,
+            distance=check_distance(distance),
+            memory_limit=check_memory_limit(memory_limit),
+        ),
         backend="rust",
     )
 
@@ -407,6 +449,7 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         backend=backend,
         rank_decision=raw.get("rank_decision"),
         candidates=int(raw.get("candidates") or 0),
+        krylov_steps=int(raw.get("krylov_steps") or 0),
     )
     genericity = _genericity(raw.get("genericity"))
     fields = dict(
@@ -438,9 +481,18 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             **fields,
         )
     if finding == "stopped":
+        if raw["stop"] == "memory_limit":
+            why = (
+                "no cheap certificate (Y = A, then conjugate-gradient steps) proves a bound "
+                f"above the tolerance (best proven: {raw.get('distance_bound') or 0.0:.3g}), and "
+                "the exact Gram path needs more than memory_limit allows (raise memory_limit, "
+                "or run where 16 m^2 bytes fit)"
+            )
+        else:
+            why = f"the search stopped at its {raw['stop'].replace('_', ' ')}"
         return AbsorptionResult(
             verdict="undecided",
-            reason=f"Undecided: the search stopped at its {raw['stop'].replace('_', ' ')}.",
+            reason=f"Undecided: {why}.",
             argument="none",
             status=raw["stop"],
             **fields,

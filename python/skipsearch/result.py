@@ -83,6 +83,9 @@ class SearchStats:
         verdicts never depend on it being right.
     candidates : int
         Flip sets verified by the complete search under rigorous windows.
+    krylov_steps : int
+        Conjugate-gradient steps the cheap certificates took (0 when the
+        exact path ran directly, or ``Y = A`` decided).
     """
 
     method: tuple = ()
@@ -93,6 +96,7 @@ class SearchStats:
     backend: str = "rust"
     rank_decision: Optional[dict] = None
     candidates: int = 0
+    krylov_steps: int = 0
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -138,13 +142,16 @@ class AbsorptionResult:
         (they differ by at most twice its rounding allowance, or 1e-6
         relative) or the value is within the tolerance (then it may be 0.0);
         ``None`` when float64 cannot confirm it (an ill-conditioned
-        relaxation) or no flip search ran. So no flip set ever gets
-        relatively closer to ``-A`` than this.
+        relaxation), no flip search ran, or it was not computed (with
+        ``distance=False``, or ``distance=None`` when the Gram path does not
+        fit ``memory_limit``, a cheap certificate decides without it). So no
+        flip set ever gets relatively closer to ``-A`` than this.
     distance_bound : float or None
         A proven lower bound on ``||A + c W_down[:, S] W_up[S, :]||_F /
         ||A||_F`` over every flip set ``S``, from the best certificate
-        checked: the relaxation's ``Y`` or ``Y = A`` (0.0 when neither
-        proves anything). Over the box ``[0, 1]^m`` it can exceed
+        checked: the relaxation's ``Y``, ``Y = A``, or the residual after a
+        few conjugate-gradient steps (0.0 when none proves anything). With
+        ``distance=False`` it is the bound of the certificate that decided. Over the box ``[0, 1]^m`` it can exceed
         ``relaxation_distance``, which ranges over all real weightings. It holds in exact
         arithmetic: the rounding of its own evaluation has been subtracted.
     rounding_bound : float or None

@@ -1,7 +1,15 @@
 //! The residual block under test, checked once at the boundary of the core.
 
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut};
+use rayon::prelude::*;
+
 use crate::error::Error;
-use crate::matrix::Matrix;
+use crate::matrix::{par, Matrix};
+
+/// Neurons per step in the products below: temporaries stay at
+/// `NEURON_BLOCK x d`, never `m x d`.
+const NEURON_BLOCK: usize = 512;
 
 /// An ungated residual block `x -> A x + W_down act(W_up x + b_up) + b_down`
 /// reduced to what the flip condition needs. `b_down` never enters the
@@ -103,6 +111,116 @@ impl Block {
         self.w_up.rows()
     }
 
+    /// `E(s) = A + c W_down diag(s) W_up`, shape `(d_out, d_in)`, by GEMM
+    /// over blocks of neurons (`O(m d_out d_in)`). Its rounding is not
+    /// bounded here: it serves as a certificate `Y`, which any matrix may be.
+    pub fn residual(&self, s: &[f64]) -> Matrix {
+        let mut e = self.skip.clone();
+        self.add_combination(&mut e, s);
+        e
+    }
+
+    /// `e += c W_down diag(s) W_up`, over blocks of neurons.
+    pub fn add_combination(&self, e: &mut Matrix, s: &[f64]) {
+        let (m, d_in) = self.w_up.shape();
+        let c = self.flip_constant;
+        let mut scaled = vec![0.0; NEURON_BLOCK.min(m) * d_in];
+        let wd = self.w_down.view();
+        for i0 in (0..m).step_by(NEURON_BLOCK) {
+            let n = NEURON_BLOCK.min(m - i0);
+            let mut any = false;
+            for (r, i) in (i0..i0 + n).enumerate() {
+                let k = c * s[i];
+                any |= k != 0.0;
+                for (x, &u) in scaled[r * d_in..(r + 1) * d_in]
+                    .iter_mut()
+                    .zip(self.w_up.row(i))
+                {
+                    *x = k * u;
+                }
+            }
+            if !any {
+                continue;
+            }
+            let rhs = faer::MatRef::from_row_major_slice(&scaled[..n * d_in], n, d_in);
+            matmul(e.view_mut(), Accum::Add, wd.subcols(i0, n), rhs, 1.0, par());
+        }
+    }
+
+    /// The diagonal of the Gram matrix, `c^2 |v_i|^2 |u_i|^2` (`O(m d)`).
+    pub fn gram_diagonal(&self) -> Vec<f64> {
+        let m = self.width();
+        let mut down = vec![0.0; m];
+        for p in 0..self.w_down.rows() {
+            for (a, &v) in down.iter_mut().zip(self.w_down.row(p)) {
+                *a += v * v;
+            }
+        }
+        let c2 = self.flip_constant * self.flip_constant;
+        (0..m)
+            .into_par_iter()
+            .map(|i| {
+                let u = self.w_up.row(i);
+                c2 * down[i] * crate::matrix::dot(u, u)
+            })
+            .collect()
+    }
+
+    /// `<Y, R_i> = c v_i^T Y u_i` for every neuron `i` (`O(m d_out d_in)`,
+    /// by GEMM over blocks of neurons; `O(m d)` when `Y` is the identity).
+    /// Each value is a sum of `d_in` products, then of `d_out`, then one
+    /// multiplication by `c`: whatever the GEMM's order, its error is at most
+    /// `gamma(d_in + d_out + 1) |c| |v_i|^T |Y| |u_i|` (Higham 2002, ch. 3).
+    pub fn inner_products(&self, y: &Matrix) -> Vec<f64> {
+        let m = self.w_up.rows();
+        let d_out = self.w_down.rows();
+        let c = self.flip_constant;
+        let mut g = vec![0.0; m];
+        if is_identity(y) {
+            // v_i . u_i, in blocks of 64 neurons so both reads stream.
+            g.par_chunks_mut(64).enumerate().for_each(|(b, out)| {
+                let i0 = b * 64;
+                let mut acc = vec![0.0; out.len()];
+                for p in 0..d_out {
+                    let row = &self.w_down.row(p)[i0..i0 + out.len()];
+                    for (r, (a, &v)) in acc.iter_mut().zip(row).enumerate() {
+                        *a += v * self.w_up.get(i0 + r, p);
+                    }
+                }
+                for (gi, a) in out.iter_mut().zip(acc) {
+                    *gi = c * a;
+                }
+            });
+            return g;
+        }
+        let mut z = vec![0.0; d_out * NEURON_BLOCK.min(m)];
+        for i0 in (0..m).step_by(NEURON_BLOCK) {
+            let n = NEURON_BLOCK.min(m - i0);
+            // Z = Y U_blk^T, d_out x n, row-major.
+            let dst = MatMut::from_row_major_slice_mut(&mut z[..d_out * n], d_out, n);
+            matmul(
+                dst,
+                Accum::Replace,
+                y.view(),
+                self.w_up.view().subrows(i0, n).transpose(),
+                1.0,
+                par(),
+            );
+            let mut acc = vec![0.0; n];
+            for p in 0..d_out {
+                let zp = &z[p * n..(p + 1) * n];
+                let vp = &self.w_down.row(p)[i0..i0 + n];
+                for ((a, &x), &v) in acc.iter_mut().zip(zp).zip(vp) {
+                    *a += x * v;
+                }
+            }
+            for (gi, a) in g[i0..i0 + n].iter_mut().zip(acc) {
+                *gi = c * a;
+            }
+        }
+        g
+    }
+
     /// The same problem rescaled by powers of two, the exponent `k` with
     /// `A_balanced = 2^k A`, and whether the rescaling was exact (it is not
     /// only when a matrix spans more than float64's exponent range, so that
@@ -142,6 +260,16 @@ impl Block {
         scale(out.skip.data_mut(), k_skip);
         (out, k_skip, exact)
     }
+}
+
+/// Whether `y` is exactly the identity matrix.
+pub fn is_identity(y: &Matrix) -> bool {
+    let (r, c) = y.shape();
+    r == c
+        && y.data()
+            .iter()
+            .enumerate()
+            .all(|(k, &x)| x == if k / c == k % c { 1.0 } else { 0.0 })
 }
 
 /// `x * 2^k`, exact unless the result under- or overflows.

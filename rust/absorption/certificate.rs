@@ -22,8 +22,7 @@
 use rayon::prelude::*;
 
 use crate::absorption::block::{ldexp, Block};
-use crate::absorption::verification::flip_residual;
-use crate::matrix::{dot, Matrix};
+use crate::matrix::Matrix;
 use crate::rounding::{down, gamma, norm_upper, up, Expansion, TINY};
 
 /// The largest `m * d_out * d_in` for which the certificate check falls
@@ -39,7 +38,7 @@ pub struct Certificate {
 
 /// The residual of the relaxation at `s_star`.
 pub fn certificate(block: &Block, s_star: &[f64]) -> Certificate {
-    let mut y = flip_residual(block, s_star);
+    let mut y = block.residual(s_star);
     for x in y.data_mut() {
         *x = -*x;
     }
@@ -49,26 +48,6 @@ pub fn certificate(block: &Block, s_star: &[f64]) -> Certificate {
         distance: if a_norm == 0.0 { norm } else { norm / a_norm },
         y,
     }
-}
-
-/// `<Y, R_i> = c v_i^T Y u_i` for every neuron `i`: the gradient of the
-/// relaxation at the point whose residual is `y`.
-pub fn inner_products(block: &Block, y: &Matrix) -> Vec<f64> {
-    let c = block.flip_constant;
-    (0..block.width())
-        .into_par_iter()
-        .map(|i| {
-            let ui = block.w_up.row(i);
-            let mut acc = 0.0;
-            for p in 0..y.rows() {
-                let v = block.w_down.get(p, i);
-                if v != 0.0 {
-                    acc += v * dot(y.row(p), ui);
-                }
-            }
-            c * acc
-        })
-        .collect()
 }
 
 /// What a candidate certificate proves, relative to `||A||_F`.
@@ -95,7 +74,7 @@ impl IntervalBound {
 }
 
 /// The rigorous interval bound proved by `y`. `inner` may hold the
-/// `<Y, R_i>` already computed (see [`inner_products`]).
+/// `<Y, R_i>` already computed (see [`Block::inner_products`]).
 pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> IntervalBound {
     let m = block.width();
     let (d_out, d_in) = block.skip.shape();
@@ -109,7 +88,7 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
     ys.data_mut().iter_mut().for_each(|x| *x = ldexp(*x, k));
     let g: Vec<f64> = match inner {
         Some(inner) => inner.iter().map(|&x| ldexp(x, k)).collect(),
-        None => inner_products(block, &ys),
+        None => block.inner_products(&ys),
     };
     let y_up = norm_upper(ys.data());
     let a_up = norm_upper(block.skip.data());

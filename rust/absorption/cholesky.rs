@@ -1,28 +1,28 @@
 //! Pivoted Cholesky factorisation of a positive semi-definite Gram matrix.
 //!
-//! `P^T G P = L L^T` with diagonal pivoting, stopped at the numerical rank
-//! (remaining diagonal below `m * eps * max diag`, as LAPACK's `dpstrf`
-//! does). The factor is stored as `r` rows `l_k` over the *original* neuron
-//! order, so `M = [l_0; ...; l_{r-1}]` is an `r x m` matrix with
-//! `M^T M = G` (up to the truncation): its columns are an isometric image of
-//! the rank-one terms `R_i`. Restricted to the pivot columns, `M` is upper
-//! triangular, which gives the least-squares solution and the null space by
-//! substitution.
+//! `P^T D G D P = L L^T` with `D` the Jacobi scaling to unit diagonal and
+//! diagonal pivoting, stopped at the numerical rank (remaining diagonal below
+//! `m * eps`, LAPACK's `dpstrf` rule). The factorisation is faer's blocked
+//! `llt_pivoting` (BLAS-3 trailing updates), run in place on the Gram
+//! matrix, so the exact path holds one `m x m` buffer.
 //!
-//! The update is blocked: a panel of `PANEL` pivots is chosen left-looking
-//! (only the panel's own columns are subtracted), then the Schur complement
-//! is compacted to the neurons not yet pivoted and its lower triangle (the
-//! only half ever read) is updated once per panel by GEMM, in fixed blocks
-//! of rows spread over the thread pool. Every entry is
-//! computed by the same sequence of operations whatever the thread count.
+//! With `M = L^T` over the original neuron order (`r x m`), `M^T M = D G D`
+//! up to the truncation: its columns are an isometric image of the scaled
+//! rank-one terms `R_i`. Restricted to the pivot columns, `M` is the upper
+//! triangular `U = L_11^T`, which gives the least-squares solution and the
+//! null space by triangular solves.
 
+use dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt_pivoting::factor::{cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::triangular_inverse::invert_lower_triangular;
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::{MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::limits::{Budget, Stop};
-use crate::matrix::{axpy, gemm, Matrix, View};
-
-const PANEL: usize = 48;
-const UPDATE_ROWS: usize = 64;
+use crate::matrix::{par, Matrix};
 
 /// Entries of a null-space vector smaller than this are dropped. The search
 /// accepts basic values within a tolerance far larger than the error this
@@ -34,8 +34,11 @@ pub struct PivotedCholesky {
     m: usize,
     /// Jacobi scaling: the factor is of `diag(scale) G diag(scale)`.
     scale: Vec<f64>,
-    pivots: Vec<usize>,
-    rows: Vec<Vec<f64>>,
+    /// Neurons in pivot order: `perm[k]` sits at position `k`.
+    perm: Vec<usize>,
+    rank: usize,
+    /// `L`, `m x m` column-major; its first `rank` columns are the factor.
+    l: Vec<f64>,
     /// The rank decision: the last pivot accepted, the largest diagonal
     /// left when the factorisation stopped, and the cut-off between them.
     decision: RankDecision,
@@ -43,7 +46,7 @@ pub struct PivotedCholesky {
 
 /// How the numerical rank was decided, on the Jacobi-scaled Gram matrix
 /// (unit diagonal). Pivoted Cholesky stops when the largest remaining
-/// Schur-complement diagonal falls to `cutoff = m eps max_diag` (LAPACK's
+/// Schur-complement diagonal falls below `cutoff = m eps max_diag` (LAPACK's
 /// `dpstrf` rule); `last_pivot` and `next_pivot` are the squared pivots on
 /// either side of the cut, which track the eigenvalues `lambda_r` and
 /// `lambda_{r+1}` of the scaled Gram matrix (so `sigma_r^2`, `sigma_{r+1}^2`
@@ -66,15 +69,18 @@ pub struct NullBasis {
 }
 
 impl PivotedCholesky {
-    /// Factor `gram` (consumed: it becomes the first Schur complement).
-    pub fn factor(gram: Matrix, budget: &Budget) -> Result<Self, Stop> {
-        let m = gram.rows();
+    /// Factor the Gram matrix held in `gram`, `m x m` column-major with at
+    /// least its lower triangle filled (consumed: it becomes the factor).
+    /// `None` when the factorisation meets a NaN (an overflowed Gram matrix).
+    pub fn factor(gram: Vec<f64>, m: usize, budget: &Budget) -> Result<Option<Self>, Stop> {
+        assert_eq!(gram.len(), m * m, "factor: the Gram buffer must be m x m");
+        let mut l = gram;
         // Scale to unit diagonal, so that the rank cutoff measures each
         // neuron's term against its own size, not against the largest one.
         // Neurons whose term is zero get scale 0 and are never pivots.
         let scale: Vec<f64> = (0..m)
             .map(|j| {
-                let g = gram.get(j, j);
+                let g = l[j * m + j];
                 if g > 0.0 && g.is_finite() {
                     1.0 / g.sqrt()
                 } else {
@@ -82,176 +88,106 @@ impl PivotedCholesky {
                 }
             })
             .collect();
-        let mut gram = gram;
-        for (i, row) in gram.data_mut().chunks_exact_mut(m.max(1)).enumerate() {
-            for (j, x) in row.iter_mut().enumerate() {
-                *x *= scale[i] * scale[j];
-            }
+        if m > 0 {
+            l.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
+                for (i, x) in col.iter_mut().enumerate().skip(j) {
+                    *x *= scale[i] * scale[j];
+                }
+            });
         }
-        let max_diag = (0..m).map(|j| gram.get(j, j)).fold(0.0, f64::max);
-        let tol = (m as f64) * f64::EPSILON * max_diag;
-        // The Schur complement over the neurons not yet pivoted, compacted:
-        // `schur` is `idx.len()` square and `idx` maps positions to neurons.
-        let mut idx: Vec<usize> = (0..m).collect();
-        let mut schur = gram.into_vec();
-        let mut pivots = Vec::new();
-        let mut rows: Vec<Vec<f64>> = Vec::new();
+        budget.check()?;
+        let max_diag = (0..m).map(|j| l[j * m + j]).fold(0.0, f64::max);
+        let cutoff = (m as f64) * f64::EPSILON * max_diag;
+        let mut perm: Vec<usize> = (0..m).collect();
         let mut decision = RankDecision {
-            cutoff: tol,
+            cutoff,
             ..RankDecision::default()
         };
-        loop {
-            let n = idx.len();
-            let mut diag: Vec<f64> = (0..n).map(|j| schur[j * n + j]).collect();
-            let mut taken = vec![false; n];
-            // Panel rows over positions: panel[t * n + j].
-            let mut panel: Vec<f64> = Vec::with_capacity(PANEL * n);
-            let mut finished = false;
-            while panel.len() < PANEL * n {
-                let mut p = usize::MAX;
-                let mut best = tol;
-                for j in 0..n {
-                    if !taken[j] && diag[j] > best {
-                        best = diag[j];
-                        p = j;
-                    }
-                }
-                if p == usize::MAX {
-                    decision.next_pivot = Some(
-                        (0..n)
-                            .filter(|&j| !taken[j])
-                            .map(|j| diag[j])
-                            .fold(0.0, f64::max),
-                    );
-                    finished = true;
-                    break;
-                }
-                decision.last_pivot = diag[p];
-                budget.check()?;
-                // Row p of the symmetric Schur complement, from its lower triangle.
-                let mut col: Vec<f64> = (0..n)
-                    .map(|j| {
-                        if j <= p {
-                            schur[p * n + j]
-                        } else {
-                            schur[j * n + p]
-                        }
-                    })
-                    .collect();
-                for l in panel.chunks_exact(n) {
-                    let a = l[p];
-                    if a != 0.0 {
-                        axpy(&mut col, -a, l);
-                    }
-                }
-                let pivot = diag[p].sqrt();
-                taken[p] = true;
-                let mut full = vec![0.0; m];
-                for j in 0..n {
-                    let l = if taken[j] { 0.0 } else { col[j] / pivot };
-                    col[j] = l;
-                    diag[j] -= l * l;
-                    full[idx[j]] = l;
-                }
-                col[p] = pivot;
-                full[idx[p]] = pivot;
-                panel.extend_from_slice(&col);
-                pivots.push(idx[p]);
-                rows.push(full);
-            }
-            if finished || pivots.len() == m {
-                break;
-            }
-            // Compact to the untaken positions, then subtract the panel's
-            // rank-k update with one GEMM per fixed block of rows.
-            let keep: Vec<usize> = (0..n).filter(|&j| !taken[j]).collect();
-            let n2 = keep.len();
-            let k = panel.len() / n;
-            let mut next = vec![0.0; n2 * n2];
-            for (r, &i) in keep.iter().enumerate() {
-                for (c, &j) in keep.iter().enumerate().take(r + 1) {
-                    next[r * n2 + c] = schur[i * n + j];
-                }
-            }
-            let mut lp = vec![0.0; k * n2];
-            for t in 0..k {
-                for (c, &j) in keep.iter().enumerate() {
-                    lp[t * n2 + c] = panel[t * n + j];
-                }
-            }
-            let lp_all = View::rows_of(&lp, n2, 0, k);
-            next.par_chunks_mut(UPDATE_ROWS * n2)
-                .enumerate()
-                .for_each(|(blk, out)| {
-                    let r0 = blk * UPDATE_ROWS;
-                    let r1 = r0 + out.len() / n2;
-                    let a = View {
-                        data: &lp,
-                        offset: r0,
-                        rows: r1 - r0,
-                        cols: k,
-                        row_stride: 1,
-                        col_stride: n2,
-                    };
-                    // Lower triangle of this block of rows: columns 0..r1.
-                    let b = View { cols: r1, ..lp_all };
-                    gemm(-1.0, a, b, 1.0, out, n2);
-                });
-            idx = keep.iter().map(|&j| idx[j]).collect();
-            schur = next;
+        if m == 0 {
+            return Ok(Some(PivotedCholesky {
+                m,
+                scale,
+                perm,
+                rank: 0,
+                l,
+                decision,
+            }));
         }
-        Ok(PivotedCholesky {
+        if max_diag == 0.0 {
+            // Every term is zero: rank 0, nothing to factor.
+            decision.next_pivot = Some(0.0);
+            return Ok(Some(PivotedCholesky {
+                m,
+                scale,
+                perm,
+                rank: 0,
+                l,
+                decision,
+            }));
+        }
+        let par = par();
+        let mut perm_inv = vec![0usize; m];
+        let mut mem = MemBuffer::new(cholesky_in_place_scratch::<usize, f64>(
+            m,
+            par,
+            Default::default(),
+        ));
+        let stack = MemStack::new(&mut mem);
+        let a = MatMut::from_column_major_slice_mut(&mut l, m, m);
+        let rank =
+            match cholesky_in_place(a, &mut perm, &mut perm_inv, par, stack, Default::default()) {
+                Ok((info, _)) => info.rank,
+                Err(_) => return Ok(None),
+            };
+        budget.check()?;
+        let diag = |k: usize| l[k * m + k];
+        if rank > 0 {
+            decision.last_pivot = diag(rank - 1) * diag(rank - 1);
+        }
+        if rank < m {
+            // faer leaves the largest remaining diagonal (squared) there.
+            decision.next_pivot = Some(diag(rank).max(0.0));
+        }
+        if !(0..rank).all(|k| diag(k).is_finite() && diag(k) > 0.0) {
+            return Ok(None);
+        }
+        Ok(Some(PivotedCholesky {
             m,
             scale,
-            pivots,
-            rows,
+            perm,
+            rank,
+            l,
             decision,
-        })
+        }))
     }
 
     pub fn rank_decision(&self) -> RankDecision {
         self.decision
     }
 
-    /// `U^-1`, dense `r x r` upper triangular, by back substitution
-    /// (`O(r^3 / 3)`), with `U` the pivot block of the factor.
-    pub fn pivot_inverse(&self) -> Vec<Vec<f64>> {
-        let r = self.rank();
-        let u = self.pivot_block();
-        let cols: Vec<Vec<f64>> = (0..r)
-            .into_par_iter()
-            .map(|col| {
-                let mut x = vec![0.0; r];
-                for k in (0..=col).rev() {
-                    let mut acc = if k == col { 1.0 } else { 0.0 };
-                    for t in k + 1..=col {
-                        acc -= u[k][t] * x[t];
-                    }
-                    x[k] = acc / u[k][k];
-                }
-                x
-            })
-            .collect();
-        // cols[col][k] = (U^-1)[k][col]; return rows.
-        (0..r)
-            .map(|k| (0..r).map(|col| cols[col][k]).collect())
-            .collect()
+    /// `L_11`, the `r x r` lower-triangular pivot block.
+    fn l11(&self) -> MatRef<'_, f64> {
+        MatRef::from_column_major_slice(&self.l, self.m, self.m)
+            .submatrix(0, 0, self.rank, self.rank)
+    }
+
+    /// `U^-1` with `U = L_11^T`, dense `r x r` upper triangular, row-major.
+    pub fn pivot_inverse(&self) -> Matrix {
+        let r = self.rank;
+        let mut inv = Matrix::zeros(r, r);
+        // Row-major U^-1 is column-major L_11^-1.
+        let dst = MatMut::from_column_major_slice_mut(inv.data_mut(), r, r);
+        invert_lower_triangular(dst, self.l11(), par());
+        inv
     }
 
     pub fn rank(&self) -> usize {
-        self.pivots.len()
+        self.rank
     }
 
+    /// The pivot neurons, in pivot order.
     pub fn pivots(&self) -> &[usize] {
-        &self.pivots
-    }
-
-    /// `U[k][t] = M[k][pivot t]`, the upper-triangular pivot block, dense.
-    fn pivot_block(&self) -> Vec<Vec<f64>> {
-        self.rows
-            .iter()
-            .map(|l| self.pivots.iter().map(|&p| l[p]).collect())
-            .collect()
+        &self.perm[..self.rank]
     }
 
     /// `diag(scale)`: the factor is of the Gram matrix scaled by it on both sides.
@@ -261,69 +197,65 @@ impl PivotedCholesky {
 
     /// The basic least-squares solution of `G s = h`: zero at free neurons.
     pub fn solve(&self, h: &[f64]) -> Vec<f64> {
-        let r = self.rank();
-        let u = self.pivot_block();
-        // U^T y = D h_B (forward), then U z = y (backward), s = D z.
-        let mut y = vec![0.0; r];
-        for t in 0..r {
-            let mut s = h[self.pivots[t]] * self.scale[self.pivots[t]];
-            for (k, yk) in y.iter().enumerate().take(t) {
-                s -= u[k][t] * yk;
-            }
-            y[t] = s / u[t][t];
-        }
+        let r = self.rank;
+        let piv = self.pivots();
+        // L_11 L_11^T z = D h_B, s_B = D z.
+        let mut z: Vec<f64> = piv.iter().map(|&p| h[p] * self.scale[p]).collect();
         let mut s = vec![0.0; self.m];
-        let mut z = vec![0.0; r];
-        for k in (0..r).rev() {
-            let mut acc = y[k];
-            for t in k + 1..r {
-                acc -= u[k][t] * z[t];
-            }
-            z[k] = acc / u[k][k];
-            s[self.pivots[k]] = z[k] * self.scale[self.pivots[k]];
+        if r == 0 {
+            return s;
+        }
+        let l11 = self.l11();
+        let mut rhs = MatMut::from_column_major_slice_mut(&mut z, r, 1);
+        solve_lower_triangular_in_place(l11, rhs.as_mut(), Par::Seq);
+        solve_upper_triangular_in_place(l11.transpose(), rhs.as_mut(), Par::Seq);
+        for (k, &p) in piv.iter().enumerate() {
+            s[p] = z[k] * self.scale[p];
         }
         s
     }
 
     /// The null space of `M` (so of `G`), one reduced vector per free neuron.
     pub fn null_basis(&self, budget: &Budget) -> Result<NullBasis, Stop> {
-        let r = self.rank();
-        let mut is_pivot = vec![false; self.m];
-        for &p in &self.pivots {
-            is_pivot[p] = true;
+        let (m, r) = (self.m, self.rank);
+        let free: Vec<usize> = self.perm[r..].to_vec();
+        let nf = free.len();
+        // X = -U^-1 M_F with M_F = L_21^T (r x nf): one triangular solve.
+        let l = MatRef::from_column_major_slice(&self.l, m, m);
+        let mut x = vec![0.0; r * nf];
+        for (q, col) in x.chunks_exact_mut(r.max(1)).enumerate().take(nf) {
+            for (k, v) in col.iter_mut().enumerate() {
+                *v = -l[(r + q, k)];
+            }
         }
-        let free: Vec<usize> = (0..self.m).filter(|&j| !is_pivot[j]).collect();
-        let u = self.pivot_block();
-        let coefficients: Result<Vec<Vec<(usize, f64)>>, Stop> = free
+        budget.check()?;
+        if r > 0 && nf > 0 {
+            let rhs = MatMut::from_column_major_slice_mut(&mut x, r, nf);
+            solve_upper_triangular_in_place(self.l11().transpose(), rhs, par());
+        }
+        budget.check()?;
+        let coefficients: Vec<Vec<(usize, f64)>> = free
             .par_iter()
-            .map(|&f| {
-                budget.check()?;
-                // Solve U x = -M[:, f] by back substitution.
-                let mut x = vec![0.0; r];
-                for k in (0..r).rev() {
-                    let mut acc = -self.rows[k][f];
-                    for t in k + 1..r {
-                        acc -= u[k][t] * x[t];
-                    }
-                    x[k] = acc / u[k][k];
-                }
+            .enumerate()
+            .map(|(q, &f)| {
                 // Back to unscaled neurons, normalised to 1 at f. A neuron
                 // with a zero term (scale 0) moves nothing.
                 let sf = self.scale[f];
-                if sf == 0.0 {
-                    return Ok(Vec::new());
+                if sf == 0.0 || r == 0 {
+                    return Vec::new();
                 }
-                Ok(x.iter()
+                x[q * r..(q + 1) * r]
+                    .iter()
                     .enumerate()
-                    .map(|(k, &v)| (self.pivots[k], v * self.scale[self.pivots[k]] / sf))
+                    .map(|(k, &v)| {
+                        let p = self.perm[k];
+                        (p, v * self.scale[p] / sf)
+                    })
                     .filter(|(_, v)| v.abs() > NULL_DROP)
-                    .collect())
+                    .collect()
             })
             .collect();
-        Ok(NullBasis {
-            free,
-            coefficients: coefficients?,
-        })
+        Ok(NullBasis { free, coefficients })
     }
 }
 
@@ -334,12 +266,12 @@ mod tests {
 
     use crate::limits::Limits;
 
-    fn gram_of(cols: &[Vec<f64>]) -> Matrix {
+    fn gram_of(cols: &[Vec<f64>]) -> Vec<f64> {
         let m = cols.len();
-        let mut g = Matrix::zeros(m, m);
+        let mut g = vec![0.0; m * m];
         for i in 0..m {
             for j in 0..m {
-                g.data_mut()[i * m + j] = crate::matrix::dot(&cols[i], &cols[j]);
+                g[i * m + j] = crate::matrix::dot(&cols[i], &cols[j]);
             }
         }
         g
@@ -348,10 +280,10 @@ mod tests {
     #[test]
     fn full_rank_solve_matches_direct_solution() {
         // G = [[4, 2], [2, 3]], h = [2, 1] -> s = [0.5, 0]
-        let g = Matrix::from_vec("G", 2, 2, vec![4.0, 2.0, 2.0, 3.0]).unwrap();
+        let g = vec![4.0, 2.0, 2.0, 3.0];
         let cancel = AtomicBool::new(false);
         let budget = Budget::new(Limits::default(), &cancel);
-        let chol = PivotedCholesky::factor(g, &budget).unwrap();
+        let chol = PivotedCholesky::factor(g, 2, &budget).unwrap().unwrap();
         assert_eq!(chol.rank(), 2);
         let s = chol.solve(&[2.0, 1.0]);
         assert!((s[0] - 0.5).abs() < 1e-14 && s[1].abs() < 1e-14);
@@ -367,7 +299,9 @@ mod tests {
         ];
         let cancel = AtomicBool::new(false);
         let budget = Budget::new(Limits::default(), &cancel);
-        let chol = PivotedCholesky::factor(gram_of(&cols), &budget).unwrap();
+        let chol = PivotedCholesky::factor(gram_of(&cols), 3, &budget)
+            .unwrap()
+            .unwrap();
         assert_eq!(chol.rank(), 2);
         let null = chol.null_basis(&budget).unwrap();
         assert_eq!(null.free.len(), 1);

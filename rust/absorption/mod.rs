@@ -39,6 +39,7 @@ pub mod branch_and_bound;
 pub mod certificate;
 pub mod cholesky;
 pub mod genericity;
+pub mod krylov;
 pub mod null_space;
 pub mod relaxation;
 pub mod verification;
@@ -49,16 +50,16 @@ use std::time::Duration;
 
 use crate::absorption::block::Block;
 use crate::absorption::branch_and_bound::{enumerate_component, search_component, Enumeration};
-use crate::absorption::certificate::{certificate, inner_products, interval_bound, IntervalBound};
+use crate::absorption::certificate::{certificate, interval_bound, IntervalBound};
 use crate::absorption::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::absorption::genericity::{GenericityCheck, GenericityReport};
 use crate::absorption::null_space::{components, Component};
-use crate::absorption::relaxation::normal_equations;
+use crate::absorption::relaxation::{exact_path_bytes, gram_full, gram_lower, rhs as normal_rhs};
 use crate::absorption::verification::{exact_flip_residual, residual_bounds};
 use crate::absorption::windows::{windows, MAX_ENTRIES};
 use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
-use crate::matrix::Matrix;
+use crate::matrix::{dot, Matrix};
 use crate::rounding::{gamma, norm_upper, two_sum, up};
 use crate::subset_sum::meet_in_the_middle::{meet_in_the_middle_verified, MAX_HALF};
 
@@ -72,6 +73,24 @@ pub struct Options {
     pub limits: Limits,
     /// Worker threads; `None` uses one per core.
     pub threads: Option<usize>,
+    /// Whether to compute the exact relaxation distance.
+    pub distance: Distance,
+    /// Bytes the exact path may allocate (`None`: no limit).
+    pub memory_limit: Option<u128>,
+}
+
+/// How much of the relaxation to compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distance {
+    /// Always the exact least-squares distance (the Gram path); an error when
+    /// it does not fit the memory limit.
+    Exact,
+    /// Stop at the first certificate that proves a bound above the
+    /// tolerance (`Y = A`, then conjugate-gradient steps); the exact path
+    /// only when they fail.
+    Bound,
+    /// Exact when the Gram path fits the memory limit, else [`Distance::Bound`].
+    Auto,
 }
 
 impl Options {
@@ -81,7 +100,25 @@ impl Options {
             check,
             limits: Limits::default(),
             threads: None,
+            distance: Distance::Auto,
+            memory_limit: None,
         }
+    }
+
+    pub fn with_distance(mut self, distance: Distance) -> Self {
+        self.distance = distance;
+        self
+    }
+
+    pub fn with_memory_limit(mut self, bytes: u128) -> Self {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Whether the exact path fits the memory limit for width `m`.
+    pub fn exact_fits(&self, m: usize) -> bool {
+        self.memory_limit
+            .is_none_or(|limit| exact_path_bytes(m) <= limit)
     }
 
     /// A limit too large to represent (or negative or NaN) means no limit.
@@ -195,6 +232,8 @@ pub struct Outcome {
     pub components: Vec<usize>,
     /// Flip sets whose residual was bracketed rigorously.
     pub candidates: u64,
+    /// Conjugate-gradient steps taken by the cheap certificates.
+    pub krylov_steps: usize,
     pub nodes: u64,
     /// The stages run, in order.
     pub method: Vec<&'static str>,
@@ -225,6 +264,13 @@ fn value_tolerance(tol: f64) -> f64 {
 /// is set or a limit is reached. Input errors are returned, never panicked.
 pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<Outcome, Error> {
     options.validate()?;
+    let m = block.width();
+    if options.distance == Distance::Exact && !options.exact_fits(m) {
+        return Err(Error::MemoryLimit {
+            needed: exact_path_bytes(m),
+            limit: options.memory_limit.unwrap_or(u128::MAX),
+        });
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads.unwrap_or(0))
         .stack_size(16 << 20)
@@ -262,6 +308,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         rank_decision: None,
         components: Vec::new(),
         candidates: 0,
+        krylov_steps: 0,
         nodes: 0,
         method: Vec::new(),
         seconds: 0.0,
@@ -282,6 +329,60 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
     out.nodes = budget.nodes();
     out.seconds = budget.seconds();
     out
+}
+
+/// Dead neurons and offending pairs of rows `(u_i, b_i)` (see `genericity`).
+fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> GenericityReport {
+    let m = block.width();
+    let u = &block.w_up;
+    let bias = |i: usize| block.b_up.as_ref().map_or(0.0, |b| b[i]);
+    let up_sq: Vec<f64> = (0..m).map(|i| dot(u.row(i), u.row(i))).collect();
+    let mut down_sq = vec![0.0; m];
+    for p in 0..block.w_down.rows() {
+        for (a, &v) in down_sq.iter_mut().zip(block.w_down.row(p)) {
+            *a += v * v;
+        }
+    }
+    let dead = genericity::dead_neurons(&up_sq, &down_sq, tol);
+    let mut is_dead = vec![false; m];
+    for &i in &dead {
+        is_dead[i] = true;
+    }
+    // PLACEHOLDER until the sub-quadratic pair test lands.
+    let res = genericity::resolution(u.cols() + 1);
+    let aug_sq: Vec<f64> = (0..m).map(|i| up_sq[i] + bias(i) * bias(i)).collect();
+    let mut pairs = Vec::new();
+    let mut pair_count = 0u64;
+    if check != GenericityCheck::None {
+        for i in 0..m {
+            if is_dead[i] {
+                continue;
+            }
+            for j in 0..i {
+                if !is_dead[j]
+                    && genericity::offending_pair(
+                        check,
+                        dot(u.row(i), u.row(j)) + bias(i) * bias(j),
+                        aug_sq[i],
+                        aug_sq[j],
+                        tol,
+                        res,
+                    )
+                {
+                    pair_count += 1;
+                    if pairs.len() < genericity::MAX_REPORTED_PAIRS {
+                        pairs.push((j, i));
+                    }
+                }
+            }
+        }
+    }
+    GenericityReport {
+        check,
+        dead,
+        pairs,
+        pair_count,
+    }
 }
 
 /// The relaxation distance as reported: the rigorous bound `relaxed` proved
@@ -331,18 +432,55 @@ fn stages(
         return Ok(Finding::Subset(Vec::new()));
     }
 
-    out.method.push("relaxation");
-    let v = block.w_down.transpose();
-    let (normal, genericity) = normal_equations(block, &v, options.check, tol, budget)?;
-    drop(v);
-    out.genericity = Some(genericity);
-    if normal.gram.data().iter().any(|x| !x.is_finite())
-        || normal.rhs.iter().any(|x| !x.is_finite())
-    {
+    out.genericity = Some(genericity_report(block, options.check, tol));
+    // h = <R_i, -A>: the right-hand side, and (negated) the inner products
+    // of the certificate Y = A. O(m d) for an identity skip.
+    let rhs = normal_rhs(block);
+    if rhs.iter().any(|x| !x.is_finite()) {
         return Ok(Finding::Inconclusive(Numerics::Overflow));
     }
-    let rhs = normal.rhs;
-    let factor = PivotedCholesky::factor(normal.gram, budget)?;
+    let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
+    let exact = match options.distance {
+        Distance::Exact => true,
+        Distance::Bound => false,
+        Distance::Auto => options.exact_fits(m),
+    };
+    if !exact {
+        // Cheap certificates first: Y = A, then conjugate gradients.
+        out.method.push("certificate Y = A");
+        let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
+        out.distance_bound = Some(skip_cert.bound);
+        out.rounding_bound = Some(skip_cert.rounding);
+        if skip_cert.bound > tol {
+            out.certificate = Some(block.skip.clone());
+            return Ok(Finding::NoSubset(Evidence::Certificate));
+        }
+        out.method.push("conjugate gradients");
+        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget)?;
+        out.krylov_steps = krylov.steps;
+        if let Some((bound, y)) = krylov.best {
+            if bound.bound > skip_cert.bound {
+                out.distance_bound = Some(bound.bound);
+                out.rounding_bound = Some(bound.rounding);
+            }
+            if bound.bound > tol {
+                out.certificate = Some(y);
+                return Ok(Finding::NoSubset(Evidence::Certificate));
+            }
+        }
+        if !options.exact_fits(m) {
+            return Err(Stop::MemoryLimit);
+        }
+    }
+
+    out.method.push("relaxation");
+    let gram = gram_lower(block, budget)?;
+    if gram.iter().any(|x| !x.is_finite()) {
+        return Ok(Finding::Inconclusive(Numerics::Overflow));
+    }
+    let Some(factor) = PivotedCholesky::factor(gram, m, budget)? else {
+        return Ok(Finding::Inconclusive(Numerics::Overflow));
+    };
     out.rank = Some(factor.rank());
     out.rank_decision = Some(factor.rank_decision());
 
@@ -352,12 +490,14 @@ fn stages(
     out.method.push("certificate");
     let mut s_star = factor.solve(&rhs);
     let mut cert = certificate(block, &s_star);
-    let mut inner = inner_products(block, &cert.y);
+    let mut inner = block.inner_products(&cert.y);
     for _ in 0..REFINEMENT_STEPS {
         budget.check()?;
         let step = factor.solve(&inner);
         let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        if size <= 1e-15 * s_star.iter().fold(1.0f64, |a, x| a.max(x.abs())) {
+        // The distance moves by the square of the correction (the gradient
+        // vanishes at the solution): below 1e-8 relative it cannot change.
+        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
             break;
         }
         let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
@@ -367,9 +507,13 @@ fn stages(
         {
             break;
         }
+        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
         s_star = trial;
         cert = trial_cert;
-        inner = inner_products(block, &cert.y);
+        inner = block.inner_products(&cert.y);
+        if converged {
+            break;
+        }
     }
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
@@ -388,7 +532,7 @@ fn stages(
             budget.check()?;
             let mut y = exact_flip_residual(block, &s_star, &s_lo);
             y.data_mut().iter_mut().for_each(|x| *x = -*x);
-            let g = inner_products(block, &y);
+            let g = block.inner_products(&y);
             let sharper = interval_bound(block, &y, Some(&g));
             if sharper.bound > relaxed.bound {
                 relaxed = sharper;
@@ -403,15 +547,16 @@ fn stages(
         }
     }
     out.relaxation_distance = confirmed_distance(cert.distance, &relaxed, tol);
-    let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
     let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
     let (best, best_y) = if skip_cert.bound > relaxed.bound {
         (skip_cert, block.skip.clone())
     } else {
         (relaxed, cert.y)
     };
-    out.distance_bound = Some(best.bound);
-    out.rounding_bound = Some(best.rounding);
+    if out.distance_bound.is_none_or(|b| best.bound >= b) {
+        out.distance_bound = Some(best.bound);
+        out.rounding_bound = Some(best.rounding);
+    }
     if best.bound > tol {
         out.certificate = Some(best_y);
         return Ok(Finding::NoSubset(Evidence::Certificate));
@@ -597,9 +742,7 @@ fn complete_search(
         return Ok(Finding::Inconclusive(Numerics::IllConditioned));
     }
     // The Gram matrix again, unscaled (the factorisation consumed it).
-    let v = block.w_down.transpose();
-    let (normal, _) = normal_equations(block, &v, GenericityCheck::None, tol, budget)?;
-    drop(v);
+    let gram = gram_full(block, budget)?;
     let pos_of: std::collections::HashMap<usize, usize> = factor
         .pivots()
         .iter()
@@ -614,10 +757,10 @@ fn complete_search(
             }
         }
     }
-    let Some(rows) = windows(block, &normal.gram, rhs, factor, &coupled, tol, budget)? else {
+    let Some(rows) = windows(block, &gram, rhs, factor, &coupled, tol, budget)? else {
         return Ok(Finding::Inconclusive(Numerics::Overflow));
     };
-    drop(normal);
+    drop(gram);
     let row_of = |neuron: usize| &rows[pos_of[&neuron]];
     let inert = |f: usize| {
         block.w_up.row(f).iter().all(|&x| x == 0.0)

@@ -7,147 +7,177 @@
 //! `(d_out d_in) x m` system is never formed (Mijoski & Karbevski 2026 state
 //! the condition; the Gram form is ours).
 //!
-//! The Gram matrix is built in fixed row blocks of 64 neurons, each block's
-//! lower triangle by two GEMM calls (`V_blk V^T` and `U_blk U^T`) and an
-//! entrywise product, then mirrored; the fixed partition keeps every entry
-//! independent of the thread count. The
-//! same pass runs the genericity pair test on `u_i . u_j + b_i b_j`.
+//! The Gram matrix is built by faer's GEMM in fixed blocks of columns, the
+//! lower triangle only, each block on one thread (`Par::Seq` inside a rayon
+//! loop), so every entry is computed the same way whatever the thread
+//! count. It is stored column-major, ready to be factored in place: the
+//! exact path holds one `m x m` buffer, where numpy's
+//! `(W_down.T @ W_down) * (W_up @ W_up.T)` holds three.
 
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, Par};
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
-use crate::absorption::genericity::{self, GenericityCheck, GenericityReport, MAX_REPORTED_PAIRS};
 use crate::limits::{Budget, Stop};
-use crate::matrix::{dot, gemm, Matrix, View};
+use crate::matrix::Matrix;
 
-const ROW_BLOCK: usize = 64;
+/// Columns per block of the Gram assembly.
+const GRAM_COLUMNS: usize = 128;
 
-/// Offending genericity pairs of one row block, and how many there were.
-type BlockPairs = Result<(Vec<(usize, usize)>, u64), Stop>;
-
-/// Gram matrix and right-hand side of the normal equations.
-pub struct NormalEquations {
-    pub gram: Matrix,
-    pub rhs: Vec<f64>,
+/// Bytes the exact path needs for a block of width `m`: the Gram matrix,
+/// factored in place (8 m^2), and, for the complete search of degenerate
+/// blocks, a second copy and the inverse pivot block (8 m^2 more at most,
+/// counted here so the guard never underestimates).
+pub fn exact_path_bytes(m: usize) -> u128 {
+    16 * (m as u128) * (m as u128)
 }
 
-/// Assemble the normal equations and run the genericity check.
-///
-/// `v` is `W_down` transposed (`m x d_out`, row `i` is `v_i`).
-pub fn normal_equations(
-    block: &Block,
-    v: &Matrix,
-    check: GenericityCheck,
-    tol: f64,
-    budget: &Budget,
-) -> Result<(NormalEquations, GenericityReport), Stop> {
-    let u = &block.w_up;
+/// The lower triangle (column-major, `m x m`) of the Gram matrix
+/// `c^2 (V V^T) o (U U^T)`; the strict upper triangle is left zero.
+pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
     let m = block.width();
     let c = block.flip_constant;
-    let bias = |i: usize| block.b_up.as_ref().map_or(0.0, |b| b[i]);
-    let up_sq: Vec<f64> = (0..m).map(|i| dot(u.row(i), u.row(i))).collect();
-    let down_sq: Vec<f64> = (0..m).map(|i| dot(v.row(i), v.row(i))).collect();
-    let aug_sq: Vec<f64> = (0..m).map(|i| up_sq[i] + bias(i) * bias(i)).collect();
-    let dead = genericity::dead_neurons(&up_sq, &down_sq, tol);
-    let res = genericity::resolution(u.cols() + 1);
-    let mut is_dead = vec![false; m];
-    for &i in &dead {
-        is_dead[i] = true;
+    let wu = block.w_up.view();
+    let wd = block.w_down.view();
+    let mut gram = vec![0.0; m * m];
+    if m == 0 {
+        return Ok(gram);
     }
-
-    let mut gram = Matrix::zeros(m, m);
-    let blocks: Vec<BlockPairs> = if m == 0 {
-        Vec::new()
-    } else {
-        gram.data_mut()
-            .par_chunks_mut(ROW_BLOCK * m)
-            .enumerate()
-            .map(|(blk, chunk)| {
-                budget.check()?;
-                let i0 = blk * ROW_BLOCK;
-                let rows = chunk.len() / m;
-                let i1 = i0 + rows;
-                // Lower triangle only: chunk[:, ..i1] <- V[i0..i1] V[..i1]^T,
-                // then multiplied entrywise by U[i0..i1] U[..i1]^T.
-                let vb = View::rows_of(v.data(), v.cols(), i0, i1);
-                let v_all = View::rows_of(v.data(), v.cols(), 0, i1).t();
-                gemm(c * c, vb, v_all, 0.0, chunk, m);
-                let mut gu = vec![0.0; rows * i1];
-                let ub = View::rows_of(u.data(), u.cols(), i0, i1);
-                let u_all = View::rows_of(u.data(), u.cols(), 0, i1).t();
-                gemm(1.0, ub, u_all, 0.0, &mut gu, i1);
-                let mut pairs = Vec::new();
-                let mut count = 0u64;
-                for r in 0..rows {
-                    let i = i0 + r;
-                    let g_row = &mut chunk[r * m..r * m + i1];
-                    let u_row = &gu[r * i1..(r + 1) * i1];
-                    for (g, &x) in g_row.iter_mut().zip(u_row) {
-                        *g *= x;
-                    }
-                    if is_dead[i] || check == GenericityCheck::None {
-                        continue;
-                    }
-                    for j in 0..i {
-                        if !is_dead[j]
-                            && genericity::offending_pair(
-                                check,
-                                u_row[j] + bias(i) * bias(j),
-                                aug_sq[i],
-                                aug_sq[j],
-                                tol,
-                                res,
-                            )
-                        {
-                            count += 1;
-                            if pairs.len() < MAX_REPORTED_PAIRS {
-                                pairs.push((j, i));
-                            }
-                        }
-                    }
+    gram.par_chunks_mut(GRAM_COLUMNS * m)
+        .enumerate()
+        .try_for_each(|(blk, chunk)| {
+            budget.check()?;
+            let j0 = blk * GRAM_COLUMNS;
+            let cols = chunk.len() / m;
+            let rows = m - j0;
+            let block_cols = MatMut::from_column_major_slice_mut(chunk, m, cols);
+            let mut dst = block_cols.subrows_mut(j0, rows);
+            // c^2 V[j0..] V[j0..j0+cols]^T, with V = W_down^T.
+            matmul(
+                dst.as_mut(),
+                Accum::Replace,
+                wd.subcols(j0, rows).transpose(),
+                wd.subcols(j0, cols),
+                c * c,
+                Par::Seq,
+            );
+            let mut uu = vec![0.0; rows * cols];
+            matmul(
+                MatMut::from_column_major_slice_mut(&mut uu, rows, cols),
+                Accum::Replace,
+                wu.subrows(j0, rows),
+                wu.subrows(j0, cols).transpose(),
+                1.0,
+                Par::Seq,
+            );
+            for k in 0..cols {
+                for (i, x) in uu[k * rows..(k + 1) * rows].iter().enumerate() {
+                    dst[(i, k)] *= x;
                 }
-                Ok((pairs, count))
-            })
-            .collect()
-    };
-    let mut pairs = Vec::new();
-    let mut pair_count = 0;
-    for result in blocks {
-        let (p, n) = result?;
-        pairs.extend(p);
-        pair_count += n;
-    }
-    pairs.truncate(MAX_REPORTED_PAIRS);
-    let data = gram.data_mut();
+            }
+            Ok(())
+        })?;
+    // Clear the strict upper triangle the diagonal blocks computed.
+    gram.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
+        col[..j].iter_mut().for_each(|x| *x = 0.0);
+    });
+    Ok(gram)
+}
+
+/// The full symmetric Gram matrix (row-major, equal to its transpose).
+pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix, Stop> {
+    let m = block.width();
+    let mut g = gram_lower(block, budget)?;
+    // Column-major lower = row-major upper; mirror it below the diagonal.
     for i in 0..m {
-        for j in i + 1..m {
-            data[i * m + j] = data[j * m + i];
+        for j in 0..i {
+            g[i * m + j] = g[j * m + i];
         }
     }
     budget.check()?;
+    Ok(Matrix::from_vec("gram", m, m, g).expect("shape matches"))
+}
 
-    // h_i = -c v_i . (A u_i): AU = U A^T (m x d_out), then one dot per neuron.
-    let skip = &block.skip;
-    let mut au = vec![0.0; m * skip.rows()];
-    gemm(
-        1.0,
-        View::rows_of(u.data(), u.cols(), 0, m),
-        View::rows_of(skip.data(), skip.cols(), 0, skip.rows()).t(),
-        0.0,
-        &mut au,
-        skip.rows(),
-    );
-    let d_out = skip.rows();
-    let rhs: Vec<f64> = (0..m)
-        .into_par_iter()
-        .map(|i| -c * dot(v.row(i), &au[i * d_out..(i + 1) * d_out]))
-        .collect();
+/// The right-hand side `h_i = <R_i, -A> = -c v_i^T A u_i`.
+pub fn rhs(block: &Block) -> Vec<f64> {
+    let mut h = block.inner_products(&block.skip);
+    h.iter_mut().for_each(|x| *x = -*x);
+    h
+}
 
-    let report = GenericityReport {
-        check,
-        dead,
-        pairs,
-        pair_count,
-    };
-    Ok((NormalEquations { gram, rhs }, report))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::limits::Limits;
+    use crate::matrix::dot;
+
+    fn random_block(m: usize, d: usize, seed: u64) -> Block {
+        let mut state = seed;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
+        let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
+        Block::new(
+            Matrix::from_vec("W_up", m, d, u).unwrap(),
+            Matrix::from_vec("W_down", d, m, v).unwrap(),
+            None,
+            Matrix::identity(d),
+            1.0,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn gram_matches_its_definition() {
+        let block = random_block(300, 7, 3);
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let g = gram_full(&block, &budget).unwrap();
+        let v = block.w_down.transpose();
+        for i in (0..300).step_by(7) {
+            for j in (0..300).step_by(11) {
+                let want = dot(v.row(i), v.row(j)) * dot(block.w_up.row(i), block.w_up.row(j));
+                assert!(
+                    (g.get(i, j) - want).abs() <= 1e-13 * (1.0 + want.abs()),
+                    "{i} {j}"
+                );
+            }
+        }
+        let h = rhs(&block);
+        for i in 0..300 {
+            let want = -dot(v.row(i), block.w_up.row(i));
+            assert!((h[i] - want).abs() <= 1e-14);
+        }
+    }
+
+    #[test]
+    fn gram_and_products_do_not_depend_on_the_thread_count() {
+        let block = random_block(700, 40, 5);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let cancel = AtomicBool::new(false);
+                let budget = Budget::new(Limits::default(), &cancel);
+                let g = gram_lower(&block, &budget).unwrap();
+                let s: Vec<f64> = (0..700).map(|i| (i % 3) as f64 * 0.25).collect();
+                let e = block.residual(&s);
+                let y = block.inner_products(&e);
+                (g, e, y)
+            })
+        };
+        let one = run(1);
+        for threads in [2, 3, 4] {
+            assert!(one == run(threads), "threads = {threads}");
+        }
+    }
 }

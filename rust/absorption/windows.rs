@@ -30,14 +30,14 @@ use rayon::prelude::*;
 use crate::absorption::block::Block;
 use crate::absorption::cholesky::PivotedCholesky;
 use crate::limits::{Budget, Stop};
-use crate::matrix::{gemm, Matrix, View};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef};
+
+use crate::matrix::{par, Matrix};
 use crate::rounding::{gamma, norm_upper, up, TINY};
 
 /// The largest `m * r` the windows are computed for (two `m x r` buffers).
 pub const MAX_ENTRIES: usize = 1 << 24;
-
-/// Rows of `G[:, B] W` per parallel GEMM block (each checks the limits).
-const GEMM_ROWS: usize = 128;
 
 /// One rigorous constraint: `own s_k + sum_f coef_f s_f` lies in `[lo, hi]`
 /// for every flip set within the tolerance.
@@ -91,19 +91,21 @@ pub fn windows(
         return Ok(Some(Vec::new()));
     }
     // W = G_BB^-1 ~ (D U^-1)(D U^-1)^T, in pivot coordinates.
-    let uinv = factor.pivot_inverse();
+    let mut p = factor.pivot_inverse();
     budget.check()?;
-    let mut p = vec![0.0; r * r];
-    for a in 0..r {
+    for (a, row) in p.data_mut().chunks_exact_mut(r).enumerate() {
         let da = scale[piv[a]];
-        for k in a..r {
-            p[a * r + k] = da * uinv[a][k];
-        }
+        row.iter_mut().for_each(|x| *x *= da);
     }
-    drop(uinv);
     let mut w = vec![0.0; r * r];
-    let pv = View::rows_of(&p, r, 0, r);
-    gemm(1.0, pv, pv.t(), 0.0, &mut w, r);
+    matmul(
+        MatMut::from_row_major_slice_mut(&mut w, r, r),
+        Accum::Replace,
+        p.view(),
+        p.view().transpose(),
+        1.0,
+        par(),
+    );
     drop(p);
     budget.check()?;
     // g = G[:, B] W, m x r: column k is G w_k.
@@ -114,23 +116,16 @@ pub fn windows(
         }
     }
     let mut g = vec![0.0; m * r];
-    g.par_chunks_mut(GEMM_ROWS * r)
-        .enumerate()
-        .try_for_each(|(blk, out)| {
-            budget.check()?;
-            let j0 = blk * GEMM_ROWS;
-            let j1 = j0 + out.len() / r;
-            gemm(
-                1.0,
-                View::rows_of(&gb, r, j0, j1),
-                View::rows_of(&w, r, 0, r),
-                0.0,
-                out,
-                r,
-            );
-            Ok(())
-        })?;
+    matmul(
+        MatMut::from_row_major_slice_mut(&mut g, m, r),
+        Accum::Replace,
+        MatRef::from_row_major_slice(&gb, m, r),
+        MatRef::from_row_major_slice(&w, r, r),
+        1.0,
+        par(),
+    );
     drop(gb);
+    budget.check()?;
 
     let c = block.flip_constant.abs();
     let nv = crate::absorption::certificate::column_norms_upper(&block.w_down);
