@@ -227,5 +227,6 @@ def test_nothing_stays_mapped_between_reads(tmp_path):
     weights = str((path / "model.safetensors").resolve())
     array = ckpt.get(f"{PREFIX}0.intermediate.dense.weight")
     assert array.dtype == np.float32 and array.shape == (M, D)
+    assert type(array) is np.ndarray  # a copy, not a view of the map
     with open("/proc/self/maps") as fh:
         assert weights not in fh.read()

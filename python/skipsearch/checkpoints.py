@@ -84,6 +84,7 @@ _STORED = {
     "F16": np.dtype("<f2"),
     "F32": np.dtype("<f4"),
     "F64": np.dtype("<f8"),
+    "C64": np.dtype("<c8"),
 }
 
 #: Elements decoded per step when float8 codes are looked up (the lookup
@@ -148,13 +149,16 @@ class _File:
         return array.reshape(self.shape(key))
 
     def _map(self, key: str) -> np.ndarray:
-        """The stored bytes of ``key``, memory-mapped read-only (flat uint8)."""
+        """The stored bytes of ``key``, memory-mapped read-only (flat uint8),
+        as a plain ndarray view so that what is computed from it is one too;
+        the map closes with the last view."""
         begin, end = self._entries[key]["data_offsets"]
         if end == begin:
             return np.empty(0, dtype=np.uint8)
-        return np.memmap(
+        mapped = np.memmap(
             self.path, dtype=np.uint8, mode="r", offset=self._data_start + begin, shape=(end - begin,)
         )
+        return mapped.view(np.ndarray)
 
 
 def _read_header(path: Path) -> tuple:
