@@ -7,6 +7,8 @@
 //! thread count (checked by the tests of `absorption::relaxation` and
 //! `absorption::cholesky`).
 
+use std::borrow::Cow;
+
 use faer::{MatMut, MatRef, Par};
 
 use crate::error::Error;
@@ -21,20 +23,23 @@ pub fn par() -> Par {
     }
 }
 
-/// Dense row-major `rows x cols` matrix of `f64`.
+/// Dense row-major `rows x cols` matrix of `f64`, owned or borrowed: the
+/// weights of a block are read in place from the caller's buffers (no copy
+/// of the largest arrays); writing to a borrowed matrix copies it first, so
+/// the caller's data is never modified.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Matrix {
+pub struct Matrix<'a> {
     rows: usize,
     cols: usize,
-    data: Vec<f64>,
+    data: Cow<'a, [f64]>,
 }
 
-impl Matrix {
+impl Matrix<'static> {
     pub fn zeros(rows: usize, cols: usize) -> Self {
         Matrix {
             rows,
             cols,
-            data: vec![0.0; rows * cols],
+            data: Cow::Owned(vec![0.0; rows * cols]),
         }
     }
 
@@ -44,6 +49,35 @@ impl Matrix {
         rows: usize,
         cols: usize,
         data: Vec<f64>,
+    ) -> Result<Self, Error> {
+        Matrix::checked(argument, rows, cols, Cow::Owned(data))
+    }
+
+    pub fn identity(n: usize) -> Self {
+        let mut m = Matrix::zeros(n, n);
+        for i in 0..n {
+            m.data.to_mut()[i * n + i] = 1.0;
+        }
+        m
+    }
+}
+
+impl<'a> Matrix<'a> {
+    /// Borrow row-major data in place; `argument` names the array in the error.
+    pub fn from_slice(
+        argument: &'static str,
+        rows: usize,
+        cols: usize,
+        data: &'a [f64],
+    ) -> Result<Self, Error> {
+        Matrix::checked(argument, rows, cols, Cow::Borrowed(data))
+    }
+
+    fn checked(
+        argument: &'static str,
+        rows: usize,
+        cols: usize,
+        data: Cow<'a, [f64]>,
     ) -> Result<Self, Error> {
         if data.len() != rows * cols {
             return Err(Error::Shape {
@@ -58,12 +92,13 @@ impl Matrix {
         Ok(Matrix { rows, cols, data })
     }
 
-    pub fn identity(n: usize) -> Self {
-        let mut m = Matrix::zeros(n, n);
-        for i in 0..n {
-            m.data[i * n + i] = 1.0;
+    /// An owned copy (a no-op move when already owned).
+    pub fn into_owned(self) -> Matrix<'static> {
+        Matrix {
+            rows: self.rows,
+            cols: self.cols,
+            data: Cow::Owned(self.data.into_owned()),
         }
-        m
     }
 
     pub fn rows(&self) -> usize {
@@ -82,12 +117,13 @@ impl Matrix {
         &self.data
     }
 
+    /// Mutable data; a borrowed matrix is copied first.
     pub fn data_mut(&mut self) -> &mut [f64] {
-        &mut self.data
+        self.data.to_mut()
     }
 
     pub fn into_vec(self) -> Vec<f64> {
-        self.data
+        self.data.into_owned()
     }
 
     pub fn row(&self, i: usize) -> &[f64] {
@@ -98,14 +134,18 @@ impl Matrix {
         self.data[i * self.cols + j]
     }
 
-    pub fn transpose(&self) -> Matrix {
-        let mut t = Matrix::zeros(self.cols, self.rows);
+    pub fn transpose(&self) -> Matrix<'static> {
+        let mut t = vec![0.0; self.rows * self.cols];
         for i in 0..self.rows {
             for j in 0..self.cols {
-                t.data[j * self.rows + i] = self.data[i * self.cols + j];
+                t[j * self.rows + i] = self.data[i * self.cols + j];
             }
         }
-        t
+        Matrix {
+            rows: self.cols,
+            cols: self.rows,
+            data: Cow::Owned(t),
+        }
     }
 
     /// Frobenius norm, scaled by the largest entry so that neither tiny
@@ -121,7 +161,7 @@ impl Matrix {
 
     /// A mutable faer view of the matrix.
     pub fn view_mut(&mut self) -> MatMut<'_, f64> {
-        MatMut::from_row_major_slice_mut(&mut self.data, self.rows, self.cols)
+        MatMut::from_row_major_slice_mut(self.data.to_mut(), self.rows, self.cols)
     }
 }
 

@@ -34,24 +34,34 @@ fn to_py_err(e: Error) -> PyErr {
     }
 }
 
-fn to_matrix(argument: &'static str, a: ArrayView2<'_, f64>) -> PyResult<Matrix> {
+fn to_matrix(argument: &'static str, a: ArrayView2<'_, f64>) -> PyResult<Matrix<'static>> {
     let (rows, cols) = a.dim();
     Matrix::from_vec(argument, rows, cols, a.iter().copied().collect()).map_err(to_py_err)
 }
 
-fn make_block(
-    w_up: &PyReadonlyArray2<'_, f64>,
-    w_down: &PyReadonlyArray2<'_, f64>,
-    skip: &PyReadonlyArray2<'_, f64>,
+/// The array in place when it is C-contiguous (the weights of real models
+/// are the largest buffers here: never copied), else a row-major copy.
+fn borrowed<'a>(argument: &'static str, a: &'a PyReadonlyArray2<'_, f64>) -> PyResult<Matrix<'a>> {
+    let (rows, cols) = a.as_array().dim();
+    match a.as_slice() {
+        Ok(data) => Matrix::from_slice(argument, rows, cols, data).map_err(to_py_err),
+        Err(_) => to_matrix(argument, a.as_array()),
+    }
+}
+
+fn make_block<'a>(
+    w_up: &'a PyReadonlyArray2<'_, f64>,
+    w_down: &'a PyReadonlyArray2<'_, f64>,
+    skip: &'a PyReadonlyArray2<'_, f64>,
     b_up: Option<&PyReadonlyArray1<'_, f64>>,
     flip_constant: f64,
-) -> PyResult<Block> {
+) -> PyResult<Block<'a>> {
     let b_up = b_up.map(|b| b.as_array().iter().copied().collect());
     Block::new(
-        to_matrix("W_up", w_up.as_array())?,
-        to_matrix("W_down", w_down.as_array())?,
+        borrowed("W_up", w_up)?,
+        borrowed("W_down", w_down)?,
         b_up,
-        to_matrix("skip", skip.as_array())?,
+        borrowed("skip", skip)?,
         flip_constant,
     )
     .map_err(to_py_err)

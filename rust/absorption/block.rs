@@ -15,15 +15,15 @@ const NEURON_BLOCK: usize = 512;
 /// reduced to what the flip condition needs. `b_down` never enters the
 /// condition, so the core does not carry it.
 #[derive(Debug, Clone)]
-pub struct Block {
+pub struct Block<'a> {
     /// `W_up`, shape `(m, d_in)`; row `i` is the input row `u_i` of neuron `i`.
-    pub w_up: Matrix,
+    pub w_up: Matrix<'a>,
     /// `W_down`, shape `(d_out, m)`; column `i` is the output column `v_i`.
-    pub w_down: Matrix,
+    pub w_down: Matrix<'a>,
     /// `b_up`, length `m`, if the block has one (used by the genericity check).
     pub b_up: Option<Vec<f64>>,
     /// The skip matrix `A`, shape `(d_out, d_in)`.
-    pub skip: Matrix,
+    pub skip: Matrix<'a>,
     /// The flip constant `c` of the activation: `act(z) - act(-z) = c z`,
     /// rounded to float64.
     pub flip_constant: f64,
@@ -38,12 +38,12 @@ fn shape(rows: usize, cols: usize) -> String {
     format!("({rows}, {cols})")
 }
 
-impl Block {
+impl<'a> Block<'a> {
     pub fn new(
-        w_up: Matrix,
-        w_down: Matrix,
+        w_up: Matrix<'a>,
+        w_down: Matrix<'a>,
         b_up: Option<Vec<f64>>,
-        skip: Matrix,
+        skip: Matrix<'a>,
         flip_constant: f64,
     ) -> Result<Self, Error> {
         let (m, d_in) = w_up.shape();
@@ -114,8 +114,8 @@ impl Block {
     /// `E(s) = A + c W_down diag(s) W_up`, shape `(d_out, d_in)`, by GEMM
     /// over blocks of neurons (`O(m d_out d_in)`). Its rounding is not
     /// bounded here: it serves as a certificate `Y`, which any matrix may be.
-    pub fn residual(&self, s: &[f64]) -> Matrix {
-        let mut e = self.skip.clone();
+    pub fn residual(&self, s: &[f64]) -> Matrix<'static> {
+        let mut e = self.skip.clone().into_owned();
         self.add_combination(&mut e, s);
         e
     }
@@ -229,8 +229,9 @@ impl Block {
     /// together so the skip's largest entry is near 1. Powers of two are
     /// exact, so every relative residual and every genericity test is
     /// unchanged, while weights of any magnitude stay clear of under- and
-    /// overflow in the Gram matrix.
-    pub fn balanced(&self) -> (Block, i32, bool) {
+    /// overflow in the Gram matrix. Blocks whose exponents are all moderate
+    /// (within `2^64` of 1) are returned as they are, without a copy.
+    pub fn balanced(&self) -> (Block<'a>, i32, bool) {
         let exponent = |x: f64| {
             if x > 0.0 && x.is_finite() {
                 x.log2().round() as i32
@@ -240,24 +241,36 @@ impl Block {
         };
         let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
         let bias_max = self.b_up.as_deref().map_or(0.0, max_abs);
-        let k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
-        let k_skip = -exponent(max_abs(self.skip.data()));
+        let mut k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
+        let mut k_skip = -exponent(max_abs(self.skip.data()));
+        if k_up.abs() <= MODERATE && k_skip.abs() <= MODERATE && (k_skip - k_up).abs() <= MODERATE {
+            // Products of a few such entries stay far from under- and
+            // overflow: keep the weights as they are (no copy).
+            k_up = 0;
+            k_skip = 0;
+        }
         let k_down = k_skip - k_up;
         let mut out = self.clone();
         let mut exact = true;
-        let mut scale = |v: &mut [f64], k: i32| {
-            for x in v.iter_mut() {
-                let y = ldexp(*x, k);
-                exact &= ldexp(y, -k) == *x;
-                *x = y;
+        let mut scale = |m: &mut Matrix<'a>, k: i32| {
+            if k != 0 {
+                for x in m.data_mut().iter_mut() {
+                    let y = ldexp(*x, k);
+                    exact &= ldexp(y, -k) == *x;
+                    *x = y;
+                }
             }
         };
-        scale(out.w_up.data_mut(), k_up);
+        scale(&mut out.w_up, k_up);
+        scale(&mut out.w_down, k_down);
+        scale(&mut out.skip, k_skip);
         if let Some(b) = out.b_up.as_mut() {
-            scale(b, k_up);
+            for x in b.iter_mut() {
+                let y = ldexp(*x, k_up);
+                exact &= ldexp(y, -k_up) == *x;
+                *x = y;
+            }
         }
-        scale(out.w_down.data_mut(), k_down);
-        scale(out.skip.data_mut(), k_skip);
         (out, k_skip, exact)
     }
 }
@@ -271,6 +284,10 @@ pub fn is_identity(y: &Matrix) -> bool {
             .enumerate()
             .all(|(k, &x)| x == if k / c == k % c { 1.0 } else { 0.0 })
 }
+
+/// Exponents up to this size are left unbalanced: a Gram entry multiplies
+/// four weights, `2^(4 * 64)` is far inside float64's range.
+const MODERATE: i32 = 64;
 
 /// `x * 2^k`, exact unless the result under- or overflows.
 pub fn ldexp(mut x: f64, mut k: i32) -> f64 {

@@ -31,7 +31,7 @@ const EXACT_TERMS: usize = 1 << 27;
 
 pub struct Certificate {
     /// `Y`, shape `(d_out, d_in)`.
-    pub y: Matrix,
+    pub y: Matrix<'static>,
     /// `||Y||_F / ||A||_F`, the relaxation distance.
     pub distance: f64,
 }

@@ -172,7 +172,7 @@ impl PivotedCholesky {
     }
 
     /// `U^-1` with `U = L_11^T`, dense `r x r` upper triangular, row-major.
-    pub fn pivot_inverse(&self) -> Matrix {
+    pub fn pivot_inverse(&self) -> Matrix<'static> {
         let r = self.rank;
         let mut inv = Matrix::zeros(r, r);
         // Row-major U^-1 is column-major L_11^-1.

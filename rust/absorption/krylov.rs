@@ -25,7 +25,7 @@ pub const MAX_STEPS: usize = 12;
 pub struct Krylov {
     /// The best rigorous bound found, with its `Y` (`None` when no step's
     /// margin reached the tolerance in float64).
-    pub best: Option<(IntervalBound, Matrix)>,
+    pub best: Option<(IntervalBound, Matrix<'static>)>,
     /// Steps taken.
     pub steps: usize,
 }
@@ -69,7 +69,7 @@ pub fn certify(
         steps: 0,
     };
     // s = 0: E = A, and the normal-equations residual r = h - G s = h.
-    let mut e = block.skip.clone();
+    let mut e = block.skip.clone().into_owned();
     let mut r = rhs.to_vec();
     let mut z = precondition(&r);
     let mut p = z.clone();

@@ -223,7 +223,7 @@ pub struct Outcome {
     /// The rounding allowance that bound subtracted.
     pub rounding_bound: Option<f64>,
     /// `Y`, when it proves impossibility.
-    pub certificate: Option<Matrix>,
+    pub certificate: Option<Matrix<'static>>,
     pub genericity: Option<GenericityReport>,
     /// Numerical rank of the Gram matrix, and how it was decided.
     pub rank: Option<usize>,
@@ -452,7 +452,7 @@ fn stages(
         out.distance_bound = Some(skip_cert.bound);
         out.rounding_bound = Some(skip_cert.rounding);
         if skip_cert.bound > tol {
-            out.certificate = Some(block.skip.clone());
+            out.certificate = Some(block.skip.clone().into_owned());
             return Ok(Finding::NoSubset(Evidence::Certificate));
         }
         out.method.push("conjugate gradients");
@@ -549,7 +549,7 @@ fn stages(
     out.relaxation_distance = confirmed_distance(cert.distance, &relaxed, tol);
     let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
     let (best, best_y) = if skip_cert.bound > relaxed.bound {
-        (skip_cert, block.skip.clone())
+        (skip_cert, block.skip.clone().into_owned())
     } else {
         (relaxed, cert.y)
     };
@@ -876,7 +876,7 @@ mod tests {
             (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
         }
 
-        fn matrix(&mut self, rows: usize, cols: usize) -> Matrix {
+        fn matrix(&mut self, rows: usize, cols: usize) -> Matrix<'static> {
             let data = (0..rows * cols).map(|_| self.next()).collect();
             Matrix::from_vec("M", rows, cols, data).unwrap()
         }

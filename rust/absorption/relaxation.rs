@@ -86,7 +86,7 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
 }
 
 /// The full symmetric Gram matrix (row-major, equal to its transpose).
-pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix, Stop> {
+pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix<'static>, Stop> {
     let m = block.width();
     let mut g = gram_lower(block, budget)?;
     // Column-major lower = row-major upper; mirror it below the diagonal.

@@ -25,18 +25,18 @@ const OUT_ROWS: usize = 8;
 /// The flip set `S` absorbs the skip exactly when `E(1_S) = 0`
 /// (Mijoski & Karbevski 2026, the flip construction). Output rows are
 /// computed in groups so that each `u_i` is read once per group.
-pub fn flip_residual(block: &Block, weights: &[f64]) -> Matrix {
+pub fn flip_residual(block: &Block, weights: &[f64]) -> Matrix<'static> {
     flip_residual_with(block, weights, false)
 }
 
 /// [`flip_residual`], or with `magnitude` the matrix
 /// `|A| + sum_i |c s_i| |v_i| |u_i|^T` that bounds each entry's rounding.
-fn flip_residual_with(block: &Block, weights: &[f64], magnitude: bool) -> Matrix {
+fn flip_residual_with(block: &Block, weights: &[f64], magnitude: bool) -> Matrix<'static> {
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;
     let u = &block.w_up;
     let wd = &block.w_down;
-    let mut e = block.skip.clone();
+    let mut e = block.skip.clone().into_owned();
     if magnitude {
         e.data_mut().iter_mut().for_each(|x| *x = x.abs());
     }
@@ -104,7 +104,7 @@ fn exact_entries(block: &Block, weights: &[(usize, f64, f64)]) -> Vec<Expansion>
 /// the residual to float64 accuracy however much its terms cancel, so a
 /// certificate built from it is orthogonal to the terms to the rounding of
 /// `Y` itself, not of the terms or of the weights.
-pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix {
+pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix<'static> {
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;
     // c (s_i + t_i) = p + (e + c t_i) with c s_i = p + e exactly; the last
