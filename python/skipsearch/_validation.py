@@ -79,7 +79,11 @@ def reject_masked(name: str, value: Any) -> None:
 def as_float_array(
     name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
 ) -> tuple[np.ndarray, float]:
-    """Return a fresh C-contiguous float64 copy of ``value`` and its epsilon.
+    """Return ``value`` as a C-contiguous float64 array, and its epsilon.
+
+    An input that is already C-contiguous float64 is not copied: a read-only
+    view of it comes back (weights of real models are the largest buffers
+    here); anything else is converted into a fresh array.
 
     Integer, bool-free real and reduced-precision float inputs are widened;
     complex and non-numeric inputs, and masked values anywhere (a masked
@@ -106,7 +110,11 @@ def as_float_array(
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D with shape {expected}, got shape {arr.shape}")
     eps = _eps(arr.dtype)
-    out = np.array(arr, dtype=np.float64, order="C", copy=True)
+    if arr.dtype == np.float64 and arr.flags.c_contiguous and isinstance(arr, np.ndarray):
+        out = arr.view(np.ndarray)
+        out.flags.writeable = False
+    else:
+        out = np.array(arr, dtype=np.float64, order="C", copy=True)
     if not np.isfinite(out).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
         raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")

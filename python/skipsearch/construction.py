@@ -129,7 +129,7 @@ def build_skip_free_block(
     return SkipFreeBlock(
         W_up=w.W_up * sign[:, None] + 0.0,  # + 0.0 turns -0.0 into 0.0
         b_up=b_up_arr * sign + 0.0,
-        W_down=w.W_down,
+        W_down=w.W_down.copy(),
         b_down=new_b_down,
         activation=act,
     )
