@@ -2,9 +2,10 @@
 //!
 //! `P^T D G D P = L L^T` with `D` the Jacobi scaling to unit diagonal and
 //! diagonal pivoting, stopped at the numerical rank (remaining diagonal below
-//! `m * eps`, LAPACK's `dpstrf` rule). The factorisation is faer's blocked
-//! `llt_pivoting` (BLAS-3 trailing updates), run in place on the Gram
-//! matrix, so the exact path holds one `m x m` buffer.
+//! `m * eps`, LAPACK's `dpstrf` rule). The factorisation is blocked like
+//! faer's `llt_pivoting`, with faer's GEMM for the BLAS-3 trailing updates,
+//! run in place on the Gram matrix, so the exact path holds one `m x m`
+//! buffer.
 //!
 //! With `M = L^T` over the original neuron order (`r x m`), `M^T M = D G D`
 //! up to the truncation: its columns are an isometric image of the scaled
@@ -12,13 +13,13 @@
 //! triangular `U = L_11^T`, which gives the least-squares solution and the
 //! null space by triangular solves.
 
-use dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::cholesky::llt_pivoting::factor::{cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::matmul::matmul;
+use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_inverse::invert_lower_triangular;
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
 };
-use faer::{MatMut, MatRef, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::limits::{Budget, Stop};
@@ -66,6 +67,106 @@ pub struct RankDecision {
 pub struct NullBasis {
     pub free: Vec<usize>,
     pub coefficients: Vec<Vec<(usize, f64)>>,
+}
+
+/// Columns per panel of the blocked factorisation.
+const PANEL: usize = 128;
+
+/// Blocked pivoted Cholesky in place (LAPACK's `dpstrf`, in the form of
+/// faer's `llt_pivoting`): each panel picks its pivots left-looking with
+/// sequential matrix-vector updates, then the trailing lower triangle gets
+/// one rank-`PANEL` update by faer's parallel GEMM. Keeping the panel
+/// sequential makes every entry independent of the thread count (faer's own
+/// routine splits those matrix-vector products over threads). Stops at the
+/// first pivot below `cutoff`, leaving that (squared) diagonal at
+/// `a[(rank, rank)]`; `None` on a NaN.
+fn pivoted_llt(
+    mut a: MatMut<'_, f64>,
+    perm: &mut [usize],
+    cutoff: f64,
+    budget: &Budget,
+) -> Result<Option<usize>, Stop> {
+    let n = a.nrows();
+    let mut dots = vec![0.0f64; n];
+    let mut diag = vec![0.0f64; n];
+    let mut k = 0;
+    while k < n {
+        budget.check()?;
+        let bs = PANEL.min(n - k);
+        dots[k..].iter_mut().for_each(|x| *x = 0.0);
+        for j in k..k + bs {
+            for i in j..n {
+                if j > k {
+                    let x = a[(i, j - 1)];
+                    dots[i] += x * x;
+                }
+                diag[i] = a[(i, i)] - dots[i];
+            }
+            let mut pvt = j;
+            let mut ajj = diag[j];
+            for (i, &d) in diag.iter().enumerate().skip(j) {
+                if d.is_nan() {
+                    return Ok(None);
+                }
+                if d > ajj {
+                    ajj = d;
+                    pvt = i;
+                }
+            }
+            if ajj.is_nan() {
+                return Ok(None);
+            }
+            if ajj <= cutoff {
+                a[(j, j)] = ajj;
+                return Ok(Some(j));
+            }
+            if pvt != j {
+                a[(pvt, pvt)] = a[(j, j)];
+                faer::perm::swap_rows_idx(a.as_mut().get_mut(.., ..j), j, pvt);
+                faer::perm::swap_cols_idx(a.as_mut().get_mut(pvt + 1.., ..), j, pvt);
+                for t in j + 1..pvt {
+                    let x = a[(t, j)];
+                    a[(t, j)] = a[(pvt, t)];
+                    a[(pvt, t)] = x;
+                }
+                dots.swap(j, pvt);
+                perm.swap(j, pvt);
+            }
+            let root = ajj.sqrt();
+            a[(j, j)] = root;
+            let (left, right) = a.as_mut().split_at_col_mut(j);
+            let left = left.as_ref();
+            let mut col = right.get_mut(j + 1.., 0);
+            matmul(
+                col.as_mut().as_mat_mut(),
+                Accum::Add,
+                left.get(j + 1.., k..j),
+                left.get(j, k..j).transpose().as_mat(),
+                -1.0,
+                Par::Seq,
+            );
+            let inv = root.recip();
+            col.iter_mut().for_each(|x| *x *= inv);
+        }
+        let next = k + bs;
+        if next < n {
+            let (left, right) = a.as_mut().split_at_col_mut(next);
+            let panel = left.as_ref().get(next.., k..next);
+            triangular::matmul(
+                right.get_mut(next.., ..),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                panel,
+                BlockStructure::Rectangular,
+                panel.transpose(),
+                BlockStructure::Rectangular,
+                -1.0,
+                par(),
+            );
+        }
+        k = next;
+    }
+    Ok(Some(n))
 }
 
 impl PivotedCholesky {
@@ -125,20 +226,10 @@ impl PivotedCholesky {
                 decision,
             }));
         }
-        let par = par();
-        let mut perm_inv = vec![0usize; m];
-        let mut mem = MemBuffer::new(cholesky_in_place_scratch::<usize, f64>(
-            m,
-            par,
-            Default::default(),
-        ));
-        let stack = MemStack::new(&mut mem);
         let a = MatMut::from_column_major_slice_mut(&mut l, m, m);
-        let rank =
-            match cholesky_in_place(a, &mut perm, &mut perm_inv, par, stack, Default::default()) {
-                Ok((info, _)) => info.rank,
-                Err(_) => return Ok(None),
-            };
+        let Some(rank) = pivoted_llt(a, &mut perm, cutoff, budget)? else {
+            return Ok(None);
+        };
         budget.check()?;
         let diag = |k: usize| l[k * m + k];
         if rank > 0 {
@@ -311,5 +402,101 @@ mod tests {
         let (b, coef) = null.coefficients[0][0];
         assert_eq!(b, other);
         assert!((coef + 1.0).abs() < 1e-12);
+    }
+
+    /// A Gram matrix of exactly 2^31 bytes (m = 16384), where the OpenBLAS
+    /// that numpy and scipy bundle crashes in syrk and potrf: `G = B B^T`
+    /// with `B` of rank 48, so the factorisation stops after 48 pivots but
+    /// indexes the whole buffer. The factor must reproduce `G` and solve
+    /// `G s = h` for `h` in its range.
+    #[test]
+    fn factors_a_gram_matrix_of_two_to_the_31_bytes() {
+        let (m, k) = (16384usize, 48usize);
+        assert_eq!(8 * m * m, 1usize << 31);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let b: Vec<f64> = (0..m * k).map(|_| next()).collect();
+        let row = |i: usize| &b[i * k..(i + 1) * k];
+        let mut g = vec![0.0; m * m];
+        g.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
+            for (i, x) in col.iter_mut().enumerate().skip(j) {
+                *x = crate::matrix::dot(row(i), row(j));
+            }
+        });
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let chol = PivotedCholesky::factor(g, m, &budget).unwrap().unwrap();
+        assert_eq!(chol.rank(), k);
+        let decision = chol.rank_decision();
+        assert!(decision.next_pivot.unwrap() <= decision.cutoff);
+        // h = G x for a known x; the basic solution s must satisfy G s = h,
+        // checked through B (G s = B (B^T s)) at every neuron.
+        let x: Vec<f64> = (0..m).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+        let bt = |v: &[f64]| -> Vec<f64> {
+            let mut out = vec![0.0; k];
+            for (i, &vi) in v.iter().enumerate() {
+                for (o, &bij) in out.iter_mut().zip(row(i)) {
+                    *o += vi * bij;
+                }
+            }
+            out
+        };
+        let btx = bt(&x);
+        let h: Vec<f64> = (0..m).map(|i| crate::matrix::dot(row(i), &btx)).collect();
+        let s = chol.solve(&h);
+        let bts = bt(&s);
+        let scale = h.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        for i in 0..m {
+            let gs = crate::matrix::dot(row(i), &bts);
+            assert!(
+                (gs - h[i]).abs() <= 1e-8 * scale,
+                "neuron {i}: {gs} vs {}",
+                h[i]
+            );
+        }
+    }
+
+    #[test]
+    fn factor_does_not_depend_on_the_thread_count() {
+        let (m, k) = (900usize, 600usize);
+        let mut state = 7u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let cols: Vec<Vec<f64>> = (0..m).map(|_| (0..k).map(|_| next()).collect()).collect();
+        let g = gram_of(&cols);
+        let h: Vec<f64> = (0..m).map(|i| (i % 5) as f64).collect();
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let cancel = AtomicBool::new(false);
+                let budget = Budget::new(Limits::default(), &cancel);
+                let chol = PivotedCholesky::factor(g.clone(), m, &budget)
+                    .unwrap()
+                    .unwrap();
+                (
+                    chol.rank(),
+                    chol.pivots().to_vec(),
+                    chol.solve(&h),
+                    chol.l.clone(),
+                )
+            })
+        };
+        let one = run(1);
+        assert_eq!(one.0, k);
+        for threads in [2, 3, 4] {
+            assert!(one == run(threads), "threads = {threads}");
+        }
     }
 }

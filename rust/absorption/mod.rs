@@ -889,7 +889,7 @@ mod tests {
 
     /// Plant S = {0, 2, 4, ..} of size d with W_up[S] = D (diagonal) and
     /// W_down[:, S] = -D^-1, the rest random.
-    fn planted(d: usize, m: usize, seed: u64) -> (Block, Vec<usize>) {
+    fn planted(d: usize, m: usize, seed: u64) -> (Block<'static>, Vec<usize>) {
         let mut rng = SplitMix(seed);
         let mut w_up = rng.matrix(m, d);
         let mut w_down = rng.matrix(d, m);

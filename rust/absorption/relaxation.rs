@@ -114,7 +114,7 @@ mod tests {
     use crate::limits::Limits;
     use crate::matrix::dot;
 
-    fn random_block(m: usize, d: usize, seed: u64) -> Block {
+    fn random_block(m: usize, d: usize, seed: u64) -> Block<'static> {
         let mut state = seed;
         let mut next = || {
             state ^= state << 13;
@@ -151,9 +151,9 @@ mod tests {
             }
         }
         let h = rhs(&block);
-        for i in 0..300 {
+        for (i, &hi) in h.iter().enumerate() {
             let want = -dot(v.row(i), block.w_up.row(i));
-            assert!((h[i] - want).abs() <= 1e-14);
+            assert!((hi - want).abs() <= 1e-14);
         }
     }
 
