@@ -451,13 +451,9 @@ mod tests {
         let s = chol.solve(&h);
         let bts = bt(&s);
         let scale = h.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        for i in 0..m {
+        for (i, &hi) in h.iter().enumerate() {
             let gs = crate::matrix::dot(row(i), &bts);
-            assert!(
-                (gs - h[i]).abs() <= 1e-8 * scale,
-                "neuron {i}: {gs} vs {}",
-                h[i]
-            );
+            assert!((gs - hi).abs() <= 1e-8 * scale, "neuron {i}: {gs} vs {hi}");
         }
     }
 
