@@ -10,25 +10,36 @@
 //! arXiv:2604.23705). With `R_i = c v_i u_i^T` this is a 0/1 subset sum
 //! in `d_out * d_in` dimensions. The pipeline, one file per stage:
 //!
-//! 1. `relaxation`: real least squares through the `m x m` Gram matrix
-//!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system. The Gram
-//!    matrix is built in cache-sized row blocks in parallel, and the
-//!    genericity pair test rides along on the inner products it computes.
-//! 2. `cholesky`: a blocked, pivoted Cholesky gives the rank, the
-//!    least-squares solution and a reduced null basis.
-//! 3. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
+//! 1. `genericity`: dead neurons and proportional rows, sub-quadratic.
+//! 2. `certificate` with `Y = A` (`O(m d)` for an identity skip), then
+//!    `krylov`: a few matrix-free conjugate-gradient steps on the normal
+//!    equations (`O(m d^2)` each). When the caller does not need the exact
+//!    distance, the first `Y` whose rigorous interval bound exceeds the
+//!    tolerance ends the search here.
+//! 3. `relaxation`: real least squares through the `m x m` Gram matrix
+//!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system, assembled by
+//!    faer's GEMM into one column-major buffer.
+//! 4. `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
+//!    the least-squares solution and a reduced null basis.
+//! 5. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
 //!    relaxed solution, `Y` proves that no flip set exists. For generic
 //!    weights this ends the search in polynomial time.
-//! 4. `null_space`: otherwise, the affine solution set splits into
+//! 6. `null_space`: otherwise, the affine solution set splits into
 //!    independent components (duplicate or split neurons give tiny ones).
-//! 5. `branch_and_bound`: each component is searched exactly with interval
-//!    pruning on the basic neurons.
-//! 6. `verification`: every subset reported is re-checked in float64 on the
+//! 7. `windows` and `branch_and_bound`: each component is searched exactly
+//!    under rigorous windows on the relaxed values.
+//! 8. `verification`: every subset reported is bracketed rigorously on the
 //!    original weights.
 //!
+//! `block` holds the weights (borrowed from the caller, never copied) and
+//! the products every stage uses: `E(s) = A + c W_down diag(s) W_up` and the
+//! inner products `<Y, R_i>`, both GEMMs over blocks of neurons.
+//!
 //! Every parallel loop gives each output entry to one thread, which computes
-//! it with a fixed operation order, and the search is sequential, so results
-//! (including node counts) do not depend on the number of threads. Long loops
+//! it with a fixed operation order (faer's GEMM splits its output, never a
+//! reduction; the Cholesky panel runs sequentially), and the search is
+//! sequential, so results (including node counts) are bit-identical for
+//! every number of threads. Long loops
 //! poll a shared cancel flag and the deadline through `limits::Budget`.
 //!
 //! Which activation may use the condition, and what "no flip set" proves,
