@@ -9,9 +9,66 @@
 
 use std::borrow::Cow;
 
-use faer::{MatMut, MatRef, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::Error;
+
+/// `dst = beta * dst + alpha * lhs rhs` (`beta` is 0 or 1 through
+/// [`faer::Accum`]) by the gemm crate's kernels, on faer views of any
+/// strides. Its parallel split is over blocks of the output, never over the
+/// sum, so every entry is computed the same way for any thread count.
+pub fn gemm(
+    dst: MatMut<'_, f64>,
+    beta: Accum,
+    lhs: MatRef<'_, f64>,
+    rhs: MatRef<'_, f64>,
+    alpha: f64,
+    par: Par,
+) {
+    let (m, n) = (dst.nrows(), dst.ncols());
+    let k = lhs.ncols();
+    assert!(
+        lhs.nrows() == m && rhs.nrows() == k && rhs.ncols() == n,
+        "gemm: shapes ({m}, {n}) <- ({}, {}) x ({}, {})",
+        lhs.nrows(),
+        lhs.ncols(),
+        rhs.nrows(),
+        rhs.ncols()
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    let parallelism = match par {
+        Par::Seq => gemm::Parallelism::None,
+        Par::Rayon(n) => gemm::Parallelism::Rayon(n.get()),
+    };
+    let read_dst = beta == Accum::Add;
+    // SAFETY: faer views are in bounds for their shapes and strides; `dst`
+    // is a unique borrow, so it aliases neither input.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_ptr_mut(),
+            dst.col_stride(),
+            dst.row_stride(),
+            read_dst,
+            lhs.as_ptr(),
+            lhs.col_stride(),
+            lhs.row_stride(),
+            rhs.as_ptr(),
+            rhs.col_stride(),
+            rhs.row_stride(),
+            if read_dst { 1.0 } else { 0.0 },
+            alpha,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
 
 /// faer's parallelism for the current rayon pool.
 pub fn par() -> Par {

@@ -1,11 +1,10 @@
 //! The residual block under test, checked once at the boundary of the core.
 
-use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut};
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::matrix::{par, Matrix};
+use crate::matrix::{gemm, par, Matrix};
 
 /// Neurons per step in the products below: temporaries stay at
 /// `NEURON_BLOCK x d`, never `m x d`.
@@ -143,7 +142,7 @@ impl<'a> Block<'a> {
                 continue;
             }
             let rhs = faer::MatRef::from_row_major_slice(&scaled[..n * d_in], n, d_in);
-            matmul(e.view_mut(), Accum::Add, wd.subcols(i0, n), rhs, 1.0, par());
+            gemm(e.view_mut(), Accum::Add, wd.subcols(i0, n), rhs, 1.0, par());
         }
     }
 
@@ -198,7 +197,7 @@ impl<'a> Block<'a> {
             let n = NEURON_BLOCK.min(m - i0);
             // Z = Y U_blk^T, d_out x n, row-major.
             let dst = MatMut::from_row_major_slice_mut(&mut z[..d_out * n], d_out, n);
-            matmul(
+            gemm(
                 dst,
                 Accum::Replace,
                 y.view(),

@@ -13,8 +13,6 @@
 //! triangular `U = L_11^T`, which gives the least-squares solution and the
 //! null space by triangular solves.
 
-use faer::linalg::matmul::matmul;
-use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_inverse::invert_lower_triangular;
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
@@ -23,7 +21,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::limits::{Budget, Stop};
-use crate::matrix::{par, Matrix};
+use crate::matrix::{gemm, par, Matrix};
 
 /// Entries of a null-space vector smaller than this are dropped. The search
 /// accepts basic values within a tolerance far larger than the error this
@@ -72,13 +70,20 @@ pub struct NullBasis {
 /// Columns per panel of the blocked factorisation.
 const PANEL: usize = 128;
 
+/// Rows per chunk of the panel's matrix-vector products.
+const MATVEC_ROWS: usize = 2048;
+
+/// Columns per block of the trailing update.
+const UPDATE_COLUMNS: usize = 256;
+
 /// Blocked pivoted Cholesky in place (LAPACK's `dpstrf`, in the form of
 /// faer's `llt_pivoting`): each panel picks its pivots left-looking with
 /// sequential matrix-vector updates, then the trailing lower triangle gets
-/// one rank-`PANEL` update by faer's parallel GEMM. Keeping the panel
-/// sequential makes every entry independent of the thread count (faer's own
-/// routine splits those matrix-vector products over threads). Stops at the
-/// first pivot below `cutoff`, leaving that (squared) diagonal at
+/// one rank-`PANEL` update by GEMM, in fixed blocks of columns spread over
+/// the threads. Every entry is then computed the same way whatever the
+/// thread count (faer's own routine splits the matrix-vector products over
+/// threads, which changes their last bits). Stops at the
+/// first pivot not above `cutoff`, leaving that (squared) diagonal at
 /// `a[(rank, rank)]`; `None` on a NaN.
 fn pivoted_llt(
     mut a: MatMut<'_, f64>,
@@ -134,35 +139,73 @@ fn pivoted_llt(
             }
             let root = ajj.sqrt();
             a[(j, j)] = root;
+            // Column j below the pivot, minus the panel so far times row j:
+            // a matrix-vector product, in fixed chunks of rows (memory-bound,
+            // so spread over the threads; each row is one thread's sum).
             let (left, right) = a.as_mut().split_at_col_mut(j);
             let left = left.as_ref();
-            let mut col = right.get_mut(j + 1.., 0);
-            matmul(
-                col.as_mut().as_mat_mut(),
-                Accum::Add,
-                left.get(j + 1.., k..j),
-                left.get(j, k..j).transpose().as_mat(),
-                -1.0,
-                Par::Seq,
-            );
+            let col = right.get_mut(j + 1.., 0);
+            let x = left.get(j, k..j).transpose().as_mat();
+            let rows = left.get(j + 1.., k..j);
             let inv = root.recip();
-            col.iter_mut().for_each(|x| *x *= inv);
+            let chunks: Vec<(usize, faer::ColMut<'_, f64>)> = {
+                let mut out = Vec::new();
+                let mut rest = col;
+                let mut r0 = 0;
+                while rest.nrows() > 0 {
+                    let len = MATVEC_ROWS.min(rest.nrows());
+                    let (head, tail) = rest.split_at_row_mut(len);
+                    out.push((r0, head));
+                    rest = tail;
+                    r0 += len;
+                }
+                out
+            };
+            chunks.into_par_iter().for_each(|(r0, mut chunk)| {
+                let len = chunk.nrows();
+                gemm(
+                    chunk.as_mut().as_mat_mut(),
+                    Accum::Add,
+                    rows.subrows(r0, len),
+                    x,
+                    -1.0,
+                    Par::Seq,
+                );
+                chunk.iter_mut().for_each(|v| *v *= inv);
+            });
         }
         let next = k + bs;
         if next < n {
+            // Trailing lower triangle minus the panel's rank-bs update, in
+            // fixed blocks of columns, each on one thread.
             let (left, right) = a.as_mut().split_at_col_mut(next);
             let panel = left.as_ref().get(next.., k..next);
-            triangular::matmul(
-                right.get_mut(next.., ..),
-                BlockStructure::TriangularLower,
-                Accum::Add,
-                panel,
-                BlockStructure::Rectangular,
-                panel.transpose(),
-                BlockStructure::Rectangular,
-                -1.0,
-                par(),
-            );
+            let trailing = right.get_mut(next.., ..);
+            let width = n - next;
+            let blocks: Vec<(usize, MatMut<'_, f64>)> = {
+                let mut out = Vec::new();
+                let mut rest = trailing;
+                let mut c0 = 0;
+                while c0 < width {
+                    let cols = UPDATE_COLUMNS.min(width - c0);
+                    let (head, tail) = rest.split_at_col_mut(cols);
+                    out.push((c0, head));
+                    rest = tail;
+                    c0 += cols;
+                }
+                out
+            };
+            blocks.into_par_iter().for_each(|(c0, block)| {
+                let cols = block.ncols();
+                gemm(
+                    block.subrows_mut(c0, width - c0),
+                    Accum::Add,
+                    panel.subrows(c0, width - c0),
+                    panel.subrows(c0, cols).transpose(),
+                    -1.0,
+                    Par::Seq,
+                );
+            });
         }
         k = next;
     }

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use crate::matrix::{dot, Matrix};
+use crate::matrix::{dot, gemm, Matrix};
 
 /// Which pair test the activation's theorem needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,7 +543,7 @@ impl Projection {
 }
 
 /// `c = a b`, row-major, in fixed blocks of rows of `a` on the thread pool
-/// (each block by faer's sequential GEMM).
+/// (each block by one sequential GEMM).
 ///
 /// (Not `MatMut::from_row_major_slice_with_stride_mut`: in faer 0.24.4 it
 /// swaps the strides and writes out of bounds.)
@@ -559,7 +559,7 @@ fn par_matmul(a: MatRef<'_, f64>, b: MatRef<'_, f64>, c: &mut [f64]) {
         .for_each(|(blk, out)| {
             let r0 = blk * ROWS;
             let rows = out.len() / cols;
-            matmul(
+            gemm(
                 MatMut::from_row_major_slice_mut(out, rows, cols),
                 Accum::Replace,
                 a.subrows(r0, rows),
@@ -652,7 +652,7 @@ where
                     o[d] = bias(i);
                 }
             } else {
-                matmul(
+                gemm(
                     MatMut::from_row_major_slice_mut(out, r1 - r0, k),
                     Accum::Replace,
                     MatRef::from_row_major_slice(&u.data()[r0 * d..r1 * d], r1 - r0, d),

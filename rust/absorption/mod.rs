@@ -346,7 +346,6 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
 fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> GenericityReport {
     let m = block.width();
     let u = &block.w_up;
-    let bias = |i: usize| block.b_up.as_ref().map_or(0.0, |b| b[i]);
     let up_sq: Vec<f64> = (0..m).map(|i| dot(u.row(i), u.row(i))).collect();
     let mut down_sq = vec![0.0; m];
     for p in 0..block.w_down.rows() {
@@ -359,35 +358,8 @@ fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> Generic
     for &i in &dead {
         is_dead[i] = true;
     }
-    // PLACEHOLDER until the sub-quadratic pair test lands.
-    let res = genericity::resolution(u.cols() + 1);
-    let aug_sq: Vec<f64> = (0..m).map(|i| up_sq[i] + bias(i) * bias(i)).collect();
-    let mut pairs = Vec::new();
-    let mut pair_count = 0u64;
-    if check != GenericityCheck::None {
-        for i in 0..m {
-            if is_dead[i] {
-                continue;
-            }
-            for j in 0..i {
-                if !is_dead[j]
-                    && genericity::offending_pair(
-                        check,
-                        dot(u.row(i), u.row(j)) + bias(i) * bias(j),
-                        aug_sq[i],
-                        aug_sq[j],
-                        tol,
-                        res,
-                    )
-                {
-                    pair_count += 1;
-                    if pairs.len() < genericity::MAX_REPORTED_PAIRS {
-                        pairs.push((j, i));
-                    }
-                }
-            }
-        }
-    }
+    let (pairs, pair_count) =
+        genericity::proportional_pairs(u, block.b_up.as_deref(), &is_dead, check, tol);
     GenericityReport {
         check,
         dead,

@@ -14,13 +14,12 @@
 //! exact path holds one `m x m` buffer, where numpy's
 //! `(W_down.T @ W_down) * (W_up @ W_up.T)` holds three.
 
-use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, Par};
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
 use crate::limits::{Budget, Stop};
-use crate::matrix::Matrix;
+use crate::matrix::{gemm, Matrix};
 
 /// Columns per block of the Gram assembly.
 const GRAM_COLUMNS: usize = 128;
@@ -54,7 +53,7 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
             let block_cols = MatMut::from_column_major_slice_mut(chunk, m, cols);
             let mut dst = block_cols.subrows_mut(j0, rows);
             // c^2 V[j0..] V[j0..j0+cols]^T, with V = W_down^T.
-            matmul(
+            gemm(
                 dst.as_mut(),
                 Accum::Replace,
                 wd.subcols(j0, rows).transpose(),
@@ -63,7 +62,7 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
                 Par::Seq,
             );
             let mut uu = vec![0.0; rows * cols];
-            matmul(
+            gemm(
                 MatMut::from_column_major_slice_mut(&mut uu, rows, cols),
                 Accum::Replace,
                 wu.subrows(j0, rows),

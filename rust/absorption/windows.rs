@@ -30,10 +30,9 @@ use rayon::prelude::*;
 use crate::absorption::block::Block;
 use crate::absorption::cholesky::PivotedCholesky;
 use crate::limits::{Budget, Stop};
-use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef};
 
-use crate::matrix::{par, Matrix};
+use crate::matrix::{gemm, par, Matrix};
 use crate::rounding::{gamma, norm_upper, up, TINY};
 
 /// The largest `m * r` the windows are computed for (two `m x r` buffers).
@@ -98,7 +97,7 @@ pub fn windows(
         row.iter_mut().for_each(|x| *x *= da);
     }
     let mut w = vec![0.0; r * r];
-    matmul(
+    gemm(
         MatMut::from_row_major_slice_mut(&mut w, r, r),
         Accum::Replace,
         p.view(),
@@ -116,7 +115,7 @@ pub fn windows(
         }
     }
     let mut g = vec![0.0; m * r];
-    matmul(
+    gemm(
         MatMut::from_row_major_slice_mut(&mut g, m, r),
         Accum::Replace,
         MatRef::from_row_major_slice(&gb, m, r),
