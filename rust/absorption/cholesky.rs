@@ -94,18 +94,28 @@ fn pivoted_llt(
     let n = a.nrows();
     let mut dots = vec![0.0f64; n];
     let mut diag = vec![0.0f64; n];
+    let mut base = vec![0.0f64; n];
+    let mut swaps: Vec<(usize, usize)> = Vec::with_capacity(PANEL);
+    let mut stop = None;
     let mut k = 0;
     while k < n {
         budget.check()?;
         let bs = PANEL.min(n - k);
         dots[k..].iter_mut().for_each(|x| *x = 0.0);
+        // The Schur diagonal at the panel's start, read once (strided).
+        for (i, b) in base.iter_mut().enumerate().skip(k) {
+            *b = a[(i, i)];
+        }
         for j in k..k + bs {
-            for i in j..n {
-                if j > k {
-                    let x = a[(i, j - 1)];
+            if j > k {
+                let prev = a.as_ref().col(j - 1);
+                for i in j..n {
+                    let x = prev[i];
                     dots[i] += x * x;
                 }
-                diag[i] = a[(i, i)] - dots[i];
+            }
+            for i in j..n {
+                diag[i] = base[i] - dots[i];
             }
             let mut pvt = j;
             let mut ajj = diag[j];
@@ -123,11 +133,16 @@ fn pivoted_llt(
             }
             if ajj <= cutoff {
                 a[(j, j)] = ajj;
-                return Ok(Some(j));
+                stop = Some(j);
+                break;
             }
             if pvt != j {
                 a[(pvt, pvt)] = a[(j, j)];
-                faer::perm::swap_rows_idx(a.as_mut().get_mut(.., ..j), j, pvt);
+                // Rows of the panel's columns now; those of earlier panels
+                // at the end of the panel, one column at a time (a row swap
+                // across columns is a strided walk through the matrix).
+                faer::perm::swap_rows_idx(a.as_mut().get_mut(.., k..j), j, pvt);
+                swaps.push((j, pvt));
                 faer::perm::swap_cols_idx(a.as_mut().get_mut(pvt + 1.., ..), j, pvt);
                 for t in j + 1..pvt {
                     let x = a[(t, j)];
@@ -135,6 +150,7 @@ fn pivoted_llt(
                     a[(pvt, t)] = x;
                 }
                 dots.swap(j, pvt);
+                base.swap(j, pvt);
                 perm.swap(j, pvt);
             }
             let root = ajj.sqrt();
@@ -173,6 +189,27 @@ fn pivoted_llt(
                 );
                 chunk.iter_mut().for_each(|v| *v *= inv);
             });
+        }
+        if k > 0 && !swaps.is_empty() {
+            let done = a.as_mut().get_mut(.., ..k);
+            let mut cols: Vec<faer::ColMut<'_, f64>> = Vec::with_capacity(k);
+            let mut rest = done;
+            while rest.ncols() > 0 {
+                let (head, tail) = rest.split_at_col_mut(1);
+                cols.push(head.col_mut(0));
+                rest = tail;
+            }
+            cols.into_par_iter().for_each(|mut col| {
+                for &(x, y) in &swaps {
+                    let t = col[x];
+                    col[x] = col[y];
+                    col[y] = t;
+                }
+            });
+        }
+        swaps.clear();
+        if stop.is_some() {
+            return Ok(stop);
         }
         let next = k + bs;
         if next < n {
