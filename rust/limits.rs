@@ -127,3 +127,31 @@ impl<'a> Budget<'a> {
         self.start.elapsed().as_secs_f64()
     }
 }
+
+/// The worker pool for `threads` workers (`None`: one per core), built once
+/// per size and shared by every later call: a scan of many blocks reuses
+/// its threads, and with them their allocator arenas and GEMM buffers,
+/// instead of starting fresh ones each time.
+pub fn worker_pool(
+    threads: Option<usize>,
+) -> Result<std::sync::Arc<rayon::ThreadPool>, crate::error::Error> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let n = threads.unwrap_or(0);
+    let mut pools = POOLS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pool) = pools.get(&n) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .stack_size(16 << 20)
+        .build()
+        .map_err(|e| crate::error::Error::ThreadPool(e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.insert(n, pool.clone());
+    Ok(pool)
+}

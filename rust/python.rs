@@ -129,10 +129,7 @@ fn run_on_pool<T: Send>(
     };
     let cancel = AtomicBool::new(false);
     run_interruptible(py, &cancel, || {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.unwrap_or(0))
-            .build()
-            .map_err(|e| Error::ThreadPool(e.to_string()))?;
+        let pool = crate::limits::worker_pool(threads)?;
         pool.install(|| work(limits, &cancel))
     })?
     .map_err(to_py_err)

@@ -282,11 +282,7 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
             limit: options.memory_limit.unwrap_or(u128::MAX),
         });
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.threads.unwrap_or(0))
-        .stack_size(16 << 20)
-        .build()
-        .map_err(|e| Error::ThreadPool(e.to_string()))?;
+    let pool = crate::limits::worker_pool(options.threads)?;
     let (balanced, k_skip, exact) = block.balanced();
     let mut outcome = pool.install(|| run(&balanced, options, cancel));
     if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {

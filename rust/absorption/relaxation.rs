@@ -24,6 +24,9 @@ use crate::matrix::{gemm, Matrix};
 /// Columns per block of the Gram assembly.
 const GRAM_COLUMNS: usize = 128;
 
+/// Rows per step within a block of columns.
+const GRAM_ROWS: usize = 1024;
+
 /// Bytes the exact path needs for a block of width `m`: the Gram matrix,
 /// factored in place (8 m^2), and, for the complete search of degenerate
 /// blocks, a second copy and the inverse pivot block (8 m^2 more at most,
@@ -50,29 +53,33 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
             let j0 = blk * GRAM_COLUMNS;
             let cols = chunk.len() / m;
             let rows = m - j0;
-            let block_cols = MatMut::from_column_major_slice_mut(chunk, m, cols);
-            let mut dst = block_cols.subrows_mut(j0, rows);
-            // c^2 V[j0..] V[j0..j0+cols]^T, with V = W_down^T.
-            gemm(
-                dst.as_mut(),
-                Accum::Replace,
-                wd.subcols(j0, rows).transpose(),
-                wd.subcols(j0, cols),
-                c * c,
-                Par::Seq,
-            );
-            let mut uu = vec![0.0; rows * cols];
-            gemm(
-                MatMut::from_column_major_slice_mut(&mut uu, rows, cols),
-                Accum::Replace,
-                wu.subrows(j0, rows),
-                wu.subrows(j0, cols).transpose(),
-                1.0,
-                Par::Seq,
-            );
-            for k in 0..cols {
-                for (i, x) in uu[k * rows..(k + 1) * rows].iter().enumerate() {
-                    dst[(i, k)] *= x;
+            let mut block_cols = MatMut::from_column_major_slice_mut(chunk, m, cols);
+            // Rows j0..m in chunks, so the U U^T temporary stays small.
+            let mut uu = vec![0.0; GRAM_ROWS.min(rows) * cols];
+            for r0 in (j0..m).step_by(GRAM_ROWS) {
+                let len = GRAM_ROWS.min(m - r0);
+                let mut dst = block_cols.as_mut().subrows_mut(r0, len);
+                // c^2 V[r0..] V[j0..j0+cols]^T, with V = W_down^T.
+                gemm(
+                    dst.as_mut(),
+                    Accum::Replace,
+                    wd.subcols(r0, len).transpose(),
+                    wd.subcols(j0, cols),
+                    c * c,
+                    Par::Seq,
+                );
+                gemm(
+                    MatMut::from_column_major_slice_mut(&mut uu[..len * cols], len, cols),
+                    Accum::Replace,
+                    wu.subrows(r0, len),
+                    wu.subrows(j0, cols).transpose(),
+                    1.0,
+                    Par::Seq,
+                );
+                for k in 0..cols {
+                    for (i, x) in uu[k * len..(k + 1) * len].iter().enumerate() {
+                        dst[(i, k)] *= x;
+                    }
                 }
             }
             Ok(())
