@@ -73,9 +73,43 @@ impl IntervalBound {
     };
 }
 
+/// How the inner products `<Y, R_i>` handed to the bound were obtained.
+enum Inner<'a> {
+    /// Not given: computed here, on the scaled `Y`.
+    Compute,
+    /// Computed directly as `c v_i^T Y u_i` (see [`Block::inner_products`]).
+    Direct(&'a [f64]),
+    /// Carried by a recurrence (see `krylov`): each is within
+    /// `|c| ||v_i|| ||u_i|| scale` of `<Y, R_i>`, plus `steps` underflow
+    /// allowances.
+    Recurrence {
+        g: &'a [f64],
+        scale: f64,
+        steps: usize,
+    },
+}
+
 /// The rigorous interval bound proved by `y`. `inner` may hold the
 /// `<Y, R_i>` already computed (see [`Block::inner_products`]).
 pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> IntervalBound {
+    interval_bound_of(block, y, inner.map_or(Inner::Compute, Inner::Direct))
+}
+
+/// [`interval_bound`] with inner products carried by a recurrence: `g[i]` is
+/// within `|c| ||v_i|| ||u_i|| scale` of `<Y, R_i>` (and `steps` underflow
+/// allowances of the products that built it). `scale` must already be an
+/// upper bound; the caller derives it step by step (see `krylov`).
+pub fn interval_bound_recurrence(
+    block: &Block,
+    y: &Matrix,
+    g: &[f64],
+    scale: f64,
+    steps: usize,
+) -> IntervalBound {
+    interval_bound_of(block, y, Inner::Recurrence { g, scale, steps })
+}
+
+fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBound {
     let m = block.width();
     let (d_out, d_in) = block.skip.shape();
     let y_max = y.data().iter().fold(0.0f64, |a, x| a.max(x.abs()));
@@ -87,8 +121,13 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
     let mut ys = y.clone();
     ys.data_mut().iter_mut().for_each(|x| *x = ldexp(*x, k));
     let g: Vec<f64> = match inner {
-        Some(inner) => inner.iter().map(|&x| ldexp(x, k)).collect(),
-        None => block.inner_products(&ys),
+        Inner::Compute => block.inner_products(&ys),
+        Inner::Direct(g) | Inner::Recurrence { g, .. } => g.iter().map(|&x| ldexp(x, k)).collect(),
+    };
+    // Underflow allowances of values computed before the scaling scale with it.
+    let tiny = match inner {
+        Inner::Compute => TINY,
+        _ => ldexp(TINY, k).max(TINY),
     };
     let y_up = norm_upper(ys.data());
     let a_up = norm_upper(block.skip.data());
@@ -112,19 +151,29 @@ pub fn interval_bound(block: &Block, y: &Matrix, inner: Option<&[f64]>) -> Inter
         .map(|(y, a)| (y * a).abs())
         .sum();
     let err_a = up(gamma(n + 1) * a_mass, 2) + n as f64 * TINY;
-    // Each <Y, R_i>: |error| <= gamma(d_in + d_out + 5) |c| |v_i|^T |Y| |u_i|
-    // (two of the roundings for the flip constant's own),
-    // and |v_i|^T |Y| |u_i| <= ||v_i|| ||Y||_F ||u_i|| (Cauchy-Schwarz).
-    let gi = gamma(d_in + d_out + 5);
+    // Each <Y, R_i> computed directly: |error| <= gamma(d_in + d_out + 5)
+    // |c| |v_i|^T |Y| |u_i| (two of the roundings for the flip constant's
+    // own), and |v_i|^T |Y| |u_i| <= ||v_i|| ||Y||_F ||u_i|| (Cauchy-Schwarz).
+    // By a recurrence: the caller's |c| ||v_i|| ||u_i|| scale.
+    let (per, allowance) = match inner {
+        Inner::Recurrence { scale, steps, .. } => (
+            up(ldexp(scale, k), 2),
+            (steps + 1) * (d_in + d_out + 10),
+        ),
+        _ => (gamma(d_in + d_out + 5) * y_up, d_in + d_out + 5),
+    };
     let c = block.flip_constant.abs();
     let nv = column_norms_upper(&block.w_down);
     let err_g: f64 = (0..m)
         .into_par_iter()
         .map(|i| {
             let nu = norm_upper(block.w_up.row(i));
-            gi * up(c * nv[i] * y_up * nu, 4) + (d_in + d_out + 5) as f64 * TINY
+            up(c * nv[i] * per * nu, 4) + allowance as f64 * tiny
         })
         .sum::<f64>();
+    if !per.is_finite() {
+        return IntervalBound::NOTHING;
+    }
     let neg: f64 = g.iter().filter(|&&x| x < 0.0).sum();
     let pos: f64 = g.iter().filter(|&&x| x > 0.0).sum();
     let (lo, hi) = (a_dot + neg, a_dot + pos);

@@ -487,6 +487,9 @@ fn stages(
             break;
         }
         let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
+        if out.method.last() != Some(&"refinement") {
+            out.method.push("refinement");
+        }
         s_star = trial;
         cert = trial_cert;
         inner = block.inner_products(&cert.y);
