@@ -39,17 +39,28 @@ impl fmt::Display for Error {
             Error::ThreadPool(message) => write!(f, "could not start worker threads: {message}"),
             Error::MemoryLimit { needed, limit } => write!(
                 f,
-                "memory_limit: the exact relaxation distance needs about {:.2} GB (the m x m \
-                 Gram matrix), over the memory limit of {:.2} GB; raise memory_limit or pass \
-                 distance=None or False for a certificate bound",
-                *needed as f64 / 1e9,
-                *limit as f64 / 1e9
+                "memory_limit: the exact relaxation distance needs about {} (16 m^2 bytes: \
+                 the m x m Gram matrix and the search's working space), over the memory limit \
+                 of {}; raise memory_limit or pass distance=None or False for a certificate bound",
+                bytes(*needed),
+                bytes(*limit)
             ),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+/// A byte count for people: `512 bytes`, `1.5 MB`, `4.29 GB`.
+fn bytes(n: u128) -> String {
+    let x = n as f64;
+    match x {
+        x if x >= 1e9 => format!("{:.2} GB", x / 1e9),
+        x if x >= 1e6 => format!("{:.1} MB", x / 1e6),
+        x if x >= 1e3 => format!("{:.1} kB", x / 1e3),
+        _ => format!("{n} bytes"),
+    }
+}
 
 /// Every column has `k` entries, as the right-hand side does.
 pub fn check_columns<T>(columns: &[Vec<T>], k: usize) -> Result<(), Error> {

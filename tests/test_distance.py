@@ -98,6 +98,13 @@ def test_absorbable_block_falls_through_to_the_exact_path():
     assert "relaxation" in r.stats.method
 
 
+def test_memory_limit_takes_any_positive_number_of_bytes():
+    W_up, W_down = trained_like(16, 64)
+    for limit in (1e9, np.int64(10**9), 2**200, float("inf")):
+        r = find(W_up, W_down, activation="gelu", distance=True, memory_limit=limit)
+        assert r.relaxation_distance is not None
+
+
 def test_memory_guard():
     W_up, W_down = trained_like(32, 128)
     with pytest.raises(MemoryError, match="memory_limit"):
@@ -122,7 +129,8 @@ def test_memory_guard():
         (dict(distance=1), TypeError),
         (dict(memory_limit=-5), ValueError),
         (dict(memory_limit=0), ValueError),
-        (dict(memory_limit=1.5e9), TypeError),
+        (dict(memory_limit=float("nan")), ValueError),
+        (dict(memory_limit="8GB"), TypeError),
         (dict(memory_limit=True), TypeError),
     ],
 )

@@ -47,6 +47,7 @@ if getattr(_core, "__abi__", None) != _CORE_ABI:
     )
 
 from skipsearch._core import __version__
+from skipsearch import baseline
 from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
 from skipsearch.activations import (
     ACTIVATIONS,

@@ -223,14 +223,19 @@ def default_memory_limit() -> int:
 
 
 def check_memory_limit(memory_limit: Any) -> int:
-    """``memory_limit`` in bytes: a positive integer, or ``None`` for the default."""
+    """``memory_limit`` in bytes: a positive real number (rounded down to
+    whole bytes, at most ``2**127``), or ``None`` for the default."""
     if memory_limit is None:
         return default_memory_limit()
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Integral):
-        raise TypeError(f"memory_limit must be a positive number of bytes or None, got {memory_limit!r}")
-    if memory_limit <= 0:
-        raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit}")
-    return int(memory_limit)
+    if isinstance(memory_limit, (bool, np.bool_)) or not isinstance(memory_limit, numbers.Real):
+        raise TypeError(
+            f"memory_limit must be a number of bytes (e.g. 8e9) or None, got {memory_limit!r}"
+        )
+    if not memory_limit >= 1:
+        raise ValueError(f"memory_limit must be at least 1 byte, got {memory_limit!r}")
+    if memory_limit == math.inf:
+        return 2**127
+    return min(int(memory_limit), 2**127)
 
 
 class Weights:

@@ -156,10 +156,9 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     // own), and |v_i|^T |Y| |u_i| <= ||v_i|| ||Y||_F ||u_i|| (Cauchy-Schwarz).
     // By a recurrence: the caller's |c| ||v_i|| ||u_i|| scale.
     let (per, allowance) = match inner {
-        Inner::Recurrence { scale, steps, .. } => (
-            up(ldexp(scale, k), 2),
-            (steps + 1) * (d_in + d_out + 10),
-        ),
+        Inner::Recurrence { scale, steps, .. } => {
+            (up(ldexp(scale, k), 2), (steps + 1) * (d_in + d_out + 10))
+        }
         _ => (gamma(d_in + d_out + 5) * y_up, d_in + d_out + 5),
     };
     let c = block.flip_constant.abs();

@@ -124,7 +124,10 @@ pub fn certify(
         if guess > tol {
             budget.check()?;
             let proved = interval_bound_recurrence(block, &e, &g, err, out.steps);
-            let better = out.best.as_ref().is_none_or(|(b, _)| proved.bound > b.bound);
+            let better = out
+                .best
+                .as_ref()
+                .is_none_or(|(b, _)| proved.bound > b.bound);
             if better {
                 out.best = Some((proved, e.clone()));
             }
