@@ -151,3 +151,29 @@ def test_results_do_not_depend_on_the_thread_count(distance):
         assert r.relaxation_distance == one.relaxation_distance
         assert r.distance_bound == one.distance_bound
         np.testing.assert_array_equal(r.certificate, one.certificate)
+
+
+def test_exact_path_tries_conjugate_gradients_before_searching():
+    # More neurons than d^2: the least-squares distance is 0, so neither the
+    # relaxation's Y nor Y = A proves anything, but a conjugate-gradient
+    # iterate does (breaker finding: the default used to search for minutes).
+    m, d = 300, 12
+    rng = np.random.default_rng(0)
+    W_up = rng.normal(size=(m, d)) / np.sqrt(d)
+    W_down = -W_up.T * 1.2 * d / m + 0.3 * rng.normal(size=(d, m)) / np.sqrt(m)
+    for distance in (None, True, False):
+        r = find(W_up, W_down, activation="gelu", distance=distance, time_limit=30)
+        assert r.verdict == "not_absorbable" and r.status == "complete", distance
+        assert r.argument == "certificate" and r.stats.nodes == 0
+        assert "conjugate gradients" in r.stats.method
+        assert r.distance_bound > 0.05
+        again = check_certificate(r.certificate, W_up, W_down, activation="gelu")
+        assert again == pytest.approx(r.distance_bound, rel=1e-9)
+
+
+def test_memory_limit_bounds_the_meet_in_the_middle():
+    m = 44
+    rng = np.random.default_rng(1)
+    U, V = rng.normal(size=(m, 1)), rng.normal(size=(1, m))
+    r = find(U, V, memory_limit=16 * m * m, tol=1e-12)
+    assert r.verdict == "undecided" and r.status == "memory_limit"

@@ -163,13 +163,16 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     };
     let c = block.flip_constant.abs();
     let nv = column_norms_upper(&block.w_down);
-    let err_g: f64 = (0..m)
+    // Terms in parallel, summed in neuron order (the same bits for any
+    // thread count).
+    let terms: Vec<f64> = (0..m)
         .into_par_iter()
         .map(|i| {
             let nu = norm_upper(block.w_up.row(i));
             up(c * nv[i] * per * nu, 4) + allowance as f64 * tiny
         })
-        .sum::<f64>();
+        .collect();
+    let err_g: f64 = terms.iter().sum();
     if !per.is_finite() {
         return IntervalBound::NOTHING;
     }

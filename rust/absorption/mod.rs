@@ -544,6 +544,25 @@ fn stages(
         return Ok(Finding::NoSubset(Evidence::Certificate));
     }
     drop(best_y);
+    if exact {
+        // The least-squares residual proves nothing over the box when the
+        // relaxation reaches (or nearly reaches) -A, yet a point of the
+        // conjugate-gradient path may: try them before any search, as the
+        // verdict-first path does.
+        out.method.push("conjugate gradients");
+        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget)?;
+        out.krylov_steps = krylov.steps;
+        if let Some((bound, y)) = krylov.best {
+            if out.distance_bound.is_none_or(|b| bound.bound > b) {
+                out.distance_bound = Some(bound.bound);
+                out.rounding_bound = Some(bound.rounding);
+            }
+            if bound.bound > tol {
+                out.certificate = Some(y);
+                return Ok(Finding::NoSubset(Evidence::Certificate));
+            }
+        }
+    }
 
     // Quick search: round the relaxed values, branch and bound on the null
     // space within a value tolerance. It proves nothing; a candidate it
@@ -573,7 +592,7 @@ fn stages(
         // A component with many free neurons on a small block (d = 1, or
         // m far above d^2): interval pruning is weak there, and meeting in
         // the middle costs 2^(m/2).
-        return listed_search(block, tol, budget, out);
+        return listed_search(block, tol, options.memory_limit, budget, out);
     }
     let mut quick = true;
     if let Some(null) = &null {
@@ -609,9 +628,16 @@ fn stages(
         out,
     )?;
     if finding == Finding::Inconclusive(Numerics::IllConditioned) && listable {
-        return listed_search(block, tol, budget, out);
+        return listed_search(block, tol, options.memory_limit, budget, out);
     }
     Ok(finding)
+}
+
+/// Bytes the meet in the middle may take for width `m`: its two lists of
+/// `2^(m/2)` subset sums with their indices, and room for the window's
+/// candidates (a generous estimate, so the guard never underestimates).
+pub fn listed_search_bytes(m: usize) -> u128 {
+    64u128 << (m - m / 2).min(100)
 }
 
 /// Free neurons in one component beyond which a block small enough for the
@@ -628,10 +654,14 @@ const MITM_ENTRIES: usize = 1 << 22;
 fn listed_search(
     block: &Block,
     tol: f64,
+    memory_limit: Option<u128>,
     budget: &mut Budget<'_>,
     out: &mut Outcome,
 ) -> Result<Finding, Stop> {
     let m = block.width();
+    if memory_limit.is_some_and(|limit| listed_search_bytes(m) > limit) {
+        return Err(Stop::MemoryLimit);
+    }
     // Its two lists alone take 2^(m/2) nodes each: a smaller node budget
     // stops it before it starts.
     let lists = (1u64 << (m / 2)) + (1u64 << (m - m / 2));
@@ -1059,7 +1089,7 @@ mod tests {
         let cancel = AtomicBool::new(false);
         let mut budget = Budget::new(Limits::default(), &cancel);
         let mut out = run_default(&block, 1);
-        let found = listed_search(&block, 1e-9, &mut budget, &mut out).unwrap();
+        let found = listed_search(&block, 1e-9, None, &mut budget, &mut out).unwrap();
         match found {
             Finding::Subset(s) => {
                 assert!(residual_bounds(&block, &s, 1e-9).upper <= 1e-9);
@@ -1080,7 +1110,7 @@ mod tests {
             let s: Vec<usize> = (0..10).filter(|&i| code >> i & 1 == 1).collect();
             residual_bounds(&doubled, &s, 1e-9).lower > 1e-9
         });
-        let found = listed_search(&doubled, 1e-9, &mut budget, &mut out).unwrap();
+        let found = listed_search(&doubled, 1e-9, None, &mut budget, &mut out).unwrap();
         assert!(out_all, "no flip set is within 1e-9 of -2I");
         assert_eq!(
             found,

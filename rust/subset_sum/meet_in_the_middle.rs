@@ -171,7 +171,12 @@ pub fn meet_in_the_middle_verified(
         }
         halted.load(Ordering::Relaxed)
     };
-    let found = (0..right_sums.len().div_ceil(CHUNK))
+    let chunks = right_sums.len().div_ceil(CHUNK);
+    // Checks per chunk: the nodes reported count the chunks up to the one
+    // that found the solution, whichever others ran alongside it, so the
+    // count does not depend on the thread count.
+    let per_chunk: Vec<AtomicU64> = (0..chunks).map(|_| AtomicU64::new(0)).collect();
+    let found = (0..chunks)
         .into_par_iter()
         .map(|c| {
             if halted.load(Ordering::Relaxed) {
@@ -205,18 +210,29 @@ pub fn meet_in_the_middle_verified(
                     }
                 }
             }
+            per_chunk[c].store(checks, Ordering::Relaxed);
             let total = formed.fetch_add(checks, Ordering::Relaxed) + checks;
             if hit.is_none() {
                 halt(total);
             }
-            hit
+            hit.map(|h| (c, h))
         })
         .find_first(|hit| hit.is_some())
         .flatten();
     let stop = stopped.into_inner().expect("no panics hold it");
-    let solution = found.map(|(lmask, rmask)| bits(lmask, rmask));
+    let nodes = match found {
+        Some((c, _)) if stop.is_none() => {
+            (table.len() + right_sums.len()) as u64
+                + per_chunk[..=c]
+                    .iter()
+                    .map(|x| x.load(Ordering::Relaxed))
+                    .sum::<u64>()
+        }
+        _ => formed.into_inner(),
+    };
+    let solution = found.map(|(_, (lmask, rmask))| bits(lmask, rmask));
     Ok((
-        SearchResult::new(solution, stop, formed.into_inner(), memory_bytes, start),
+        SearchResult::new(solution, stop, nodes, memory_bytes, start),
         unresolved.into_inner(),
     ))
 }
