@@ -155,3 +155,14 @@ pub fn worker_pool(
     pools.insert(n, pool.clone());
     Ok(pool)
 }
+
+/// Run `f` on a fresh pool of `threads` workers (tests of thread-count
+/// independence).
+#[cfg(test)]
+pub fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a test pool")
+        .install(f)
+}

@@ -551,11 +551,7 @@ mod tests {
         let g = gram_of(&cols);
         let h: Vec<f64> = (0..m).map(|i| (i % 5) as f64).collect();
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
+            crate::limits::on_threads(threads, || {
                 let cancel = AtomicBool::new(false);
                 let budget = Budget::new(Limits::default(), &cancel);
                 let chol = PivotedCholesky::factor(g.clone(), m, &budget)

@@ -8,10 +8,9 @@
 //! theorem covers generic weights; we report whether the rows are alive and
 //! pairwise distinct up to sign.
 //!
-//! The pair tests run inside the Gram assembly (see `relaxation`), which
-//! already computes every inner product `u_i . u_j`; [`proportional_pairs`]
-//! finds the same pairs on its own, without the `m x m` inner products
-//! (sorted random projections with rigorous windows).
+//! [`proportional_pairs`] finds the offending pairs without the `m x m`
+//! inner products `u_i . u_j` (sorted random projections with rigorous
+//! windows), so the verdict-first path never forms them.
 
 use rayon::prelude::*;
 
@@ -204,10 +203,7 @@ impl PairSearchStats {
 ///
 /// The set found is the exact set of offending pairs whatever the
 /// rounding of the projections, so the result does not depend on the
-/// number of threads. (The Gram assembly in `relaxation` takes its inner
-/// products from a GEMM, whose rounding may differ from `dot`'s by a few
-/// ulps; the two can only disagree on a pair within that rounding of the
-/// threshold.)
+/// number of threads.
 pub fn proportional_pairs(
     u: &Matrix<'_>,
     b_up: Option<&[f64]>,
@@ -1388,11 +1384,9 @@ mod tests {
         for check in CHECKS {
             for tol in [1e-9, 3.4526698e-4, 3.1e-2] {
                 let run = |threads: usize| {
-                    rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap()
-                        .install(|| proportional_pairs(&u, Some(&b), &dead, check, tol))
+                    crate::limits::on_threads(threads, || {
+                        proportional_pairs(&u, Some(&b), &dead, check, tol)
+                    })
                 };
                 let one = run(1);
                 assert_eq!(one, run(2));

@@ -65,7 +65,6 @@ pub fn certify(
     max_steps: usize,
     budget: &Budget,
 ) -> Result<Krylov, Stop> {
-    let m = block.width();
     let a_norm = block.skip.frobenius_norm();
     let diag = block.gram_diagonal();
     let precondition = |r: &[f64]| -> Vec<f64> {
@@ -148,6 +147,5 @@ pub fn certify(
             *pi = zi + beta * *pi;
         }
     }
-    let _ = m;
     Ok(out)
 }

@@ -167,11 +167,7 @@ mod tests {
     fn gram_and_products_do_not_depend_on_the_thread_count() {
         let block = random_block(700, 40, 5);
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
-            pool.install(|| {
+            crate::limits::on_threads(threads, || {
                 let cancel = AtomicBool::new(false);
                 let budget = Budget::new(Limits::default(), &cancel);
                 let g = gram_lower(&block, &budget).unwrap();
