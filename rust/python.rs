@@ -13,7 +13,10 @@ use std::time::Duration;
 const POLL: Duration = Duration::from_millis(20);
 
 use numpy::ndarray::ArrayView2;
-use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{
+    IntoPyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArrayDyn,
+};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -444,11 +447,27 @@ fn feasibility_jump<'py>(
     Ok(d)
 }
 
+/// Elementwise error function (for GELU); see `skipsearch._core.pyi`.
+///
+/// From the `libm` crate (a port of musl's `erf`, under one ulp), so that the
+/// package needs no scipy at run time.
+#[pyfunction]
+fn erf<'py>(py: Python<'py>, x: PyReadonlyArrayDyn<'py, f64>) -> Bound<'py, PyArrayDyn<f64>> {
+    let x = x.as_array();
+    let y = if x.len() >= 1 << 16 {
+        let owned = x.to_owned();
+        py.detach(|| owned.mapv(libm::erf))
+    } else {
+        x.mapv(libm::erf)
+    };
+    y.into_pyarray(py)
+}
+
 /// The interface revision of this module. `skipsearch/_core_abi.py` holds
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 5;
+const CORE_ABI: u32 = 6;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -459,5 +478,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
+    m.add_function(wrap_pyfunction!(erf, m)?)?;
     Ok(())
 }

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 import numpy as np
-from scipy.special import erf, expit
+
+from skipsearch._core import erf as _core_erf
 
 __all__ = [
     "Activation",
@@ -110,6 +111,21 @@ class Activation:
 
     def __call__(self, z: np.ndarray) -> np.ndarray:
         return self.function(np.asarray(z, dtype=np.float64))
+
+
+def erf(z):
+    """The error function, elementwise (from the Rust core's ``libm``, under one ulp)."""
+    return _core_erf(np.asarray(z, dtype=np.float64, order="C"))
+
+
+def expit(z):
+    """The logistic function ``1 / (1 + exp(-z))``, elementwise, without overflow.
+
+    ``exp`` only ever sees ``-|z|``, so both tails keep their relative accuracy.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def _relu(z):
