@@ -1,6 +1,11 @@
-"""Type stub of the compiled Rust core (``rust/python.rs``)."""
+"""Type stub of the compiled Rust core (``rust/python.rs``).
 
-from typing import Any, Optional
+Checked against the built module by ``python -m mypy.stubtest skipsearch``.
+Every array argument must already have the stated dtype (the bindings do not
+convert); the Python layer coerces before calling.
+"""
+
+from typing import Any, Literal, Optional, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -8,6 +13,30 @@ import numpy.typing as npt
 __version__: str
 #: Interface revision; must equal ``skipsearch._core_abi.CORE_ABI``.
 __abi__: int
+
+#: Why a search stopped early (``rust/limits.rs``, ``Stop::as_str``). The
+#: bindings raise ``KeyboardInterrupt`` rather than return ``"interrupted"``.
+_Stop = Literal["time_limit", "node_limit", "interrupted", "memory_limit"]
+
+class _Enumeration(TypedDict):
+    solutions: npt.NDArray[np.int64]
+    stop: Optional[_Stop]
+    nodes: int
+    seconds: float
+
+class _ListSearch(TypedDict):
+    solution: Optional[npt.NDArray[np.uint8]]
+    stop: Optional[_Stop]
+    nodes: int
+    memory_bytes: int
+    seconds: float
+
+class _WindowSearch(_ListSearch):
+    unresolved: bool
+
+class _Jump(TypedDict):
+    solution: Optional[npt.NDArray[np.uint8]]
+    moves: int
 
 def search_flip_set(
     w_up: npt.NDArray[np.float64],
@@ -21,24 +50,32 @@ def search_flip_set(
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
     flip_constant_lo: float = 0.0,
+    distance: Optional[bool] = None,
+    memory_limit: Optional[int] = None,
 ) -> dict[str, Any]:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
     ``flip_constant_lo`` is the rounding error of ``flip_constant`` (the
-    exact ``c`` is their sum), at most one ulp of it.
+    exact ``c`` is their sum), at most one ulp of it. ``check`` is
+    ``"none"``, ``"non_proportional"`` or ``"distinct_up_to_sign"``.
+    ``distance``: None (exact when the Gram path fits ``memory_limit``
+    bytes), True (always exact) or False (certificates first).
 
     Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
-    ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``,
-    ``conflict``, ``stop``, ``numerics`` (``"overflow"``,
+    ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``
+    (``"certificate"``, ``"relaxation"``, ``"branch_and_bound"``),
+    ``conflict``, ``stop`` (``"time_limit"``, ``"node_limit"``,
+    ``"memory_limit"``), ``numerics`` (``"overflow"``,
     ``"ill_conditioned"``, ``"unresolved"``), ``residual`` and
     ``residual_lower`` (a rigorous bracket on the subset's relative
     residual), ``residual_exact``, ``relaxation_distance``,
     ``distance_bound`` and ``rounding_bound`` (the best certificate's proven
     bound and its rounding allowance), ``certificate``, ``genericity``,
     ``rank``, ``rank_decision`` (``last_pivot``, ``next_pivot``, ``cutoff``),
-    ``components``, ``candidates``, ``nodes``, ``method`` and ``seconds``.
-    Raises ``ValueError`` on bad shapes or options and ``KeyboardInterrupt``
-    on Ctrl-C.
+    ``components``, ``candidates``, ``krylov_steps``, ``nodes``, ``method``
+    and ``seconds``. Raises ``ValueError`` on bad shapes or options,
+    ``MemoryError`` when ``distance=True`` and the Gram path needs more
+    than ``memory_limit``, and ``KeyboardInterrupt`` on Ctrl-C.
     """
 
 def enumerate_bounded(
@@ -49,7 +86,7 @@ def enumerate_bounded(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
-) -> dict[str, Any]:
+) -> _Enumeration:
     """All vectors ``y`` (up to sign, at most ``max_solutions``) of the
     lattice spanned by the rows of ``basis`` with squared norm at most
     ``radius_sq`` and each entry ``y_j`` in ``{-bounds[j], -bounds[j] + 2,
@@ -64,7 +101,7 @@ def schroeppel_shamir(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
-) -> dict[str, Any]:
+) -> _ListSearch:
     """``x`` in ``{0,1}^n`` with ``a @ x == b`` exactly (``a`` of shape
     ``(k, n)``, ``n <= 52``), by Schroeppel-Shamir's four lists in
     ``2^(n/2)`` time and ``2^(n/4)`` memory. Returns ``solution`` (uint8
@@ -78,7 +115,7 @@ def feasibility_jump(
     b: npt.NDArray[np.int64],
     max_moves: int,
     time_limit: Optional[float] = None,
-) -> dict[str, Any]:
+) -> _Jump:
     """Look for ``x`` in ``{0,1}^n`` with ``a @ x == b`` exactly (``a`` of
     shape ``(k, n)``) by feasibility jump, a weighted local search from
     zero, flipping at most ``max_moves`` variables. Returns ``solution``
@@ -93,7 +130,7 @@ def meet_in_the_middle(
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
     tol: Optional[float] = None,
-) -> dict[str, Any]:
+) -> _WindowSearch:
     """``x`` in ``{0,1}^n`` with ``||a @ x - b||_2 <= radius`` (float ``a``
     of shape ``(k, n)``, ``n <= 44``), by meeting in the middle on a
     projection with a rigorous window. A subset is dropped only when its
@@ -106,3 +143,7 @@ def meet_in_the_middle(
     ||b||`` and the search goes on past those provably outside;
     ``unresolved`` says some subset sat on that bound to rounding.
     """
+
+def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The error function, elementwise, as a new float64 array of the shape
+    of ``x`` (any shape; from the ``libm`` crate, under one ulp)."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Any, Optional
+from collections.abc import Iterable
+from typing import Any, Literal, Optional, overload
 
 import numpy as np
+import numpy.typing as npt
+
+from skipsearch._types import FloatArray
 
 SHAPE_HINT = "torch.nn.Linear convention: W_up is (m, d_in), W_down is (d_out, m)"
 
 
-def _eps(dtype: np.dtype) -> float:
+def _eps(dtype: np.dtype[Any]) -> float:
     """Machine epsilon of the precision the weights came in."""
     if dtype.kind == "f":
         try:
@@ -27,7 +31,7 @@ def _eps(dtype: np.dtype) -> float:
 _NESTED = (np.ndarray, list, tuple)
 
 
-def _masked_at(value: Any, index: tuple = ()) -> Optional[tuple]:
+def _masked_at(value: Any, index: tuple[int, ...] = ()) -> Optional[tuple[int, ...]]:
     """The index of the first masked value anywhere in ``value`` (a masked
     array, ``np.ma.masked``, or such things inside lists, tuples and object
     arrays, at any depth), or None. Plain numeric arrays hold none and are
@@ -39,6 +43,7 @@ def _masked_at(value: Any, index: tuple = ()) -> Optional[tuple]:
         if value.dtype != object:
             return None
         value = np.ma.getdata(value)
+    items: Iterable[tuple[tuple[int, ...], Any]]
     if isinstance(value, np.ndarray):
         if value.dtype != object:
             return None
@@ -78,7 +83,7 @@ def reject_masked(name: str, value: Any) -> None:
 
 def as_float_array(
     name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
-) -> tuple[np.ndarray, float]:
+) -> tuple[FloatArray, float]:
     """Return ``value`` as a C-contiguous float64 array, and its epsilon.
 
     An input that is already C-contiguous float64 is not copied: a read-only
@@ -110,6 +115,7 @@ def as_float_array(
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D with shape {expected}, got shape {arr.shape}")
     eps = _eps(arr.dtype)
+    out: FloatArray
     if arr.dtype == np.float64 and arr.flags.c_contiguous and isinstance(arr, np.ndarray):
         out = arr.view(np.ndarray)
         out.flags.writeable = False
@@ -124,8 +130,8 @@ def as_float_array(
         big = np.abs(out) >= 2.0**53
         if big.any():
             idx = np.argwhere(big)
-            for i in idx:
-                i = tuple(int(k) for k in i)
+            for row in idx:
+                i = tuple(int(k) for k in row)
                 if int(out[i]) != int(arr[i]):
                     raise ValueError(
                         f"{name} has integer entry {int(arr[i])} at index {i}, which float64 "
@@ -136,7 +142,7 @@ def as_float_array(
     return out, eps
 
 
-def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[np.ndarray, float]:
+def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
     """The skip matrix ``A`` of shape ``(d_out, d_in)`` and its epsilon."""
     reject_masked("skip", skip)
     eps = float(np.finfo(np.float64).eps)
@@ -164,23 +170,37 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[np.ndarray, float]:
     return a, eps
 
 
+def _is_real(value: object) -> bool:
+    # A predicate rather than isinstance in place: isinstance would narrow
+    # the value to numbers.Real, whose stubs lack comparisons with int.
+    return isinstance(value, numbers.Real)
+
+
+def _is_integral(value: object) -> bool:
+    return isinstance(value, numbers.Integral)
+
+
 def check_tol(tol: Any) -> Optional[float]:
     if tol is None:
         return None
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real):
+    if isinstance(tol, bool) or not _is_real(tol):
         raise TypeError(f"tol must be a real number in (0, 1) or None, got {type(tol).__name__}")
-    tol = float(tol)
-    if not (0.0 < tol < 1.0):
-        raise ValueError(f"tol must lie in (0, 1), got {tol!r}")
-    return tol
+    value = float(tol)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"tol must lie in (0, 1), got {value!r}")
+    return value
 
 
+@overload
+def check_limit(name: str, value: Any, integer: Literal[True]) -> Optional[int]: ...
+@overload
+def check_limit(name: str, value: Any, integer: Literal[False]) -> Optional[float]: ...
 def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool) or not _is_real(value):
         raise TypeError(f"{name} must be a non-negative number or None, got {type(value).__name__}")
-    if integer and not isinstance(value, numbers.Integral):
+    if integer and not _is_integral(value):
         raise TypeError(f"{name} must be an integer or None, got {value!r}")
     if not math.isfinite(float(value)) or value < 0:
         raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
@@ -192,7 +212,7 @@ def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
 def check_threads(threads: Any) -> Optional[int]:
     if threads is None:
         return None
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+    if isinstance(threads, bool) or not _is_integral(threads):
         raise TypeError(f"threads must be a positive integer or None, got {threads!r}")
     if not 1 <= threads <= 1024:
         raise ValueError(f"threads must be between 1 and 1024, got {threads}")
@@ -227,7 +247,7 @@ def check_memory_limit(memory_limit: Any) -> int:
     whole bytes, at most ``2**127``), or ``None`` for the default."""
     if memory_limit is None:
         return default_memory_limit()
-    if isinstance(memory_limit, (bool, np.bool_)) or not isinstance(memory_limit, numbers.Real):
+    if isinstance(memory_limit, (bool, np.bool_)) or not _is_real(memory_limit):
         raise TypeError(
             f"memory_limit must be a number of bytes (e.g. 8e9) or None, got {memory_limit!r}"
         )
@@ -241,7 +261,15 @@ def check_memory_limit(memory_limit: Any) -> int:
 class Weights:
     """Validated float64 copies of one block's arrays."""
 
-    def __init__(self, W_up, W_down, b_up, b_down, W_gate, skip):
+    def __init__(
+        self,
+        W_up: npt.ArrayLike,
+        W_down: npt.ArrayLike,
+        b_up: Optional[npt.ArrayLike],
+        b_down: Optional[npt.ArrayLike],
+        W_gate: Optional[npt.ArrayLike],
+        skip: Optional[npt.ArrayLike],
+    ) -> None:
         self.W_up, e_up = as_float_array("W_up", W_up, 2, "(m, d_in)")
         m, d_in = self.W_up.shape
         self.W_down, e_down = as_float_array("W_down", W_down, 2, f"(d_out, {m})")
@@ -261,7 +289,9 @@ class Weights:
         # tolerance. The biases and W_gate never enter it, so a float16 b_down
         # must not loosen it.
         flip_eps = [e_up, e_down]
-        self.b_up = self.b_down = self.W_gate = None
+        self.b_up: Optional[FloatArray] = None
+        self.b_down: Optional[FloatArray] = None
+        self.W_gate: Optional[FloatArray] = None
         if b_up is not None:
             self.b_up, _ = as_float_array("b_up", b_up, 1, f"({m},)")
             if self.b_up.shape != (m,):

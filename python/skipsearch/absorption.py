@@ -12,11 +12,13 @@ import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Literal, Optional, TypedDict, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch import _core
+from skipsearch._types import Argument, Backend, FloatArray, RankDecision, UInt8Array
 from skipsearch._validation import (
     Weights,
     check_distance,
@@ -41,18 +43,28 @@ _FLOAT_NODES_BEFORE_EXACT = 100_000
 _EXACT_MAX_EQUATIONS = 256
 
 
-def _max_abs(x) -> float:
+def _max_abs(x: npt.ArrayLike) -> float:
     return float(np.max(np.abs(x), initial=0.0))
 
 
-def _is_integral(x: np.ndarray) -> bool:
+def _is_integral(x: FloatArray) -> bool:
     return bool(np.all(x == np.round(x))) and float(np.max(np.abs(x), initial=0.0)) < 2.0**20
 
 
 def _rust_search(
-    W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads,
-    distance=None, memory_limit=None,
-) -> dict:
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    b_up: Optional[FloatArray],
+    flip: tuple[float, float],
+    tol: float,
+    check: str,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+    distance: Optional[bool] = None,
+    memory_limit: Optional[int] = None,
+) -> dict[str, Any]:
     c, c_lo = flip
     integral = (
         c_lo == 0.0
@@ -104,7 +116,7 @@ def _rust_search(
     raw["seconds"] = time.perf_counter() - start
     raw.pop("numerics", None)
     if exact.status == "feasible":
-        subset = np.flatnonzero(exact.solution).astype(np.int64)
+        subset = np.flatnonzero(cast(UInt8Array, exact.solution)).astype(np.int64)
         # Every entry of E is an integer below 2^53 by the size bound above,
         # so float64 computes it exactly; checked all the same.
         E = c * W_down[:, subset] @ W_up[subset] + A
@@ -115,16 +127,16 @@ def _rust_search(
     elif exact.status == "infeasible":
         raw.update(finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1])
     else:
-        raw.update(finding="stopped", subset=None, stop=exact.status)
+        raw.update(finding="stopped", subset=None, stop=exact.status, detail=exact.method[-1])
     return raw
 
 
-def _rank_words(rank, decision) -> str:
+def _rank_words(rank: Optional[int], decision: Optional[RankDecision]) -> str:
     """The rank decision in words, for an undecided reason."""
     if rank is None or not decision:
         return ""
-    nxt = decision["next_pivot"]
-    nxt = "none (full rank)" if nxt is None else f"{nxt:.3g}"
+    pivot = decision["next_pivot"]
+    nxt = "none (full rank)" if pivot is None else f"{pivot:.3g}"
     return (
         f" (Gram rank {rank}: last pivot {decision['last_pivot']:.3g}, next {nxt}, "
         f"cut-off {decision['cutoff']:.3g} on the unit-diagonal scaled Gram matrix)"
@@ -141,14 +153,14 @@ def _exact_proof(step: str) -> str:
 
 
 def find_absorbing_subset(
-    W_up: Any,
-    W_down: Any,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
     activation: Union[str, Activation] = "relu",
-    b_up: Any = None,
-    b_down: Any = None,
-    W_gate: Any = None,
-    skip: Any = None,
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
+    W_gate: Optional[npt.ArrayLike] = None,
+    skip: Optional[npt.ArrayLike] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
@@ -291,21 +303,42 @@ def find_absorbing_subset(
     )
 
 
+class _Common(TypedDict):
+    """The fields every result of one block shares."""
+
+    activation: str
+    activation_class: str
+    flip_constant: Optional[float]
+    stats: SearchStats
+
+
+class _SearchFields(_Common, total=False):
+    """The fields of a result after a search."""
+
+    residual: Optional[float]
+    relaxation_distance: Optional[float]
+    distance_bound: Optional[float]
+    rounding_bound: Optional[float]
+    certificate: Optional[FloatArray]
+    tolerance: Optional[float]
+    genericity: Optional[GenericityChecks]
+
+
 def _decide(
-    W_up,
-    W_down,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
-    activation,
-    b_up,
-    b_down,
-    W_gate,
-    skip,
-    tol,
-    time_limit,
-    node_limit,
-    threads,
-    search: Callable[..., dict],
-    backend: str,
+    activation: Union[str, Activation],
+    b_up: Optional[npt.ArrayLike],
+    b_down: Optional[npt.ArrayLike],
+    W_gate: Optional[npt.ArrayLike],
+    skip: Optional[npt.ArrayLike],
+    tol: Optional[float],
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+    search: Callable[..., dict[str, Any]],
+    backend: Backend,
 ) -> AbsorptionResult:
     act = get_activation(activation)
     tol = check_tol(tol)
@@ -320,7 +353,7 @@ def _decide(
         raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
     w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
     tol = w.default_tol() if tol is None else tol
-    common = dict(
+    common = _Common(
         activation=act.name,
         activation_class=act.kind,
         flip_constant=act.flip_constant,
@@ -387,7 +420,8 @@ def _decide(
         w.W_down,
         w.A,
         w.b_up,
-        (float(act.flip_constant), float(act.flip_constant_lo)),
+        # A flip-linear activation has its constant.
+        (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
         tol,
         act.genericity,
         time_limit,
@@ -397,7 +431,14 @@ def _decide(
     return _from_search(raw, act, w, tol, common, backend)
 
 
-def _no_search(act, w, common, tol, argument, why) -> AbsorptionResult:
+def _no_search(
+    act: Activation,
+    w: Weights,
+    common: _Common,
+    tol: float,
+    argument: Literal["degree", "linearization"],
+    why: str,
+) -> AbsorptionResult:
     """The degree and linearization verdicts; both need a block without inner
     biases (``b_up=None``)."""
     if w.has_inner_bias:
@@ -423,7 +464,7 @@ def _no_search(act, w, common, tol, argument, why) -> AbsorptionResult:
     )
 
 
-def _genericity(raw: Optional[dict]) -> Optional[GenericityChecks]:
+def _genericity(raw: Optional[dict[str, Any]]) -> Optional[GenericityChecks]:
     if raw is None:
         return None
     dead = np.asarray(raw["dead"], dtype=np.int64)
@@ -438,9 +479,10 @@ def _genericity(raw: Optional[dict]) -> Optional[GenericityChecks]:
     )
 
 
-def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -> AbsorptionResult:
-    common = dict(common)
-    common["stats"] = SearchStats(
+def _from_search(
+    raw: dict[str, Any], act: Activation, w: Weights, tol: float, common: _Common, backend: Backend
+) -> AbsorptionResult:
+    stats = SearchStats(
         method=tuple(raw["method"]),
         nodes=int(raw["nodes"]),
         seconds=float(raw["seconds"]),
@@ -452,15 +494,18 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
         krylov_steps=int(raw.get("krylov_steps") or 0),
     )
     genericity = _genericity(raw.get("genericity"))
-    fields = dict(
-        residual=raw.get("residual"),
-        relaxation_distance=raw.get("relaxation_distance"),
-        distance_bound=raw.get("distance_bound"),
-        rounding_bound=raw.get("rounding_bound"),
-        tolerance=tol,
-        genericity=genericity,
-        **common,
-    )
+    fields: _SearchFields = {
+        "residual": raw.get("residual"),
+        "relaxation_distance": raw.get("relaxation_distance"),
+        "distance_bound": raw.get("distance_bound"),
+        "rounding_bound": raw.get("rounding_bound"),
+        "tolerance": tol,
+        "genericity": genericity,
+        "activation": common["activation"],
+        "activation_class": common["activation_class"],
+        "flip_constant": common["flip_constant"],
+        "stats": stats,
+    }
     finding = raw["finding"]
     if finding == "subset":
         subset = np.asarray(raw["subset"], dtype=np.int64)
@@ -487,6 +532,11 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
                 f"above the tolerance (best proven: {raw.get('distance_bound') or 0.0:.3g}), and "
                 "the exact Gram path needs more than memory_limit allows (raise memory_limit, "
                 "or run where 16 m^2 bytes fit)"
+            )
+        elif raw["stop"] == "incomplete":
+            why = (
+                "the exact integer engine could not complete its search "
+                f"({raw.get('detail', 'no complete method applies')})"
             )
         else:
             why = f"the search stopped at its {raw['stop'].replace('_', ' ')}"
@@ -522,6 +572,7 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             **fields,
         )
     evidence = raw["evidence"]
+    argument: Argument
     if evidence == "certificate":
         no_set = (
             f"a certificate Y proves that every flip set has relative residual at least "
@@ -566,6 +617,8 @@ def _from_search(raw: dict, act: Activation, w: Weights, tol, common, backend) -
             argument="none",
             **fields,
         )
+    # The core runs the genericity checks before any search.
+    assert genericity is not None
     if not genericity.passed:
         return AbsorptionResult(
             verdict="undecided",
@@ -600,20 +653,20 @@ class MLPBlock:
     """One residual block of a stack, with the arguments of
     :func:`find_absorbing_subset`."""
 
-    W_up: Any
-    W_down: Any
+    W_up: npt.ArrayLike
+    W_down: npt.ArrayLike
     activation: Union[str, Activation] = "relu"
-    b_up: Any = None
-    b_down: Any = None
-    W_gate: Any = None
-    skip: Any = None
+    b_up: Optional[npt.ArrayLike] = None
+    b_down: Optional[npt.ArrayLike] = None
+    W_gate: Optional[npt.ArrayLike] = None
+    skip: Optional[npt.ArrayLike] = None
 
 
 _BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip"}
 
 
 def decide_stack(
-    blocks: Sequence[Union[MLPBlock, Mapping]],
+    blocks: Sequence[Union[MLPBlock, Mapping[str, Any]]],
     *,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
@@ -654,8 +707,9 @@ def decide_stack(
     check_limit("time_limit", time_limit, integer=False)
     check_limit("node_limit", node_limit, integer=True)
     check_threads(threads)
-    results = []
+    results: list[AbsorptionResult] = []
     for k, blk in enumerate(blocks):
+        kwargs: dict[str, Any]
         if isinstance(blk, MLPBlock):
             kwargs = {name: getattr(blk, name) for name in _BLOCK_KEYS}
         elif isinstance(blk, Mapping):
@@ -681,24 +735,24 @@ def decide_stack(
             )
         except (ValueError, TypeError) as e:
             raise type(e)(f"blocks[{k}]: {e}") from None
-    results = tuple(results)
-    if all(r.argument in ("linearization", "degree") for r in results):
+    decided = tuple(results)
+    if all(r.argument in ("linearization", "degree") for r in decided):
         return StackResult(
             "not_absorbable",
             f"Every block is gated with gate(0) = 0 or homogeneous of degree k != 1, so the "
             f"stack is not L skip-free blocks of the same widths ({PAPER}, the depth theorem).",
-            results,
+            decided,
         )
-    if all(r.verdict == "absorbable" for r in results):
+    if all(r.verdict == "absorbable" for r in decided):
         return StackResult(
             "absorbable",
             "Every block is absorbable; composing the skip-free blocks gives the stack "
             "(flip construction per block).",
-            results,
+            decided,
         )
     return StackResult(
         "undecided",
         "Undecided: per-block absorption is only sufficient for a stack, and deep ReLU/GELU "
         f"stacks are an open problem ({PAPER}).",
-        results,
+        decided,
     )

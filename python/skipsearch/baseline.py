@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch import rounding
+from skipsearch._types import FloatArray, IntArray
 from skipsearch.absorption import _decide
 from skipsearch.activations import Activation
 from skipsearch.result import AbsorptionResult
@@ -32,7 +34,9 @@ _CHUNK = 1 << 14
 _GRAM_RESOLUTION = 1024 * np.finfo(np.float64).eps
 
 
-def _genericity(W_up, W_down, b_up, check, tol) -> dict:
+def _genericity(
+    W_up: FloatArray, W_down: FloatArray, b_up: Optional[FloatArray], check: str, tol: float
+) -> dict[str, Any]:
     m = W_up.shape[0]
     aug = W_up if b_up is None else np.hstack([W_up, b_up[:, None]])
     up_sq = np.einsum("ij,ij->i", W_up, W_up)
@@ -42,7 +46,7 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
     )
     gram = aug @ aug.T
     norms = np.diag(gram).copy()
-    pairs = []
+    pairs: list[tuple[int, int]] = []
     # The Gram entries' a-priori rounding (the core's rule): an exactly
     # proportional or equal pair is flagged whatever tol.
     res = max(_GRAM_RESOLUTION, 8 * rounding.gamma(aug.shape[1] + 4))
@@ -68,19 +72,22 @@ def _genericity(W_up, W_down, b_up, check, tol) -> dict:
     }
 
 
-def _balanced(W_up, W_down, A, b_up):
+def _balanced(
+    W_up: FloatArray, W_down: FloatArray, A: FloatArray, b_up: Optional[FloatArray]
+) -> tuple[FloatArray, FloatArray, FloatArray, int, bool, int]:
     """The block rescaled by powers of two (as the core does), the skip's
     exponent ``k`` (``A_balanced = 2^k A``), whether it was exact, and the
     exponent applied to ``W_up`` (and ``b_up``)."""
 
-    def exponent(x) -> int:
+    def exponent(x: FloatArray) -> int:
         big = float(np.max(np.abs(x), initial=0.0))
         return int(round(math.log2(big))) if big > 0 and math.isfinite(big) else 0
 
     k_up = -max(exponent(W_up), exponent(b_up) if b_up is not None else -(10**6))
     k_skip = -exponent(A)
     k_down = k_skip - k_up
-    out, exact = [], True
+    out: list[FloatArray] = []
+    exact = True
     for x, k in ((W_up, k_up), (W_down, k_down), (A, k_skip)):
         y = np.ldexp(x, k)
         exact &= bool(np.array_equal(np.ldexp(y, -k), x))
@@ -88,7 +95,7 @@ def _balanced(W_up, W_down, A, b_up):
     return out[0], out[1], out[2], k_skip, exact, k_up
 
 
-def _refined_residual(R, target, s, steps: int = 3) -> np.ndarray:
+def _refined_residual(R: FloatArray, target: FloatArray, s: FloatArray, steps: int = 3) -> FloatArray:
     """The least-squares residual ``target - R.T s``, refined with exact
     rational residuals: each step solves for the correction in float64 and
     adds it to rational weights. Returns ``Y`` rounded to float64."""
@@ -105,7 +112,18 @@ def _refined_residual(R, target, s, steps: int = 3) -> np.ndarray:
     return y.reshape(-1)
 
 
-def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, threads) -> dict:
+def _enumerate(
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    b_up: Optional[FloatArray],
+    flip: tuple[float, float],
+    tol: float,
+    check: str,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+) -> dict[str, Any]:
     c, c_lo = flip
     start = time.perf_counter()
     m = W_up.shape[0]
@@ -148,7 +166,7 @@ def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, 
     out["method"].append("certificate")
     # lstsq's distance is float64's estimate, not a proof: a certificate
     # counts only through its rigorous interval bound. Y = A is tried too.
-    best = (0.0, 0.0, None)
+    best: tuple[float, float, Optional[FloatArray]] = (0.0, 0.0, None)
     own = own_rounding = 0.0
     for cand in (Y, A):
         bound, slack = rounding.interval_bound(cand, W_up, W_down, A, flip)
@@ -157,7 +175,7 @@ def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, 
         if bound > best[0] or best[2] is None:
             best = (bound, slack, cand)
     # Reported only as far as Y proves it (the core's rule).
-    def confirms(bound, allowance):
+    def confirms(bound: float, allowance: float) -> bool:
         slack = max(2 * allowance, 1e-6 * distance)
         return math.isfinite(distance) and (bound >= distance - slack or distance <= tol)
 
@@ -175,7 +193,9 @@ def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, 
     out["distance_bound"], out["rounding_bound"] = best[0], best[1]
     if best[0] > tol:
         out.update(
-            finding="no_subset", evidence="certificate", certificate=np.ldexp(best[2], -k_skip)
+            # best[2] is set: the loop above ran for Y and A.
+            finding="no_subset", evidence="certificate",
+            certificate=np.ldexp(cast(FloatArray, best[2]), -k_skip),
         )
         out["seconds"] = time.perf_counter() - start
         return out
@@ -196,7 +216,7 @@ def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, 
         out["nodes"] += len(codes)
         chunk = ((codes[:, None] >> np.arange(m)) & 1).astype(np.float64)
         lower, upper = rounding.residual_bounds(W_up, W_down, A, flip, chunk)
-        hit = None
+        hit: Optional[tuple[IntArray, float]] = None
         for k in np.flatnonzero(lower <= tol):
             subset = np.flatnonzero(chunk[k]).astype(np.int64)
             if upper[k] <= tol:
@@ -225,14 +245,14 @@ def _enumerate(W_up, W_down, A, b_up, flip, tol, check, time_limit, node_limit, 
 
 
 def find_absorbing_subset(
-    W_up: Any,
-    W_down: Any,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
     activation: Union[str, Activation] = "relu",
-    b_up: Any = None,
-    b_down: Any = None,
-    W_gate: Any = None,
-    skip: Any = None,
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
+    W_gate: Optional[npt.ArrayLike] = None,
+    skip: Optional[npt.ArrayLike] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,

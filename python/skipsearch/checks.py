@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch import rounding
 from skipsearch._validation import Weights, as_float_array
@@ -14,12 +15,12 @@ __all__ = ["check_certificate"]
 
 
 def check_certificate(
-    certificate: Any,
-    W_up: Any,
-    W_down: Any,
+    certificate: npt.ArrayLike,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
     activation: Union[str, Activation] = "relu",
-    skip: Any = None,
+    skip: Optional[npt.ArrayLike] = None,
 ) -> float:
     """Rigorous lower bound on how far every flip set is from absorbing the skip.
 

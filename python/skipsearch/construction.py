@@ -11,10 +11,12 @@ the flip construction).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
+from skipsearch._types import FloatArray
 from skipsearch._validation import Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
 
@@ -37,12 +39,12 @@ class SkipFreeBlock:
     W_gate : ndarray, shape (m, d_in), or None
     """
 
-    W_up: np.ndarray
-    b_up: np.ndarray
-    W_down: np.ndarray
-    b_down: np.ndarray
+    W_up: FloatArray
+    b_up: FloatArray
+    W_down: FloatArray
+    b_down: FloatArray
     activation: Activation
-    W_gate: Optional[np.ndarray] = None
+    W_gate: Optional[FloatArray] = None
 
     def __repr__(self) -> str:
         m, d_in = self.W_up.shape
@@ -52,26 +54,28 @@ class SkipFreeBlock:
             f"activation={self.activation.name!r}{gate})"
         )
 
-    def __call__(self, x: Any) -> np.ndarray:
+    def __call__(self, x: npt.ArrayLike) -> FloatArray:
         """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``."""
         reject_masked("x", x)
-        x = np.asarray(x, dtype=np.float64)
-        pre = x @ self.W_up.T + self.b_up
+        xs = np.asarray(x, dtype=np.float64)
+        pre = xs @ self.W_up.T + self.b_up
+        hidden: FloatArray
         if self.W_gate is not None:
-            hidden = self.activation(x @ self.W_gate.T) * pre
+            hidden = self.activation(xs @ self.W_gate.T) * pre
         else:
             hidden = self.activation(pre)
-        return hidden @ self.W_down.T + self.b_down
+        out: FloatArray = hidden @ self.W_down.T + self.b_down
+        return out
 
 
 def build_skip_free_block(
-    W_up: Any,
-    W_down: Any,
-    subset: Any,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
+    subset: npt.ArrayLike,
     *,
     activation: Union[str, Activation] = "relu",
-    b_up: Any = None,
-    b_down: Any = None,
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
 ) -> SkipFreeBlock:
     """Flip the neurons of ``subset`` to get the skip-free block.
 
@@ -136,16 +140,16 @@ def build_skip_free_block(
 
 
 def residual_block_output(
-    x: Any,
-    W_up: Any,
-    W_down: Any,
+    x: npt.ArrayLike,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
     activation: Union[str, Activation] = "relu",
-    b_up: Any = None,
-    b_down: Any = None,
-    W_gate: Any = None,
-    skip: Any = None,
-) -> np.ndarray:
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
+    W_gate: Optional[npt.ArrayLike] = None,
+    skip: Optional[npt.ArrayLike] = None,
+) -> FloatArray:
     """Evaluate ``A x + f(x)`` on ``x`` of shape ``(n, d_in)``.
 
     Parameters follow :func:`skipsearch.find_absorbing_subset`.
@@ -162,25 +166,25 @@ def residual_block_output(
         )
     w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
     reject_masked("x", x)  # before np.atleast_2d, which drops masks inside lists
-    x, _ = as_float_array("x", np.atleast_2d(x), 2, f"(n, {w.d_in})")
-    if x.shape[1] != w.d_in:
-        raise ValueError(f"x has shape {x.shape}, expected (n, {w.d_in})")
-    pre = x @ w.W_up.T + (w.b_up if w.b_up is not None else 0.0)
-    hidden = act(x @ w.W_gate.T) * pre if w.W_gate is not None else act(pre)
-    out = hidden @ w.W_down.T + x @ w.A.T
+    xs, _ = as_float_array("x", np.atleast_2d(x), 2, f"(n, {w.d_in})")
+    if xs.shape[1] != w.d_in:
+        raise ValueError(f"x has shape {xs.shape}, expected (n, {w.d_in})")
+    pre = xs @ w.W_up.T + (w.b_up if w.b_up is not None else 0.0)
+    hidden: FloatArray = act(xs @ w.W_gate.T) * pre if w.W_gate is not None else act(pre)
+    out: FloatArray = hidden @ w.W_down.T + xs @ w.A.T
     return out + (w.b_down if w.b_down is not None else 0.0)
 
 
 def max_abs_difference(
     block: SkipFreeBlock,
-    W_up: Any,
-    W_down: Any,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
     *,
     activation: Union[str, Activation, None] = None,
-    b_up: Any = None,
-    b_down: Any = None,
-    W_gate: Any = None,
-    skip: Any = None,
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
+    W_gate: Optional[npt.ArrayLike] = None,
+    skip: Optional[npt.ArrayLike] = None,
     n_samples: int = 1000,
     scale: float = 3.0,
     seed: int = 0,

@@ -26,13 +26,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from skipsearch._types import Norm
 from skipsearch.activations import GATED_ENTRIES, Activation, get_activation
 from skipsearch.checkpoints import CheckpointError
 
 __all__ = ["FAMILIES", "Family", "Layout", "NORM_SCOPES", "supported_model_types"]
 
 #: What a row of the report concerns, by LayerNorm placement.
-NORM_SCOPES = {
+NORM_SCOPES: dict[Optional[Norm], str] = {
     "post": (
         "FFN sub-layer with its residual, post-LN: the LayerNorm receives x + f(x), so the "
         "verdict is about the model's own residual block"
@@ -86,10 +87,10 @@ class Layout:
     down: str
     gate: Optional[str] = None
     activation: Union[str, Activation, None] = None
-    norm: Optional[str] = None
+    norm: Optional[Norm] = None
     transpose: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("up", "down", "gate"):
             value = getattr(self, name)
             if value is None and name == "gate":
@@ -120,7 +121,7 @@ class Layout:
                 f"a skipsearch.Activation or None, got {type(self.activation).__name__}"
             )
 
-    def regex(self, pattern: str) -> re.Pattern:
+    def regex(self, pattern: str) -> re.Pattern[str]:
         """``pattern`` as an anchored regular expression with named groups."""
         out, star = [], 0
         for part in re.split(r"(\{i\}|\*)", pattern):
@@ -134,7 +135,7 @@ class Layout:
         return re.compile("^" + "".join(out) + "$")
 
     @staticmethod
-    def fill(pattern: str, match: re.Match) -> str:
+    def fill(pattern: str, match: re.Match[str]) -> str:
         """``pattern`` with ``{i}`` and the ``*`` parts taken from ``match``
         of another pattern of the same layout."""
         groups = match.groupdict()
@@ -150,7 +151,7 @@ class Layout:
         return "".join(out)
 
 
-def _first(config: dict, keys: tuple) -> tuple[Optional[str], Any]:
+def _first(config: dict[str, Any], keys: tuple[str, ...]) -> tuple[Optional[str], Any]:
     for key in keys:
         if config.get(key) is not None:
             return key, config[key]
@@ -168,15 +169,17 @@ class Family:
 
     name: str
     layout: Layout
-    activation_keys: tuple = ("hidden_act",)
-    d_keys: tuple = ("hidden_size",)
-    m_keys: tuple = ("intermediate_size",)
-    layer_keys: tuple = ("num_hidden_layers",)
-    norm: Union[str, Callable[[dict], str]] = "pre"
+    activation_keys: tuple[str, ...] = ("hidden_act",)
+    d_keys: tuple[str, ...] = ("hidden_size",)
+    m_keys: tuple[str, ...] = ("intermediate_size",)
+    layer_keys: tuple[str, ...] = ("num_hidden_layers",)
+    norm: Union[Norm, Callable[[dict[str, Any]], Norm]] = "pre"
     # Rewrites the config before reading (T5: feed_forward_proj).
-    adapt: Optional[Callable[[dict], tuple[Layout, Optional[str]]]] = field(default=None, repr=False)
+    adapt: Optional[Callable[[dict[str, Any]], tuple[Layout, Optional[str]]]] = field(
+        default=None, repr=False
+    )
 
-    def resolve(self, config: dict, where: str, read_activation: bool = True) -> dict:
+    def resolve(self, config: dict[str, Any], where: str, read_activation: bool = True) -> dict[str, Any]:
         """Layout, activation, sizes and norm placement for ``config``; the
         activation is None when ``read_activation`` is false (the user
         names it)."""
@@ -213,7 +216,7 @@ class Family:
         )
 
 
-def _size(config: dict, keys: tuple, where: str, default: Optional[int] = None) -> int:
+def _size(config: dict[str, Any], keys: tuple[str, ...], where: str, default: Optional[int] = None) -> int:
     key, value = _first(config, keys)
     if key is None and default is not None:
         return default
@@ -254,7 +257,7 @@ def config_activation(name: Any, gated: bool, where: str) -> Activation:
     return get_activation(gated_name)
 
 
-def _bert(norm: str, name: str = "bert") -> Family:
+def _bert(norm: Norm, name: str = "bert") -> Family:
     return Family(
         name=name,
         layout=Layout(
@@ -266,7 +269,7 @@ def _bert(norm: str, name: str = "bert") -> Family:
     )
 
 
-def _t5(config: dict) -> tuple[Layout, Optional[str]]:
+def _t5(config: dict[str, Any]) -> tuple[Layout, Optional[str]]:
     proj = config.get("feed_forward_proj", "relu")
     if not isinstance(proj, str) or not proj:
         raise CheckpointError(f"feed_forward_proj must be a name like 'relu' or 'gated-gelu', got {proj!r}")
@@ -283,7 +286,7 @@ def _t5(config: dict) -> tuple[Layout, Optional[str]]:
     return layout, act
 
 
-def _gated(name: str, activation_keys: tuple = ("hidden_act",)) -> Family:
+def _gated(name: str, activation_keys: tuple[str, ...] = ("hidden_act",)) -> Family:
     return Family(
         name=name,
         layout=Layout(
@@ -296,7 +299,7 @@ def _gated(name: str, activation_keys: tuple = ("hidden_act",)) -> Family:
     )
 
 
-def _opt_norm(config: dict) -> str:
+def _opt_norm(config: dict[str, Any]) -> Norm:
     value = config.get("do_layer_norm_before", True)
     if not isinstance(value, bool):
         raise CheckpointError(f"do_layer_norm_before must be true or false in config.json, got {value!r}")
@@ -308,7 +311,7 @@ _LLAMA = _gated("llama")
 _GEMMA = _gated("gemma", activation_keys=("hidden_activation", "hidden_act"))
 
 #: ``model_type`` -> :class:`Family`.
-FAMILIES: dict = {
+FAMILIES: dict[str, Family] = {
     "bert": _BERT,
     "roberta": _BERT,
     "xlm-roberta": _BERT,
@@ -363,7 +366,7 @@ FAMILIES: dict = {
 FAMILIES["mt5"] = FAMILIES["umt5"] = FAMILIES["t5"]
 
 
-def supported_model_types() -> list:
+def supported_model_types() -> list[str]:
     """The ``model_type`` values the scan reads without a user layout."""
     return sorted(FAMILIES)
 

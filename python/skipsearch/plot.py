@@ -6,14 +6,17 @@ matplotlib is an optional dependency: ``pip install "skipsearch[plot]"``.
 from __future__ import annotations
 
 import os
-from typing import Sequence, Union
+from typing import TYPE_CHECKING, Any, Sequence, Union, cast
+
+if TYPE_CHECKING:  # pragma: no cover
+    from skipsearch._scan.report import BlockReport
 
 __all__ = ["check_plot_path", "plot_relaxation_distances", "require_matplotlib"]
 
 _MARKERS = {"absorbable": "*", "not_absorbable": "o", "undecided": "X"}
 
 
-def require_matplotlib():
+def require_matplotlib() -> Any:
     """Import matplotlib with the non-interactive Agg backend.
 
     Raises
@@ -72,7 +75,9 @@ def check_plot_path(path: Union[str, "os.PathLike[str]"]) -> str:
     return text
 
 
-def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[str]"]) -> None:
+def plot_relaxation_distances(
+    reports: Sequence[BlockReport], path: Union[str, "os.PathLike[str]"]
+) -> None:
     """Draw the relaxation distance of each block against its position in the
     model (the layer; T5's decoder blocks follow its encoder blocks), one
     line per model, and save it as an image.
@@ -107,7 +112,7 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
     reports = list(reports)
     if not reports:
         raise ValueError("reports is empty: nothing to plot")
-    models: dict = {}
+    models: dict[tuple[str, str], list[BlockReport]] = {}
     for r in reports:
         models.setdefault((r.model, r.path), []).append(r)
     names = [m for m, _ in models]
@@ -125,7 +130,7 @@ def plot_relaxation_distances(reports: Sequence, path: Union[str, "os.PathLike[s
             ax.plot([], [], " ", label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)")
             continue
         xs = [positions[id(r)] for r in with_distance]
-        ys = [r.distance for r in with_distance]
+        ys = [cast(float, r.distance) for r in with_distance]  # not None, as filtered
         top = max(top, max(ys))
         (line,) = ax.plot(xs, ys, "-", linewidth=1.5, label=f"{label} ({rows[0].activation})")
         for verdict, marker in _MARKERS.items():

@@ -37,9 +37,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Literal, Optional
 
 import numpy as np
+import numpy.typing as npt
+
+from skipsearch._types import FloatArray
 
 __all__ = ["DEFAULT_BLOCK", "Quantization", "config_quantization", "dequantize", "scale_layout"]
 
@@ -73,6 +76,9 @@ _FORMAT_NAMES = {
     "fp_quant": "FP-Quant",
 }
 
+#: The exception class to raise (``ValueError``, or the scan's ``CheckpointError``).
+ErrorType = Callable[[str], Exception]
+
 _HINT = (
     "skipsearch decides only real weights: dequantize the checkpoint first (or use the "
     "unquantized original)"
@@ -92,14 +98,14 @@ class Quantization:
     """
 
     method: str
-    block: Optional[tuple] = None
+    block: Optional[tuple[int, ...]] = None
 
 
-def _refuse(what: str, where: str, error) -> Exception:
+def _refuse(what: str, where: str, error: ErrorType) -> Exception:
     return error(f"{where}: {what}; {_HINT}")
 
 
-def _block(value: Any, where: str, error) -> Optional[tuple]:
+def _block(value: Any, where: str, error: ErrorType) -> Optional[tuple[int, ...]]:
     if value is None:
         return None
     try:
@@ -111,7 +117,9 @@ def _block(value: Any, where: str, error) -> Optional[tuple]:
     return block
 
 
-def config_quantization(config: dict, where: str, error=ValueError) -> Optional[Quantization]:
+def config_quantization(
+    config: dict[str, Any], where: str, error: ErrorType = ValueError
+) -> Optional[Quantization]:
     """Read ``quantization_config`` (or ``compression_config``) from a
     ``config.json``; None when the checkpoint is not quantized.
 
@@ -153,7 +161,7 @@ def config_quantization(config: dict, where: str, error=ValueError) -> Optional[
     if not isinstance(groups, dict):
         raise error(f"{where}: quantization_config.config_groups must be an object")
     fmt = q.get("format")
-    blocks = set()
+    blocks: set[Optional[tuple[int, ...]]] = set()
     for name, group in groups.items():
         weights = (group or {}).get("weights") if isinstance(group, dict) else None
         if not weights:
@@ -181,13 +189,14 @@ def config_quantization(config: dict, where: str, error=ValueError) -> Optional[
             "cannot read; it reads 'float-quantized' FP8 weights",
             where, error,
         )
-    if len(blocks - {None}) > 1:
-        raise error(f"{where}: config groups use different block sizes {sorted(blocks - {None})}")
-    block = next(iter(blocks - {None}), None)
+    sized = {b for b in blocks if b is not None}
+    if len(sized) > 1:
+        raise error(f"{where}: config groups use different block sizes {sorted(sized)}")
+    block = next(iter(sized), None)
     return Quantization(key, block)
 
 
-def refuse_other_formats(keys: Iterable[str], where: str, error=ValueError) -> None:
+def refuse_other_formats(keys: Iterable[str], where: str, error: ErrorType = ValueError) -> None:
     """Raise ``error`` naming the format when tensor names show GPTQ/AWQ,
     bitsandbytes or packed compressed-tensors weights (with or without a
     ``quantization_config``)."""
@@ -213,14 +222,18 @@ def refuse_other_formats(keys: Iterable[str], where: str, error=ValueError) -> N
             )
 
 
-def _has(keys, key: str, leaf: str) -> bool:
+def _has(keys: Iterable[str], key: str, leaf: str) -> bool:
     base = key.rsplit(".", 1)[0]
     return f"{base}.{leaf}" in keys
 
 
 def scale_layout(
-    weight_shape: tuple, scale_shape: tuple, block: Optional[tuple], where: str, error=ValueError
-) -> tuple:
+    weight_shape: tuple[int, ...],
+    scale_shape: tuple[int, ...],
+    block: Optional[tuple[int, ...]],
+    where: str,
+    error: ErrorType = ValueError,
+) -> tuple[Literal["tensor", "channel", "block"], Optional[tuple[int, int]]]:
     """How a scale of ``scale_shape`` covers a weight of ``weight_shape``
     ``(out, in)``: ``("tensor", None)``, ``("channel", None)`` or
     ``("block", (bo, bi))``. ``block`` is the configured block size (default
@@ -245,8 +258,12 @@ def scale_layout(
 
 
 def dequantize(
-    values: np.ndarray, scale: np.ndarray, block: Optional[tuple], where: str, error=ValueError
-) -> np.ndarray:
+    values: npt.ArrayLike,
+    scale: npt.ArrayLike,
+    block: Optional[tuple[int, ...]],
+    where: str,
+    error: ErrorType = ValueError,
+) -> FloatArray:
     """``values * scale`` as a new float64 array, the scale broadcast per
     tensor, per output channel or per block (see :func:`scale_layout`).
 
@@ -264,6 +281,7 @@ def dequantize(
     elif kind == "channel":
         out *= scale.reshape(-1, 1)
     else:
+        assert size is not None  # block-wise scales have a block size
         bo, bi = size
         for i, row in enumerate(scale):
             out[i * bo : (i + 1) * bo] *= np.repeat(row, bi)[: out.shape[1]]

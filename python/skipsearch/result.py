@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, Tuple, get_args
 
-import numpy as np
+from skipsearch._types import (
+    Argument,
+    Backend,
+    GenericityCheck,
+    IntArray,
+    FloatArray,
+    RankDecision,
+    Status,
+    Verdict,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from skipsearch.construction import SkipFreeBlock
 
-VERDICTS = ("absorbable", "not_absorbable", "undecided")
+#: The three verdicts, in report order.
+VERDICTS: Tuple[Verdict, ...] = get_args(Verdict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -19,7 +29,7 @@ class GenericityChecks:
 
     Attributes
     ----------
-    check : str
+    check : GenericityCheck
         ``"non_proportional"`` (ReLU family), ``"distinct_up_to_sign"``
         (GELU family) or ``"none"`` (dead neurons only).
     passed : bool
@@ -35,17 +45,17 @@ class GenericityChecks:
         Number of offending pairs in all.
     """
 
-    check: str
+    check: GenericityCheck
     passed: bool
-    dead_neurons: np.ndarray
-    offending_pairs: np.ndarray
+    dead_neurons: IntArray
+    offending_pairs: IntArray
     offending_pair_count: int
 
     def describe(self) -> str:
         """The offending neurons in words, or ``"passed"``."""
         if self.passed:
             return "passed"
-        parts = []
+        parts: list[str] = []
         if len(self.dead_neurons):
             parts.append(f"dead neurons {_short(self.dead_neurons.tolist())}")
         if self.offending_pair_count:
@@ -71,7 +81,7 @@ class SearchStats:
         Numerical rank of the Gram matrix of the relaxation.
     components : tuple of int
         Sizes of the null-space components searched.
-    backend : str
+    backend : Backend
         ``"rust"`` or ``"baseline"``.
     rank_decision : dict or None
         How ``gram_rank`` was decided (Rust backend): the pivoted Cholesky
@@ -88,13 +98,13 @@ class SearchStats:
         exact path ran directly, or ``Y = A`` decided).
     """
 
-    method: tuple = ()
+    method: tuple[str, ...] = ()
     nodes: int = 0
     seconds: float = 0.0
     gram_rank: Optional[int] = None
-    components: tuple = ()
-    backend: str = "rust"
-    rank_decision: Optional[dict] = None
+    components: tuple[int, ...] = ()
+    backend: Backend = "rust"
+    rank_decision: Optional[RankDecision] = None
     candidates: int = 0
     krylov_steps: int = 0
 
@@ -105,11 +115,11 @@ class AbsorptionResult:
 
     Attributes
     ----------
-    verdict : str
+    verdict : Verdict
         ``"absorbable"``, ``"not_absorbable"`` or ``"undecided"``.
     reason : str
         One sentence naming the argument and its source.
-    argument : str
+    argument : Argument
         Short name of the argument: ``"flip_construction"``,
         ``"zero_skip"``, ``"certificate"``, ``"relaxation"``,
         ``"branch_and_bound"``, ``"exact_integer"`` (integer weights,
@@ -167,8 +177,12 @@ class AbsorptionResult:
     genericity : GenericityChecks or None
         The neuron checks performed and their outcome; ``None`` when no flip
         search ran.
-    status : str
+    status : Status
         ``"complete"``, ``"time_limit"``, ``"node_limit"``,
+        ``"memory_limit"`` (the exact Gram path does not fit
+        ``memory_limit`` and no cheap certificate decided),
+        ``"incomplete"`` (integer weights: the exact engine's lattice
+        reduction could not isolate the kernel, so nothing was proved),
         ``"ill_conditioned"`` (the rigorous windows of the complete search
         are too wide to list the candidate flip sets), ``"unresolved"`` (a
         candidate's residual cannot be placed on either side of the
@@ -179,21 +193,21 @@ class AbsorptionResult:
         The skip-free block built from ``subset``, when absorbable.
     """
 
-    verdict: str
+    verdict: Verdict
     reason: str
-    argument: str
+    argument: Argument
     activation: str
     activation_class: str
     flip_constant: Optional[float] = None
-    subset: Optional[np.ndarray] = None
+    subset: Optional[IntArray] = None
     residual: Optional[float] = None
     relaxation_distance: Optional[float] = None
     distance_bound: Optional[float] = None
     rounding_bound: Optional[float] = None
-    certificate: Optional[np.ndarray] = field(default=None)
+    certificate: Optional[FloatArray] = field(default=None)
     tolerance: Optional[float] = None
     genericity: Optional[GenericityChecks] = None
-    status: str = "complete"
+    status: Status = "complete"
     stats: SearchStats = field(default_factory=SearchStats)
     block: Optional["SkipFreeBlock"] = None
 
@@ -239,7 +253,7 @@ class StackResult:
 
     Attributes
     ----------
-    verdict : str
+    verdict : Verdict
         ``"absorbable"`` when every block is (compose the absorbed blocks);
         ``"not_absorbable"`` when every block is gated with ``gate(0) = 0``
         or homogeneous of degree ``k != 1`` and was proved not absorbable
@@ -251,9 +265,9 @@ class StackResult:
         The per-block results, in order.
     """
 
-    verdict: str
+    verdict: Verdict
     reason: str
-    blocks: tuple
+    blocks: tuple[AbsorptionResult, ...]
 
     def __repr__(self) -> str:
         lines = [f"StackResult(verdict={self.verdict!r},", f"  reason={self.reason!r},", "  blocks=["]
@@ -263,7 +277,7 @@ class StackResult:
         return "\n".join(lines)
 
 
-def _short(items: list, limit: int = 8) -> str:
+def _short(items: list[Any], limit: int = 8) -> str:
     if len(items) <= limit:
         return "[" + ", ".join(map(str, items)) + "]"
     head = ", ".join(map(str, items[:limit]))

@@ -13,9 +13,17 @@ rational, so the inputs are exact).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any, Union
 
 import numpy as np
+import numpy.typing as npt
+
+from skipsearch._types import FloatArray
+
+#: A flip constant: a float, or ``(hi, lo)`` with the exact constant ``hi + lo``.
+FlipConstant = Union[float, tuple[float, float]]
 
 UNIT = 2.0**-53
 #: Absolute allowance per operation for underflow (far above 2**-1075).
@@ -24,7 +32,7 @@ TINY = 2.0**-1022
 EXACT_TERMS = 200_000
 
 
-def _split(c) -> tuple[float, float]:
+def _split(c: FlipConstant) -> tuple[float, float]:
     """The flip constant as ``(hi, lo)``: a float, or a float and its
     rounding error (the exact constant is ``hi + lo``)."""
     if isinstance(c, tuple):
@@ -46,7 +54,7 @@ def down(x: float, n: int = 2) -> float:
     return max(0.0, x * (1.0 - gamma(n)))
 
 
-def _pow2_exponent(x: np.ndarray) -> int:
+def _pow2_exponent(x: npt.NDArray[np.floating[Any]]) -> int:
     """``k`` such that ``ldexp(x, k)`` has its largest entry in ``[1/2, 1)``
     (0 for a zero or non-finite array). Scaling by ``np.ldexp`` is exact."""
     big = float(np.max(np.abs(x), initial=0.0))
@@ -55,7 +63,7 @@ def _pow2_exponent(x: np.ndarray) -> int:
     return -math.frexp(big)[1]
 
 
-def norm_upper(x: np.ndarray) -> float:
+def norm_upper(x: npt.ArrayLike) -> float:
     """An upper bound on the Euclidean (Frobenius) norm of ``x``."""
     x = np.asarray(x, dtype=np.float64).ravel()
     k = _pow2_exponent(x)
@@ -64,7 +72,7 @@ def norm_upper(x: np.ndarray) -> float:
     return math.ldexp(up(math.sqrt(total * (1.0 + gamma(x.size + 2)) + x.size * TINY), 2), -k)
 
 
-def norm_lower(x: np.ndarray) -> float:
+def norm_lower(x: npt.ArrayLike) -> float:
     """A lower bound on the Euclidean (Frobenius) norm of ``x``."""
     x = np.asarray(x, dtype=np.float64).ravel()
     k = _pow2_exponent(x)
@@ -74,7 +82,9 @@ def norm_lower(x: np.ndarray) -> float:
     return math.ldexp(root, -k)
 
 
-def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
+def interval_bound(
+    Y: FloatArray, W_up: FloatArray, W_down: FloatArray, A: FloatArray, c: FlipConstant
+) -> tuple[float, float]:
     """The rigorous interval bound proved by the certificate ``Y``.
 
     For ``s`` in ``{0, 1}^m`` (or the box ``[0, 1]^m``),
@@ -121,7 +131,14 @@ def interval_bound(Y, W_up, W_down, A, c) -> tuple[float, float]:
     return 0.0, total / scale
 
 
-def _exact_interval_bound(Y, W_up, W_down, A, c, scale) -> float:
+def _exact_interval_bound(
+    Y: FloatArray,
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    c: FlipConstant,
+    scale: float,
+) -> float:
     """:func:`interval_bound` with every inner product in exact rationals."""
     F = Fraction
     Yf = [[F(x) for x in row] for row in Y.tolist()]
@@ -147,7 +164,9 @@ def _exact_interval_bound(Y, W_up, W_down, A, c, scale) -> float:
     return down(float(gap) / scale, 3) if gap > 0 else 0.0
 
 
-def residual_bounds(W_up, W_down, A, c, subsets: np.ndarray):
+def residual_bounds(
+    W_up: FloatArray, W_down: FloatArray, A: FloatArray, c: FlipConstant, subsets: FloatArray
+) -> tuple[FloatArray, FloatArray]:
     """Rigorous brackets on ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F``.
 
     ``subsets`` is a ``(k, m)`` 0/1 array, one flip set a row. Returns
@@ -174,7 +193,14 @@ def residual_bounds(W_up, W_down, A, c, subsets: np.ndarray):
     return lower, upper
 
 
-def exact_within(W_up, W_down, A, c, subset, tol) -> tuple[bool, float]:
+def exact_within(
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    c: FlipConstant,
+    subset: Sequence[int],
+    tol: float,
+) -> tuple[bool, float]:
     """Whether ``||A + c W_down[:, S] W_up[S, :]||_F <= tol ||A||_F`` exactly,
     and an upper bound on the relative residual."""
     F = Fraction

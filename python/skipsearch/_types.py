@@ -1,0 +1,139 @@
+"""Type aliases of the public API, in one place.
+
+The ``Literal`` aliases list exactly the values the code can put in the
+result fields of the same names; they are plain strings at run time, so
+``r.verdict == "absorbable"`` works as always, and a type checker rejects a
+comparison with a misspelt value (``mypy --strict``, ``strict_equality``).
+They are exported as ``skipsearch.Verdict``, ``skipsearch.Status``, ...
+
+Everything here must evaluate on Python 3.9: ``Optional``/``Union`` and
+``typing.List``, no ``X | Y``.
+"""
+
+from __future__ import annotations
+
+from typing import List, Literal, Optional, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Argument",
+    "Backend",
+    "BlockReportDict",
+    "FloatArray",
+    "GenericityCheck",
+    "IntArray",
+    "Norm",
+    "RankDecision",
+    "Status",
+    "SubsetSumStatus",
+    "UInt8Array",
+    "Verdict",
+]
+
+#: float64 arrays, as every array the package returns holds.
+FloatArray = npt.NDArray[np.float64]
+#: int64 index arrays (flip sets, dead neurons, offending pairs).
+IntArray = npt.NDArray[np.int64]
+#: 0/1 vectors (subset-sum solutions).
+UInt8Array = npt.NDArray[np.uint8]
+
+#: ``AbsorptionResult.verdict``, ``StackResult.verdict``, ``BlockReport.verdict``.
+Verdict = Literal["absorbable", "not_absorbable", "undecided"]
+
+#: ``AbsorptionResult.argument``: the argument that decided (``"none"`` for
+#: every undecided result).
+Argument = Literal[
+    "flip_construction",
+    "zero_skip",
+    "certificate",
+    "relaxation",
+    "branch_and_bound",
+    "exact_integer",
+    "enumeration",
+    "linearization",
+    "degree",
+    "boundedness",
+    "none",
+]
+
+#: ``AbsorptionResult.status``: ``"complete"``, a limit that stopped the
+#: search (``"incomplete"``: the exact integer engine's lattice reduction
+#: could not isolate the kernel), or why float64 could not settle it.
+#: (The core's ``"interrupted"`` never reaches a result: Ctrl-C raises
+#: ``KeyboardInterrupt``.)
+Status = Literal[
+    "complete",
+    "time_limit",
+    "node_limit",
+    "memory_limit",
+    "incomplete",
+    "ill_conditioned",
+    "unresolved",
+    "overflow",
+]
+
+#: ``SubsetSumResult.status``.
+SubsetSumStatus = Literal[
+    "feasible",
+    "infeasible",
+    "time_limit",
+    "node_limit",
+    "memory_limit",
+    "incomplete",
+    "ill_conditioned",
+    "unresolved",
+    "overflow",
+]
+
+#: ``GenericityChecks.check``: the row test run on the neurons.
+GenericityCheck = Literal["non_proportional", "distinct_up_to_sign", "none"]
+
+#: ``SearchStats.backend``.
+Backend = Literal["rust", "baseline"]
+
+#: ``Layout.norm``, ``BlockReport.norm``: where the model's LayerNorm sits.
+Norm = Literal["pre", "post"]
+
+
+class RankDecision(TypedDict):
+    """``SearchStats.rank_decision``: how the Gram rank was decided."""
+
+    last_pivot: float
+    next_pivot: Optional[float]
+    cutoff: float
+
+
+class _BlockReportFields(TypedDict):
+    model: str
+    family: str
+    block: str
+    layer: int
+    d: int
+    m: int
+    activation: str
+    norm: Optional[Norm]
+    scope: str
+    verdict: Verdict
+    relaxation_distance: Optional[float]
+    distance: Optional[float]
+    distance_kind: Optional[Literal["exact", "bound"]]
+    seconds: Optional[float]
+    reason: str
+    shared_with: List[str]
+    path: str
+    distance_bound: Optional[float]
+
+
+class BlockReportDict(_BlockReportFields, total=False):
+    """``BlockReport.to_dict()``: the keys above always, and these when the
+    report carries its :class:`AbsorptionResult` (always, from a scan)."""
+
+    argument: Argument
+    status: Status
+    tolerance: Optional[float]
+    residual: Optional[float]
+    rounding_bound: Optional[float]
+    subset: Optional[List[int]]
+    genericity_passed: Optional[bool]
