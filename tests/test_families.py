@@ -552,7 +552,7 @@ def test_sharded_missing_shard(tmp_path, bert_tensors):
 def test_sharded_unindexed_file_warns(tmp_path, bert_tensors):
     path, names = write_sharded(tmp_path / "sharded", *bert_tensors)
     shutil.copy(path / names[0], path / "model-stale.safetensors")
-    with pytest.warns(UserWarning, match=re.escape("model-stale.safetensors")):
+    with pytest.warns(skipsearch.UnindexedShardWarning, match=re.escape("model-stale.safetensors")):
         reports = scan(path)
     assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
 

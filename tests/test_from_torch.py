@@ -586,7 +586,7 @@ def test_bfloat16_is_widened_with_a_warning(rng):
     W_up32 = W_up.astype(np.float32)
     up = Linear(W_up32)
     up.weight = FakeTensor(W_up32, dtype="torch.bfloat16")
-    with pytest.warns(UserWarning, match=r"bfloat16 weights were widened to float32.*tol=0.0884"):
+    with pytest.warns(skipsearch.PrecisionWarning, match=r"bfloat16 weights were widened to float32.*tol=0.0884"):
         block = from_torch(Sequential(up, ReLU(), Linear(W_down)))
     assert block.W_up.dtype == np.float32
     np.testing.assert_array_equal(block.W_up, W_up32)
@@ -836,7 +836,7 @@ def test_real_torch_modules(tmp_path, rng):
 
     # bfloat16 on a module: widened exactly, with the tolerance warning.
     mlp_bf16 = LlamaMLP(4, 6).to(torch.bfloat16)
-    with pytest.warns(UserWarning, match="bfloat16"):
+    with pytest.warns(skipsearch.PrecisionWarning, match="bfloat16"):
         block = from_torch(mlp_bf16)
     assert block.W_up.dtype == np.float32
     np.testing.assert_array_equal(block.W_up, mlp_bf16.up_proj.weight.detach().float().numpy())

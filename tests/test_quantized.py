@@ -399,7 +399,7 @@ def test_from_torch_dequantizes_fp8(scheme, scale_name, block_size):
         _module("ReLU"),
         _fp8_linear(layer["down"], layer["s_down"], scale_name, block_size),
     ]
-    with pytest.warns(UserWarning, match=r"float8_e4m3fn weights were dequantized with their scales to "
+    with pytest.warns(skipsearch.PrecisionWarning, match=r"float8_e4m3fn weights were dequantized with their scales to "
                                          r"float64.*tol=0\.354"):
         block = from_torch(seq)
     np.testing.assert_array_equal(block.W_up, layer["W_up"])
@@ -454,7 +454,7 @@ def test_from_torch_fp8_without_scale_is_widened_as_before():
                  in_features=4, out_features=4)
     down = _module("Linear", weight=FakeTensor(np.eye(4)), bias=FakeTensor(np.zeros(4, np.float32), "torch.bfloat16"),
                    in_features=4, out_features=4)
-    with pytest.warns(UserWarning, match=r"float8_e4m3fn weights were widened to float32.*tol=0\.354") as record:
+    with pytest.warns(skipsearch.PrecisionWarning, match=r"float8_e4m3fn weights were widened to float32.*tol=0\.354") as record:
         block = from_torch([up, _module("ReLU"), down])
     # The bfloat16 bias is not in the flip condition and is not mentioned.
     assert all("bfloat16" not in str(w.message) for w in record)

@@ -47,6 +47,7 @@ if getattr(_core, "__abi__", None) != _CORE_ABI:
     )
 
 from skipsearch._core import __version__
+from skipsearch._warnings import PrecisionWarning, SkipsearchWarning, UnindexedShardWarning
 from skipsearch import baseline
 from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
 from skipsearch.activations import (
@@ -79,10 +80,13 @@ __all__ = [
     "LayerReport",
     "Layout",
     "MLPBlock",
+    "PrecisionWarning",
     "SearchStats",
     "SkipFreeBlock",
+    "SkipsearchWarning",
     "StackResult",
     "SubsetSumResult",
+    "UnindexedShardWarning",
     "build_skip_free_block",
     "check_certificate",
     "decide_stack",

@@ -29,6 +29,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from skipsearch._warnings import UnindexedShardWarning
+
 __all__ = [
     "Checkpoint",
     "CheckpointError",
@@ -256,6 +258,12 @@ class Checkpoint:
     CheckpointError
         Invalid JSON, a file that is not safetensors, an index whose
         ``weight_map`` names tensors its shard does not hold.
+
+    Warns
+    -----
+    skipsearch.UnindexedShardWarning
+        The folder of a sharded checkpoint holds ``.safetensors`` files that
+        the index does not name; they are ignored (the message lists them).
     """
 
     def __init__(self, path: PathLike, config_required: bool = True):
@@ -356,6 +364,7 @@ class Checkpoint:
             warnings.warn(
                 f"{folder}: ignoring {len(unindexed)} .safetensors file(s) not named in "
                 f"{index_path.name}: " + ", ".join(unindexed),
+                UnindexedShardWarning,
                 stacklevel=3,
             )
         key_file = {key: (folder / shard).resolve() for key, shard in weight_map.items()}

@@ -29,6 +29,7 @@ import numpy as np
 
 from skipsearch._torch.modules import dispatch
 from skipsearch._torch.tensors import BF16_TOL, Widened, stored_tol, to_numpy
+from skipsearch._warnings import PrecisionWarning
 from skipsearch.absorption import MLPBlock
 from skipsearch.activations import Activation
 
@@ -127,8 +128,9 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
 
     Warns
     -----
-    UserWarning
-        When bfloat16 or float8 ``W_up``/``W_down`` weights were widened to
+    skipsearch.PrecisionWarning
+        A :class:`~skipsearch.SkipsearchWarning` (and so a ``UserWarning``),
+        when bfloat16 or float8 ``W_up``/``W_down`` weights were widened to
         float32 (or FP8 ones dequantized to float64): the default tolerance
         of :func:`~skipsearch.find_absorbing_subset` then follows float32
         (float64), while the stored precision calls for ``tol=BF16_TOL``
@@ -192,7 +194,7 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
                 f"find_absorbing_subset's default tolerance follows {wide}; pass "
                 f"tol={stored_tol(dtypes):.3g} (sqrt of the {coarsest} epsilon) to match the "
                 "stored precision",
-                UserWarning,
+                PrecisionWarning,
                 stacklevel=2,
             )
     return block

@@ -1,0 +1,64 @@
+"""The warnings skipsearch emits, one category each.
+
+Every warning the package emits is a :class:`SkipsearchWarning`, so a
+pipeline can filter all of them at once, or one kind by its subclass::
+
+    import warnings
+    import skipsearch
+
+    warnings.simplefilter("error", skipsearch.SkipsearchWarning)   # all of them
+    warnings.simplefilter("ignore", skipsearch.PrecisionWarning)   # just this kind
+
+All derive from :class:`UserWarning`, so existing filters on ``UserWarning``
+keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PrecisionWarning", "SkipsearchWarning", "UnindexedShardWarning"]
+
+
+class SkipsearchWarning(UserWarning):
+    """Base class of every warning skipsearch emits.
+
+    Filter on it to silence, or turn into errors, all of skipsearch's
+    warnings at once (``warnings.simplefilter("error", SkipsearchWarning)``).
+    It derives from :class:`UserWarning`.
+
+    See Also
+    --------
+    PrecisionWarning, UnindexedShardWarning
+    """
+
+
+class PrecisionWarning(SkipsearchWarning):
+    """Weights were widened or dequantized, so the default tolerance no
+    longer follows their stored precision.
+
+    Emitted by :func:`skipsearch.from_torch` when a module holds bfloat16
+    or float8 weights (widened to float32) or FP8 weights with a
+    scale (dequantized to float64): ``find_absorbing_subset``'s default
+    tolerance then follows the wider dtype. The message names the
+    ``tol=`` that matches the stored precision. The checkpoint scan needs
+    no such warning: it applies the stored dtype's tolerance itself.
+
+    See Also
+    --------
+    SkipsearchWarning
+    """
+
+
+class UnindexedShardWarning(SkipsearchWarning):
+    """A sharded checkpoint's folder holds ``.safetensors`` files that its
+    index does not name; they are ignored.
+
+    Emitted when a checkpoint is opened (by :func:`skipsearch.scan`,
+    :func:`skipsearch.scan.describe_checkpoint` and
+    :class:`skipsearch.checkpoints.Checkpoint`): the index's
+    ``weight_map`` is authoritative, so a stale or stray shard beside it is
+    never read. The message lists the ignored files.
+
+    See Also
+    --------
+    SkipsearchWarning
+    """
