@@ -363,30 +363,9 @@ def _scan(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
     )
     if args.json:
-        document = {
-            "skipsearch_version": __version__,
-            "source": PAPER,
-            "summary": {v: sum(r.verdict == v for r in reports) for v in VERDICTS},
-            "models": [
-                {
-                    "name": info.name,
-                    "path": str(info.path),
-                    "config": None if info.config_path is None else str(info.config_path),
-                    "model_type": info.model_type,
-                    "family": info.family,
-                    "hidden_act": info.hidden_act,
-                    "activation": info.activation,
-                    "d": info.d,
-                    "m": info.m,
-                    "norm": info.norm,
-                    "dtype": info.dtype,
-                    "scope": _scope(info),
-                }
-                for info in models
-            ],
-            "blocks": [r.to_dict() for r in reports],
-        }
-        print(json.dumps(document, indent=2, allow_nan=False))
+        from skipsearch._scan.report import scan_document
+
+        print(json.dumps(scan_document(models, reports), indent=2, allow_nan=False))
     elif args.csv:
         sys.stdout.write(format_csv(reports))
     elif args.markdown:

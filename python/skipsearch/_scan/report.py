@@ -1,16 +1,38 @@
-"""The scan's record of one decided block: :class:`BlockReport`."""
+"""The scan's record of one decided block: :class:`BlockReport`; and the
+JSON document of a whole scan (:func:`scan_document`), with its schema
+(:func:`report_schema`)."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from importlib.resources import files
+from typing import Any, Optional
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
 from skipsearch.layouts import NORM_SCOPES
-from skipsearch.result import AbsorptionResult
+from skipsearch.result import VERDICTS, AbsorptionResult
 
-__all__ = ["BlockReport", "LayerReport", "block_report"]
+__all__ = [
+    "SCHEMA_RESOURCE",
+    "SCHEMA_VERSION",
+    "BlockReport",
+    "LayerReport",
+    "block_report",
+    "report_schema",
+    "scan_document",
+]
+
+#: The version of the document :func:`scan_document` builds (and
+#: ``skipsearch scan --json`` prints) as its ``schema_version``. Keys may be
+#: added under one version; anything a consumer could trip on (a key removed,
+#: renamed or retyped, a new null, a new verdict, status or argument) raises it.
+SCHEMA_VERSION = 1
+
+#: The JSON Schema (draft 2020-12) of that document, inside the package.
+SCHEMA_RESOURCE = "schema/scan-report.schema.json"
 
 
 @dataclass(frozen=True)
@@ -176,3 +198,67 @@ def block_report(
         result=result,
         distance_bound=finite(result.distance_bound),
     )
+
+
+def scan_document(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> dict[str, Any]:
+    """The JSON document of a scan, as ``skipsearch scan --json`` prints it.
+
+    Parameters
+    ----------
+    models : sequence of CheckpointInfo
+        The checkpoints scanned (:func:`skipsearch.scan.describe_checkpoint`).
+    reports : sequence of BlockReport
+        What :func:`skipsearch.scan` returned for them.
+
+    Returns
+    -------
+    dict
+        ``schema_version`` (:data:`SCHEMA_VERSION`), ``skipsearch_version``,
+        ``source``, ``summary`` (blocks per verdict), ``models`` and
+        ``blocks`` (:meth:`BlockReport.to_dict` of each report): plain Python
+        values, valid under :func:`report_schema`.
+    """
+    from skipsearch import __version__
+    from skipsearch.absorption import PAPER
+
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "skipsearch_version": __version__,
+        "source": PAPER,
+        "summary": {v: sum(r.verdict == v for r in reports) for v in VERDICTS},
+        "models": [
+            {
+                "name": info.name,
+                "path": str(info.path),
+                "config": None if info.config_path is None else str(info.config_path),
+                "model_type": info.model_type,
+                "family": info.family,
+                "hidden_act": info.hidden_act,
+                "activation": info.activation,
+                "d": info.d,
+                "m": info.m,
+                "norm": info.norm,
+                "dtype": info.dtype,
+                "scope": NORM_SCOPES[info.norm],
+            }
+            for info in models
+        ],
+        "blocks": [r.to_dict() for r in reports],
+    }
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of :func:`scan_document`'s document,
+    read from the package (:data:`SCHEMA_RESOURCE`).
+
+    Returns
+    -------
+    dict
+        The parsed schema; validate with, e.g.,
+        ``jsonschema.validate(document, report_schema())``.
+    """
+    resource = files("skipsearch")
+    for part in SCHEMA_RESOURCE.split("/"):
+        resource = resource.joinpath(part)
+    schema: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
+    return schema

