@@ -1,9 +1,14 @@
-"""Running skipsearch in pipelines: the JSON schema of ``scan --json``."""
+"""Running skipsearch in pipelines: the JSON schema of ``scan --json``, the
+progress bar under ``TQDM_DISABLE``, logging, warning categories and the
+thread count handed to executors."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
+import logging
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from importlib.resources import files
 from typing import Any, Callable
 
@@ -207,3 +212,147 @@ def test_schema_rejects_a_wrong_document(ckpt, capsys, mutate: Callable[[dict], 
     mutate(doc)
     with pytest.raises(jsonschema.ValidationError):
         check.validate(doc)
+
+
+# -- TQDM_DISABLE -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1", "True", "yes"])
+def test_tqdm_disable_turns_the_bar_off(ckpt, capsys, monkeypatch, value):
+    monkeypatch.setenv("TQDM_DISABLE", value)
+    skipsearch.scan(ckpt, progress=True)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "FALSE"])
+def test_tqdm_disable_off_keeps_the_bar(ckpt, capsys, monkeypatch, value):
+    monkeypatch.setenv("TQDM_DISABLE", value)
+    skipsearch.scan(ckpt, progress=True)
+    err = capsys.readouterr().err
+    assert "scan:" in err and "/2 [" in err
+
+
+# -- logging ----------------------------------------------------------------------------------------
+
+
+def test_package_logger_is_silent_by_default():
+    handlers = logging.getLogger("skipsearch").handlers
+    assert any(isinstance(h, logging.NullHandler) for h in handlers)
+
+
+def test_scan_logs_each_block(ckpt, caplog):
+    caplog.set_level(logging.DEBUG, logger="skipsearch")
+    skipsearch.scan(ckpt, progress=False)
+    records = [r for r in caplog.records if r.name == "skipsearch.scan"]
+    messages = [r.getMessage() for r in records if r.levelno == logging.INFO]
+    assert messages[0].startswith("located tiny-bert (bert, 2 FFN blocks, relu, d=4, m=6, F32)")
+    block = [m for m in messages if m.startswith("tiny-bert bert.encoder.layer.0: ")]
+    assert len(block) == 1
+    assert block[0].startswith("tiny-bert bert.encoder.layer.0: not_absorbable (d=4, m=6, relu, ")
+    assert block[0].endswith(" s)")
+    assert any(m.startswith("tiny-bert bert.encoder.layer.1: absorbable") for m in messages)
+
+
+def test_cli_verbose_logs_to_stderr(ckpt, capsys):
+    code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-progress", "-v")
+    assert code == 0 and "absorbable" in out
+    lines = err.splitlines()
+    assert any(line.startswith("skipsearch: info: located tiny-bert") for line in lines)
+    assert any(
+        line.startswith("skipsearch: info: tiny-bert bert.encoder.layer.0: not_absorbable")
+        for line in lines
+    )
+    assert not any(": debug: " in line for line in lines)
+    # The handler is gone after main returns, and the default stays silent.
+    assert not [h for h in logging.getLogger("skipsearch").handlers if not isinstance(h, logging.NullHandler)]
+    code, _, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
+    assert code == 0 and err == ""
+
+
+def test_cli_very_verbose_adds_debug_records(tmp_path, capsys):
+    path = save(tmp_path / "llama", *llama(np.random.default_rng(4), tied=True))
+    code, _, err = run_cli(capsys, "scan", str(path), "--no-progress", "-vv")
+    assert code == 0
+    assert "skipsearch: debug: llama model.layers.1.mlp: same weights as model.layers.0.mlp" in err
+
+
+# -- warnings ---------------------------------------------------------------------------------------
+
+
+def test_warning_classes():
+    for name in ("SkipsearchWarning", "PrecisionWarning", "UnindexedShardWarning"):
+        assert name in skipsearch.__all__
+        cls = getattr(skipsearch, name)
+        assert issubclass(cls, skipsearch.SkipsearchWarning) and issubclass(cls, UserWarning)
+        assert cls.__doc__ and cls.__module__ == "skipsearch._warnings"
+
+
+def test_warnings_can_be_filtered_by_the_base_class(tmp_path):
+    import warnings
+
+    from tests.test_families import bert_like, write_sharded
+
+    path, names = write_sharded(tmp_path / "sharded", *bert_like(np.random.default_rng(13)))
+    (path / "model-stale.safetensors").write_bytes((path / names[0]).read_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", skipsearch.SkipsearchWarning)
+        with pytest.raises(skipsearch.UnindexedShardWarning):
+            skipsearch.scan(path, progress=False)
+
+
+# -- threads with an executor -----------------------------------------------------------------------
+
+
+class RecordingExecutor(Executor):
+    """Runs each job at once, here, and records the ``threads`` it was given."""
+
+    def __init__(self) -> None:
+        self.threads: list = []
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        self.threads.append(inspect.signature(fn).bind(*args, **kwargs).arguments["threads"])
+        future: Future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_executor_decisions_run_on_one_thread(ckpt):
+    pool = RecordingExecutor()
+    reports = skipsearch.scan(ckpt, progress=False, executor=pool)
+    assert pool.threads == [1, 1]
+    assert [r.verdict for r in reports] == ["not_absorbable", "absorbable"]
+
+
+def test_executor_takes_threads_given_explicitly(ckpt):
+    pool = RecordingExecutor()
+    skipsearch.scan(ckpt, progress=False, executor=pool, threads=3)
+    assert pool.threads == [3, 3]
+
+
+def test_without_executor_threads_stay_the_core_default(ckpt, monkeypatch):
+    seen = []
+    decide = scan_module.decide_block
+
+    def recording(*args, **kwargs):
+        seen.append(inspect.signature(decide).bind(*args, **kwargs).arguments["threads"])
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "decide_block", recording)
+    skipsearch.scan(ckpt, progress=False)
+    skipsearch.scan(ckpt, progress=False, threads=2)
+    assert seen == [None, None, 2, 2]
+
+
+def test_thread_pool_executor_gets_one_thread_per_decision(ckpt, monkeypatch):
+    seen = []
+    decide = scan_module.decide_block
+
+    def recording(*args, **kwargs):
+        seen.append(inspect.signature(decide).bind(*args, **kwargs).arguments["threads"])
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "decide_block", recording)
+    with ThreadPoolExecutor(2) as pool:
+        reports = skipsearch.scan(ckpt, progress=False, executor=pool)
+    assert seen == [1, 1]
+    assert [r.verdict for r in reports] == ["not_absorbable", "absorbable"]

@@ -7,6 +7,7 @@ block of real checkpoints, and :func:`from_torch` reads a PyTorch module.
 The mathematics follows Mijoski & Karbevski 2026, arXiv:2604.23705.
 """
 
+import logging as _logging
 from importlib import import_module as _import_module
 
 from skipsearch._core_abi import CORE_ABI as _CORE_ABI
@@ -102,3 +103,7 @@ __all__ = [
     "scan_checkpoint",
     "subset_sum",
 ]
+
+# Diagnostics go to the "skipsearch" logger (child loggers "skipsearch.scan",
+# ...); a library prints nothing unless the application configures logging.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())

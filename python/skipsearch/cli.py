@@ -9,14 +9,17 @@ optional plot. ``python -m skipsearch`` runs the same entry point.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
+import logging
 import math
 import os
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from typing import Optional, Sequence
 
 from skipsearch import __version__
@@ -191,7 +194,16 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--no-progress",
         action="store_true",
-        help="never show the progress bar (default: shown when stderr is a terminal)",
+        help="never show the progress bar (default: shown when stderr is a terminal, unless "
+        "TQDM_DISABLE is set)",
+    )
+    scan.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log what the scan does to stderr: -v one line per checkpoint and per block "
+        "(verdict, shape, seconds), -vv also debug records",
     )
     return parser
 
@@ -407,6 +419,40 @@ def _printable(text: str) -> str:
     return text
 
 
+class _StderrHandler(logging.Handler):
+    """Log records on stderr, one line each (``skipsearch: info: ...``),
+    written through tqdm so that they do not break the progress bar."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            line = f"{PROG}: {record.levelname.lower()}: {self.format(record)}"
+            tqdm.write(line, file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _log_to_stderr(verbosity: int) -> Iterator[None]:
+    """While in the block, send the ``skipsearch`` logger's records to
+    stderr: INFO and above for ``-v``, DEBUG too for ``-vv``; nothing for 0."""
+    if verbosity <= 0:
+        yield
+        return
+    logger = logging.getLogger(PROG)
+    level = logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = _StderrHandler(level)
+    previous = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
 def _error(message: str) -> None:
     text = " ".join(str(message).split())
     print(f"{PROG}: error: {text}", file=sys.stderr)
@@ -433,7 +479,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _log_to_stderr(getattr(args, "verbose", 0)):
             # Warnings (e.g. unindexed shards) as one line each, without a
             # source excerpt.
             warnings.showwarning = lambda message, *args, **kwargs: print(

