@@ -23,8 +23,6 @@ from skipsearch.scan import SCHEMA_VERSION, report_schema, scan_document
 from tests.test_families import gpt2, llama, save
 from tests.test_scan import write_checkpoint
 
-jsonschema = pytest.importorskip("jsonschema")
-
 scan_module = importlib.import_module("skipsearch.scan")
 
 
@@ -34,7 +32,13 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
+def _jsonschema() -> Any:
+    """The jsonschema package (test extra); only the schema tests need it."""
+    return pytest.importorskip("jsonschema")
+
+
 def validator() -> Any:
+    jsonschema = _jsonschema()
     schema = report_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
@@ -54,7 +58,7 @@ def test_schema_ships_inside_the_package():
     schema = json.loads(resource.read_text(encoding="utf-8"))
     assert schema == report_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    jsonschema.Draft202012Validator.check_schema(schema)
+    _jsonschema().Draft202012Validator.check_schema(schema)
     assert schema["properties"]["schema_version"] == {
         "description": schema["properties"]["schema_version"]["description"],
         "const": SCHEMA_VERSION,
@@ -210,7 +214,7 @@ def test_schema_rejects_a_wrong_document(ckpt, capsys, mutate: Callable[[dict], 
     check.validate(doc)
     assert doc["blocks"][1]["verdict"] == "absorbable"
     mutate(doc)
-    with pytest.raises(jsonschema.ValidationError):
+    with pytest.raises(_jsonschema().ValidationError):
         check.validate(doc)
 
 
