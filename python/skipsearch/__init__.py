@@ -66,6 +66,18 @@ from skipsearch.construction import (
     residual_block_output,
 )
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
+from skipsearch._types import (
+    Argument,
+    Backend,
+    BlockReportDict,
+    DistanceKind,
+    GenericityCheck,
+    Norm,
+    RankDecision,
+    Status,
+    SubsetSumStatus,
+    Verdict,
+)
 from skipsearch.layouts import Layout
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
@@ -76,18 +88,28 @@ __all__ = [
     "ACTIVATIONS",
     "AbsorptionResult",
     "Activation",
+    "Argument",
+    "Backend",
     "BlockReport",
+    "BlockReportDict",
+    "DistanceKind",
+    "GenericityCheck",
     "GenericityChecks",
     "LayerReport",
     "Layout",
     "MLPBlock",
+    "Norm",
     "PrecisionWarning",
+    "RankDecision",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",
     "StackResult",
+    "Status",
     "SubsetSumResult",
+    "SubsetSumStatus",
     "UnindexedShardWarning",
+    "Verdict",
     "build_skip_free_block",
     "check_certificate",
     "decide_stack",

@@ -10,6 +10,17 @@ from typing import Any, Literal, Optional, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "__version__",
+    "__abi__",
+    "search_flip_set",
+    "enumerate_bounded",
+    "schroeppel_shamir",
+    "meet_in_the_middle",
+    "feasibility_jump",
+    "erf",
+]
+
 __version__: str
 #: Interface revision; must equal ``skipsearch._core_abi.CORE_ABI``.
 __abi__: int

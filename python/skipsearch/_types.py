@@ -6,13 +6,13 @@ result fields of the same names; they are plain strings at run time, so
 comparison with a misspelt value (``mypy --strict``, ``strict_equality``).
 They are exported as ``skipsearch.Verdict``, ``skipsearch.Status``, ...
 
-Everything here must evaluate on Python 3.9: ``Optional``/``Union`` and
-``typing.List``, no ``X | Y``.
+Everything here must evaluate on Python 3.9: ``Optional``/``Union``, no
+``X | Y``.
 """
 
 from __future__ import annotations
 
-from typing import List, Literal, Optional, TypedDict
+from typing import Literal, Optional, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,7 @@ __all__ = [
     "Argument",
     "Backend",
     "BlockReportDict",
+    "DistanceKind",
     "FloatArray",
     "GenericityCheck",
     "IntArray",
@@ -96,6 +97,10 @@ Backend = Literal["rust", "baseline"]
 #: ``Layout.norm``, ``BlockReport.norm``: where the model's LayerNorm sits.
 Norm = Literal["pre", "post"]
 
+#: ``BlockReport.distance_kind``: the relaxation distance itself, or only a
+#: proven lower bound.
+DistanceKind = Literal["exact", "bound"]
+
 
 class RankDecision(TypedDict):
     """``SearchStats.rank_decision``: how the Gram rank was decided."""
@@ -118,10 +123,10 @@ class _BlockReportFields(TypedDict):
     verdict: Verdict
     relaxation_distance: Optional[float]
     distance: Optional[float]
-    distance_kind: Optional[Literal["exact", "bound"]]
+    distance_kind: Optional[DistanceKind]
     seconds: Optional[float]
     reason: str
-    shared_with: List[str]
+    shared_with: list[str]
     path: str
     distance_bound: Optional[float]
 
@@ -135,5 +140,5 @@ class BlockReportDict(_BlockReportFields, total=False):
     tolerance: Optional[float]
     residual: Optional[float]
     rounding_bound: Optional[float]
-    subset: Optional[List[int]]
+    subset: Optional[list[int]]
     genericity_passed: Optional[bool]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any, Literal, Optional, overload
 
@@ -12,6 +13,11 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch._types import FloatArray
+
+#: numpy's warning for ragged nested sequences (moved to numpy.exceptions in 1.25).
+_RaggedWarning: type[Warning] = getattr(
+    getattr(np, "exceptions", np), "VisibleDeprecationWarning", DeprecationWarning
+)
 
 SHAPE_HINT = "torch.nn.Linear convention: W_up is (m, d_in), W_down is (d_out, m)"
 
@@ -101,8 +107,12 @@ def as_float_array(
         raise TypeError(f"{name} is required, got None")
     reject_masked(name, value)
     try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError) as e:
+        with warnings.catch_warnings():
+            # numpy < 1.24 turns ragged nested lists into an object array,
+            # with this warning where later versions raise ValueError.
+            warnings.simplefilter("error", _RaggedWarning)
+            arr = np.asarray(value)
+    except (ValueError, TypeError, _RaggedWarning) as e:
         raise ValueError(f"{name} is not a rectangular numeric array {expected}: {e}") from None
     kind = arr.dtype.kind
     if kind == "c":

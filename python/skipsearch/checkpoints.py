@@ -24,10 +24,12 @@ import json
 import os
 import struct
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch._warnings import UnindexedShardWarning
 
@@ -58,7 +60,7 @@ NARROW_TOL = {
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def stored_tolerance(dtypes) -> Optional[float]:
+def stored_tolerance(dtypes: Iterable[str]) -> Optional[float]:
     """The default tolerance for weights stored in ``dtypes`` (safetensors
     names) and read widened: ``sqrt(eps)`` of the coarsest of them, or None
     when none is narrower than float32 (the widened dtype's own then
@@ -116,12 +118,12 @@ class _File:
         except (SafetensorError, OSError, ValueError) as e:
             raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
         header.pop("__metadata__", None)
-        self._entries: dict = header
+        self._entries: dict[str, Any] = header
 
-    def keys(self) -> list:
+    def keys(self) -> list[str]:
         return sorted(self._entries)
 
-    def shape(self, key: str) -> tuple:
+    def shape(self, key: str) -> tuple[int, ...]:
         return tuple(self._entries[key]["shape"])
 
     def dtype(self, key: str) -> str:
@@ -163,7 +165,7 @@ class _File:
         return mapped.view(np.ndarray)
 
 
-def _read_header(path: Path) -> tuple:
+def _read_header(path: Path) -> tuple[int, dict[str, Any]]:
     """The offset of the data section and the parsed JSON header."""
     with open(path, "rb") as fh:
         (n,) = struct.unpack("<Q", fh.read(8))
@@ -173,7 +175,7 @@ def _read_header(path: Path) -> tuple:
     return 8 + n, header
 
 
-def read_safetensors(path: PathLike) -> dict:
+def read_safetensors(path: PathLike) -> dict[str, npt.NDArray[Any]]:
     """Every tensor of one safetensors file as a new numpy array, widened as
     :meth:`Checkpoint.get` does.
 
@@ -321,7 +323,7 @@ class Checkpoint:
         else:
             self.config_path, self.config = None, {}
         self.name = self.root.name
-        self._files: dict = {}
+        self._files: dict[Path, _File] = {}
         if target.name.endswith(".json"):
             self._key_file = self._read_index(target.resolve())
         else:
@@ -334,7 +336,7 @@ class Checkpoint:
             self._files[path] = _File(path)
         return self._files[path]
 
-    def _read_index(self, index_path: Path) -> dict:
+    def _read_index(self, index_path: Path) -> dict[str, Path]:
         index = _read_json(index_path, "index")
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not all(
@@ -379,14 +381,14 @@ class Checkpoint:
                 )
         return key_file
 
-    def keys(self) -> list:
+    def keys(self) -> list[str]:
         """Every tensor name, in sorted order."""
         return sorted(self._key_file)
 
     def __contains__(self, key: str) -> bool:
         return key in self._key_file
 
-    def shape(self, key: str) -> tuple:
+    def shape(self, key: str) -> tuple[int, ...]:
         """The shape of tensor ``key``, from the header (nothing is read)."""
         return self._file(key).shape(key)
 
@@ -406,7 +408,7 @@ class Checkpoint:
         return self._open(path)
 
 
-def _read_json(path: Path, what: str) -> dict:
+def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
             value = json.load(fh)

@@ -20,13 +20,18 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
 
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
 from skipsearch.layouts import supported_model_types
 from skipsearch.result import VERDICTS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from skipsearch._scan.locate import CheckpointInfo
+    from skipsearch._scan.report import BlockReport
+    from skipsearch.layouts import Layout
 
 __all__ = ["main"]
 
@@ -72,11 +77,13 @@ _VERDICT_WORDS = {
 }
 
 
-def _option(convert, check, expected: str):
+def _option(
+    convert: Callable[[str], Any], check: Callable[[Any], Any], expected: str
+) -> Callable[[str], Any]:
     """An argparse type: ``convert`` the text, then validate it with the same
     check the Python API applies, so the CLI and the API agree."""
 
-    def parse(text: str):
+    def parse(text: str) -> Any:
         try:
             value = convert(text)
         except ValueError:
@@ -208,7 +215,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def summary_line(reports: Sequence) -> str:
+def summary_line(reports: Sequence[BlockReport]) -> str:
     """One line counting the verdicts, e.g. ``"6 of 6 FFN blocks not absorbable"``."""
     n = len(reports)
     counts = Counter(r.verdict for r in reports)
@@ -231,31 +238,33 @@ _BOUND_NOTE = (
 )
 
 
-def _distance_cell(report) -> str:
+def _distance_cell(report: BlockReport) -> str:
     """The exact relaxation distance (``0.6900``), the proven lower bound
     when only that is known (``≥ 0.6600``, rounded down so that it stays a
     lower bound), or ``-``."""
     if report.distance_kind == "exact":
         return f"{report.relaxation_distance:.4f}"
     if report.distance_kind == "bound":
-        return f"{BOUND_MARK} {math.floor(report.distance_bound * 1e4) / 1e4:.4f}"
+        bound = cast(float, report.distance_bound)  # known, as distance_kind says
+        return f"{BOUND_MARK} {math.floor(bound * 1e4) / 1e4:.4f}"
     return "-"
 
 
-def _verdict_cell(report) -> str:
+def _verdict_cell(report: BlockReport) -> str:
     """The verdict, with the limit that stopped the search when there was one."""
     status = report.result.status if report.result is not None else "complete"
     return report.verdict if status == "complete" else f"{report.verdict} ({status})"
 
 
-def _norm_cell(report) -> str:
-    return {"pre": "pre-LN", "post": "post-LN"}.get(report.norm, "-")
+def _norm_cell(report: BlockReport) -> str:
+    cells: dict[Optional[str], str] = {"pre": "pre-LN", "post": "post-LN"}
+    return cells.get(report.norm, "-")
 
 
 _COLUMNS = ("block", "layer", "d", "m", "activation", "LN", "verdict", "relaxation distance", "seconds")
 
 
-def _rows(reports: Sequence) -> list:
+def _rows(reports: Sequence[BlockReport]) -> list[tuple[str, ...]]:
     return [
         (
             r.block + (f" (= {', '.join(r.shared_with)})" if r.shared_with else ""),
@@ -272,29 +281,31 @@ def _rows(reports: Sequence) -> list:
     ]
 
 
-def format_table(reports: Sequence) -> str:
+def format_table(reports: Sequence[BlockReport]) -> str:
     """The aligned per-block table printed by ``skipsearch scan``."""
     rows = _rows(reports)
     widths = [max(len(row[k]) for row in [_COLUMNS, *rows]) for k in range(len(_COLUMNS))]
     # Numbers right-aligned, words left-aligned.
     right = (False, True, True, True, False, False, False, True, True)
 
-    def line(cells) -> str:
+    def line(cells: Sequence[str]) -> str:
         out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
         return "  ".join(out).rstrip()
 
     return "\n".join([line(_COLUMNS), *(line(row) for row in rows)])
 
 
-def format_markdown(models: Sequence, reports: Sequence) -> str:
+def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> str:
     """A Markdown table of every block, with its argument and flip set, and
     the scope of each model below."""
     head = ("model",) + _COLUMNS + ("argument", "flip set")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r, row in zip(reports, _rows(reports)):
-        subset = r.result.subset
+        result = r.result
+        assert result is not None  # a scan's reports carry their result
+        subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
-        cells = (r.model,) + row + (r.result.argument, flip_set)
+        cells = (r.model,) + row + (result.argument, flip_set)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
     for info in models:
@@ -313,13 +324,13 @@ _CSV_FIELDS = (
 )
 
 
-def format_csv(reports: Sequence) -> str:
+def format_csv(reports: Sequence[BlockReport]) -> str:
     """CSV with a header and one row per block; lists are space-separated."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=_CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for r in reports:
-        row = r.to_dict()
+        row = cast("dict[str, Any]", r.to_dict())  # lists become strings below
         for key in ("subset", "shared_with"):
             if isinstance(row.get(key), list):
                 row[key] = " ".join(str(v) for v in row[key])
@@ -327,13 +338,13 @@ def format_csv(reports: Sequence) -> str:
     return buf.getvalue()
 
 
-def _scope(info) -> str:
+def _scope(info: CheckpointInfo) -> str:
     from skipsearch.layouts import NORM_SCOPES
 
     return NORM_SCOPES[info.norm]
 
 
-def _layout(args: argparse.Namespace):
+def _layout(args: argparse.Namespace) -> Optional[Layout]:
     given = [args.up, args.down, args.gate, args.norm] + [args.transpose or None]
     if all(v is None for v in given):
         return None  # --activation alone overrides the family's activation
@@ -453,7 +464,7 @@ def _log_to_stderr(verbosity: int) -> Iterator[None]:
         logger.setLevel(previous)
 
 
-def _error(message: str) -> None:
+def _error(message: object) -> None:
     text = " ".join(str(message).split())
     print(f"{PROG}: error: {text}", file=sys.stderr)
 

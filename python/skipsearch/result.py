@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Tuple, get_args
+from typing import TYPE_CHECKING, Any, Optional, get_args
 
 from skipsearch._types import (
     Argument,
     Backend,
+    FloatArray,
     GenericityCheck,
     IntArray,
-    FloatArray,
     RankDecision,
     Status,
     Verdict,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from skipsearch.construction import SkipFreeBlock
 
 #: The three verdicts, in report order.
-VERDICTS: Tuple[Verdict, ...] = get_args(Verdict)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
 @dataclass(frozen=True, eq=False)

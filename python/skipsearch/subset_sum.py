@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch import _core
 from skipsearch import rounding
+from skipsearch._types import FloatArray, IntArray, SubsetSumStatus, UInt8Array
 from skipsearch._validation import as_float_array, check_limit, check_threads, check_tol
 
 __all__ = ["SubsetSumResult", "subset_sum"]
@@ -68,6 +70,11 @@ _LATTICE_RESCALES = 4
 #: Largest lattice dimension (distinct columns + 1) reduced: LLL takes
 #: seconds at a few hundred and its memory grows fast beyond.
 _LATTICE_MAX_DIM = 600
+#: The method step, and so the reason, when the optional lattice extra is absent.
+LATTICE_MISSING = (
+    "lattice: unavailable, fpylll is not installed (install the extra: "
+    "pip install 'skipsearch[lattice]')"
+)
 #: Primes for the rank of ``[A | b]`` (products stay below 2^62).
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
 #: Block size of the BKZ pass after LLL (for n >= 30).
@@ -80,13 +87,18 @@ class SubsetSumResult:
 
     Attributes
     ----------
-    status : str
+    status : SubsetSumStatus
         ``"feasible"``, ``"infeasible"``, ``"time_limit"`` or ``"node_limit"``
-        (a limit stopped the search before a proof), ``"interrupted"``,
+        (a limit stopped the search before a proof),
         ``"incomplete"`` (the lattice reduction could not isolate a basis of
-        the integer kernel, so nothing was proved); for
-        float data also ``"ill_conditioned"`` or ``"overflow"`` (float64
-        cannot settle the instance) and ``"verification_failed"``.
+        the integer kernel, or a component has more than 52 columns and the
+        optional ``skipsearch[lattice]`` extra, fpylll, is not installed; the
+        last ``method`` step says which; nothing was proved); for
+        float data also ``"memory_limit"`` (the relaxation's Gram matrix
+        does not fit the memory budget and no certificate decided),
+        ``"ill_conditioned"`` or ``"overflow"`` (float64 cannot settle the
+        instance) and ``"unresolved"`` (a candidate's residual sits on the
+        tolerance to rounding).
     solution : ndarray of uint8, shape (n,), or None
         ``s`` with ``A s = b`` (exactly for integers, within ``tol`` for floats).
     exact : bool
@@ -106,10 +118,10 @@ class SubsetSumResult:
         Relative tolerance used (float data only).
     """
 
-    status: str
-    solution: Optional[np.ndarray]
+    status: SubsetSumStatus
+    solution: Optional[UInt8Array]
     exact: bool
-    method: tuple
+    method: tuple[str, ...]
     nodes: int
     seconds: float
     memory_bytes: int
@@ -130,7 +142,7 @@ class SubsetSumResult:
 _INT_BOUND = 2.0**62
 
 
-def _as_integers(name: str, raw: Any, widened: np.ndarray) -> Optional[np.ndarray]:
+def _as_integers(name: str, raw: npt.ArrayLike, widened: FloatArray) -> Optional[IntArray]:
     """``raw`` as exact int64 when it holds integers (integer dtype, or
     integral float values), else None. ``widened`` is its float64 copy."""
     arr = np.asarray(raw)
@@ -149,8 +161,8 @@ def _as_integers(name: str, raw: Any, widened: np.ndarray) -> Optional[np.ndarra
 
 
 def subset_sum(
-    A: Any,
-    b: Any,
+    A: npt.ArrayLike,
+    b: npt.ArrayLike,
     *,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
@@ -246,20 +258,27 @@ def subset_sum(
     return _float(A_arr, b_arr, tol, start, time_limit, node_limit, threads)
 
 
-def _done(start, **fields) -> SubsetSumResult:
+def _done(start: float, **fields: Any) -> SubsetSumResult:
     return SubsetSumResult(seconds=time.perf_counter() - start, **fields)
 
 
-def _jump_moves(k, n):
+def _jump_moves(k: int, n: int) -> int:
     """The feasibility-jump budget: ``_JUMP_MOVES_PER_COLUMN`` moves per
     column, at most ``_JUMP_WORK`` row-column updates in all."""
     return min(_JUMP_MOVES_PER_COLUMN * n, _JUMP_WORK // max(1, k * n))
 
 
-def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
+def _integer(
+    A: IntArray,
+    b: IntArray,
+    start: float,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+) -> SubsetSumResult:
     k, n = A.shape
     base = dict(exact=True, nodes=0, memory_bytes=0)
-    method = []
+    method: list[str] = []
     moves = _jump_moves(k, n)
     if moves:
         # A local search first: it finds small solutions (planted flip
@@ -300,7 +319,9 @@ def _integer(A, b, start, time_limit, node_limit, threads) -> SubsetSumResult:
     return _done(start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base)
 
 
-def _presolve(A, b, deadline=None):
+def _presolve(
+    A: IntArray, b: IntArray, deadline: Optional[float] = None
+) -> tuple[npt.NDArray[np.int8], Optional[str]]:
     """Fix variables by row bounds until nothing changes (or the deadline, a
     ``perf_counter`` time, passes: the fixings are optional). Returns
     ``fixed`` (-1 free, 0 or 1 fixed) and ``None``, or the reason for
@@ -339,7 +360,7 @@ def _presolve(A, b, deadline=None):
     return fixed, None
 
 
-def _components(A):
+def _components(A: IntArray) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
     """Independent blocks of ``A``: (rows, columns) index arrays of the
     connected components of its row-column graph; zero columns and zero
     rows (whose right-hand side the presolve has checked) are left out."""
@@ -364,7 +385,13 @@ def _components(A):
     return out
 
 
-def _component(A, b, time_limit, node_limit, threads):
+def _component(
+    A: IntArray,
+    b: IntArray,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Solve one independent block: Schroeppel-Shamir when it is small,
     else a float heuristic, then the lattice."""
     k, n = A.shape
@@ -381,10 +408,10 @@ def _component(A, b, time_limit, node_limit, threads):
     )
     used = int(quick["nodes"])
     if quick["finding"] == "subset":
-        x = np.zeros(n, dtype=np.int64)
-        x[np.asarray(quick["subset"], dtype=np.int64)] = 1
-        if np.array_equal(A @ x, b):
-            return x.astype(np.uint8), None, used, 8 * n * n, ["float heuristic"]
+        ones = np.zeros(n, dtype=np.int64)
+        ones[np.asarray(quick["subset"], dtype=np.int64)] = 1
+        if np.array_equal(A @ ones, b):
+            return ones.astype(np.uint8), None, used, 8 * n * n, ["float heuristic"]
     if node_limit is not None and used >= node_limit:
         return None, "node_limit", used, 8 * n * n, ["float heuristic"]
     left = None if node_limit is None else node_limit - used
@@ -405,7 +432,13 @@ def _component(A, b, time_limit, node_limit, threads):
     return x, stop, nodes, memory, ["float heuristic"] + steps
 
 
-def _lists(A, b, time_limit, node_limit, threads):
+def _lists(
+    A: IntArray,
+    b: IntArray,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+) -> tuple[Optional[UInt8Array], Optional[str], int, int, str]:
     """Schroeppel-Shamir on one block: solution, stop, nodes, memory and the
     method step naming it."""
     out = _core.schroeppel_shamir(A, b, time_limit, node_limit, threads)
@@ -415,7 +448,10 @@ def _lists(A, b, time_limit, node_limit, threads):
 
 def _lattice(A_full, b, time_limit, node_limit, threads, start):
     """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
-    from fpylll import BKZ, LLL, IntegerMatrix
+    try:
+        from fpylll import BKZ, LLL, IntegerMatrix
+    except ImportError:
+        return None, "incomplete", 0, 0, [LATTICE_MISSING]
 
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
@@ -573,7 +609,15 @@ def _rank(M) -> int:
     return best
 
 
-def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult:
+def _float(
+    A: FloatArray,
+    b: FloatArray,
+    tol: float,
+    start: float,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+) -> SubsetSumResult:
     k, n = A.shape
     # s_i a_i summing to b is the flip condition with u_i = 1, v_i = a_i,
     # c = 1 and skip -b: reuse the relaxation / null space / branch and bound,
@@ -587,13 +631,13 @@ def _float(A, b, tol, start, time_limit, node_limit, threads) -> SubsetSumResult
     )
     method = tuple(raw["method"])
     nodes = int(raw["nodes"])
-    base = dict(exact=False, memory_bytes=8 * n * n, tolerance=tol)
+    base: dict[str, Any] = dict(exact=False, memory_bytes=8 * n * n, tolerance=tol)
 
-    def found(solution):
+    def found(solution: UInt8Array) -> SubsetSumResult:
         residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
         return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
 
-    def verified(solution) -> Optional[bool]:
+    def verified(solution: UInt8Array) -> Optional[bool]:
         """Whether ||A x - b|| <= tol ||b|| holds exactly (None: unresolved)."""
         ones = solution.astype(np.float64)[None, :]
         lower, upper = rounding.residual_bounds(np.ones((n, 1)), A, -b[:, None], 1.0, ones)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import pickle
 import warnings
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 
@@ -279,7 +279,8 @@ def _load_safetensors(path: str) -> dict[str, np.ndarray]:
 
 def _load_torch(path: str) -> dict[str, np.ndarray]:
     try:
-        import torch
+        # Untyped or absent; pyproject's mypy config ignores it, stubtest (no config) needs this.
+        import torch  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise ImportError(
             f"{path!r} is a torch checkpoint and torch is not installed; install torch, or "
@@ -309,10 +310,11 @@ def _load_torch(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _flatten_tensors(obj: dict, prefix: str, out: dict, path: str) -> None:
+def _flatten_tensors(obj: dict[Any, Any], prefix: str, out: dict[str, np.ndarray], path: str) -> None:
     for key, value in obj.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             _flatten_tensors(value, f"{name}.", out, path)
         elif isinstance(value, np.ndarray) or hasattr(value, "detach"):
-            out[name] = to_numpy(value, f"{path}: {name}", numeric=False)
+            # Not None: value is an array or a tensor.
+            out[name] = cast(np.ndarray, to_numpy(value, f"{path}: {name}", numeric=False))

@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import time
-from typing import Optional
+from typing import Any, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch.absorption import PAPER, find_absorbing_subset
+from skipsearch.activations import Activation
+from skipsearch.result import AbsorptionResult
 
 __all__ = ["check_distance", "decide_block"]
 
@@ -43,8 +46,18 @@ def check_distance(distance: Optional[bool]) -> Optional[bool]:
 
 
 def decide_block(
-    W_up, W_down, activation, b_up, b_down, W_gate, tol, time_limit, threads, b_gate=None, distance=None
-):
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
+    activation: Union[str, Activation],
+    b_up: Optional[npt.ArrayLike],
+    b_down: Optional[npt.ArrayLike],
+    W_gate: Optional[npt.ArrayLike],
+    tol: Optional[float],
+    time_limit: Optional[float],
+    threads: Optional[int],
+    b_gate: Optional[npt.ArrayLike] = None,
+    distance: Optional[bool] = None,
+) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
 
@@ -56,7 +69,7 @@ def decide_block(
     only when it is True or False, so None works with any core.
     """
     start = time.perf_counter()
-    extra = {} if distance is None else {"distance": distance}
+    extra: dict[str, Any] = {} if distance is None else {"distance": distance}
     result = find_absorbing_subset(
         W_up,
         W_down,

@@ -12,12 +12,14 @@ is decided.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
+from skipsearch._types import Norm
 from skipsearch.activations import Activation, get_activation
 from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, Layout, config_activation, supported_model_types
@@ -103,7 +105,7 @@ class CheckpointInfo:
 
     path: Path
     config_path: Optional[Path]
-    files: tuple
+    files: tuple[Path, ...]
     name: str
     model_type: Optional[str]
     family: str
@@ -112,11 +114,11 @@ class CheckpointInfo:
     d: int
     m: int
     num_layers: int
-    norm: Optional[str]
+    norm: Optional[Norm]
     dtype: str
-    blocks: tuple
+    blocks: tuple[str, ...]
     quantization: Optional[str] = None
-    _blocks: tuple = field(default=(), repr=False, compare=False)
+    _blocks: tuple[BlockKeys, ...] = field(default=(), repr=False, compare=False)
     _act: Optional[Activation] = field(default=None, repr=False, compare=False)
     _transpose: bool = field(default=False, repr=False, compare=False)
     _quant: Optional[Quantization] = field(default=None, repr=False, compare=False)
@@ -125,7 +127,7 @@ class CheckpointInfo:
 # -- paths -----------------------------------------------------------------------------------------
 
 
-def expand_paths(paths) -> list:
+def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
     """The checkpoints named by ``paths`` (a path or a sequence of paths): a
     directory without ``config.json`` whose subdirectories are checkpoints
     stands for all of them, and a checkpoint named twice (or through a link)
@@ -141,7 +143,7 @@ def expand_paths(paths) -> list:
             raise TypeError(f"paths must be a path or a sequence of paths, got {type(paths).__name__}") from None
     if not paths:
         raise ValueError("paths is empty: give at least one checkpoint path")
-    out = []
+    out: list[Path] = []
     for p in paths:
         if not isinstance(p, (str, os.PathLike)) or isinstance(os.fspath(p), bytes):
             raise TypeError(f"paths must hold str or os.PathLike values, got {type(p).__name__}")
@@ -154,7 +156,8 @@ def expand_paths(paths) -> list:
                 out.extend(children)
                 continue
         out.append(q)
-    seen, unique = set(), []
+    seen: set[Path] = set()
+    unique: list[Path] = []
     for q in out:
         try:
             key = q.resolve()
@@ -172,9 +175,9 @@ def expand_paths(paths) -> list:
 def locate(
     path: PathLike,
     layout: Optional[Layout] = None,
-    activation=None,
-    names: Optional[dict] = None,
-) -> tuple:
+    activation: Union[str, Activation, None] = None,
+    names: Optional[dict[Path, str]] = None,
+) -> tuple[CheckpointInfo, Checkpoint]:
     """Open one checkpoint and find its blocks; no weight is read.
 
     Parameters
@@ -229,7 +232,7 @@ def locate(
         norm=spec["norm"],
         dtype=ckpt.dtype(blocks[0].up),
         blocks=tuple(b.name for b in blocks),
-        quantization="; ".join(sorted(set().union(*schemes) - {None})) or None,
+        quantization="; ".join(sorted(s for s in set().union(*schemes) if s is not None)) or None,
         _blocks=tuple(blocks),
         _act=None if _is_registered(act) else act,
         _transpose=layout.transpose,
@@ -238,12 +241,15 @@ def locate(
     return info, ckpt
 
 
-def _resolve(config: dict, layout: Optional[Layout], activation, where: str) -> dict:
+def _resolve(
+    config: dict[str, Any], layout: Optional[Layout], activation: Union[str, Activation, None], where: str
+) -> dict[str, Any]:
     """Layout, activation, family, norm and the sizes the config gives (None
     for a generic layout, whose sizes come from the first ``W_up``)."""
     override = "the activation argument (--activation)"
     if layout is not None:
         given = activation if activation is not None else layout.activation
+        hidden_act: Any  # a name, or whatever config.json holds (checked below)
         if given is not None:
             hidden_act = given if isinstance(given, str) else given.name
             act = _chosen_activation(given, layout.gate is not None, override)
@@ -283,7 +289,7 @@ def _resolve(config: dict, layout: Optional[Layout], activation, where: str) -> 
     return spec
 
 
-def _chosen_activation(activation, gated: bool, where: str) -> Activation:
+def _chosen_activation(activation: object, gated: bool, where: str) -> Activation:
     """A user-given activation (name or object) for a block with or without a gate."""
     if isinstance(activation, str):
         return config_activation(activation, gated=gated, where=where)
@@ -304,11 +310,11 @@ def _is_registered(act: Activation) -> bool:
         return False
 
 
-def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list:
+def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list[BlockKeys]:
     """Every block whose ``up`` key matches the layout, encoder blocks before
     decoder blocks (T5), then by layer."""
     up_re = layout.regex(layout.up)
-    blocks = []
+    blocks: list[tuple[tuple[tuple[tuple[bool, str], ...], int], BlockKeys]] = []
     for key in ckpt.keys():
         match = up_re.match(key)
         if match is None:
@@ -360,7 +366,9 @@ def _scale(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
 # -- checks from the headers -----------------------------------------------------------------------
 
 
-def _sizes(ckpt: Checkpoint, blocks: list, spec: dict, where: str) -> tuple:
+def _sizes(
+    ckpt: Checkpoint, blocks: list[BlockKeys], spec: dict[str, Any], where: str
+) -> tuple[int, int, str]:
     """``d``, ``m`` and where they came from, checked against the layer count
     and the orientation of a transposed layout."""
     d, m, sizes = spec["d"], spec["m"], spec["sizes"]
@@ -390,15 +398,15 @@ def _sizes(ckpt: Checkpoint, blocks: list, spec: dict, where: str) -> tuple:
 def _check_block(
     ckpt: Checkpoint, b: BlockKeys, transpose: bool, d: int, m: int, sizes: str,
     quant: Optional[Quantization], where: str,
-) -> frozenset:
+) -> frozenset[Optional[str]]:
     """Check one block's shapes, dtypes and quantization; return how its
     projections are dequantized (None for plain weights)."""
-    schemes = set()
+    schemes: set[Optional[str]] = set()
     for key, scale in ((b.up, b.up_scale), (b.down, b.down_scale), (b.gate, b.gate_scale)):
         if key is not None:
             schemes.add(_check_quantized(ckpt, key, scale, quant, where))
 
-    def expect(shape):
+    def expect(shape: tuple[int, int]) -> tuple[int, ...]:
         return shape[::-1] if transpose else shape
 
     _check_tensor(ckpt, b.up, expect((m, d)), sizes)
@@ -447,11 +455,13 @@ def _check_quantized(
         CheckpointError,
     )
     how = {"tensor": "per tensor", "channel": "per output channel"}.get(kind)
-    how = how or f"blocks of {block[0]} x {block[1]}"
+    if how is None:
+        assert block is not None  # block-wise scales have a block size
+        how = f"blocks of {block[0]} x {block[1]}"
     return f"{dtype} x {scale.rsplit('.', 1)[-1]}, {how}"
 
 
-def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple, sizes: str) -> None:
+def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple[int, ...], sizes: str) -> None:
     shape = ckpt.shape(key)
     if shape != tuple(expected):
         raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")

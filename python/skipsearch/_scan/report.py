@@ -12,6 +12,7 @@ from importlib.resources import files
 from typing import Any, Optional
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
+from skipsearch._types import BlockReportDict, DistanceKind, Norm, Verdict
 from skipsearch.layouts import NORM_SCOPES
 from skipsearch.result import VERDICTS, AbsorptionResult
 
@@ -94,19 +95,19 @@ class BlockReport:
     d: int
     m: int
     activation: str
-    norm: Optional[str]
+    norm: Optional[Norm]
     scope: str
-    verdict: str
+    verdict: Verdict
     relaxation_distance: Optional[float]
     seconds: float
     reason: str
-    shared_with: tuple = ()
+    shared_with: tuple[str, ...] = ()
     path: str = ""
     result: Optional[AbsorptionResult] = field(default=None, repr=False, compare=False)
     distance_bound: Optional[float] = None
 
     @property
-    def distance_kind(self) -> Optional[str]:
+    def distance_kind(self) -> Optional[DistanceKind]:
         """Which distance the report shows: ``"exact"`` (the relaxation
         distance), ``"bound"`` (only the proven lower bound is known) or
         None (neither)."""
@@ -124,14 +125,14 @@ class BlockReport:
             return self.relaxation_distance
         return self.distance_bound
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> BlockReportDict:
         """A JSON-ready dict: the fields above except ``result``, the shown
         ``distance`` with its ``distance_kind``, plus the argument, status,
         tolerance, residual, rounding allowance of the distance bound, flip
         set and genericity check taken from the result (plain Python values;
         non-finite floats become ``None``)."""
         r = self.result
-        out = {
+        out: BlockReportDict = {
             "model": self.model,
             "family": self.family,
             "block": self.block,
@@ -153,13 +154,15 @@ class BlockReport:
         }
         if r is not None:
             out.update(
-                argument=r.argument,
-                status=r.status,
-                tolerance=finite(r.tolerance),
-                residual=finite(r.residual),
-                rounding_bound=finite(r.rounding_bound),
-                subset=None if r.subset is None else [int(i) for i in r.subset],
-                genericity_passed=None if r.genericity is None else bool(r.genericity.passed),
+                {
+                    "argument": r.argument,
+                    "status": r.status,
+                    "tolerance": finite(r.tolerance),
+                    "residual": finite(r.residual),
+                    "rounding_bound": finite(r.rounding_bound),
+                    "subset": None if r.subset is None else [int(i) for i in r.subset],
+                    "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
+                }
             )
         return out
 

@@ -11,9 +11,11 @@ block's tensors before it reads the next one, and compares a possible twin
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
 from skipsearch.checkpoints import Checkpoint, CheckpointError, stored_tolerance
@@ -34,7 +36,9 @@ _KEYS = {
 }
 
 
-def read_tensor(info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: str) -> Optional[np.ndarray]:
+def read_tensor(
+    info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: str
+) -> Optional[npt.NDArray[Any]]:
     """One tensor of ``block`` (a name in :data:`ROLES`) as a new float array:
     weights in ``torch.nn.Linear`` layout (``W_up`` of shape ``(m, d)``), FP8
     weights dequantized with their scales; None when the block has none."""
@@ -54,7 +58,9 @@ def read_tensor(info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: 
     return array
 
 
-def read_block(info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys) -> dict:
+def read_block(
+    info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys
+) -> dict[str, Optional[npt.NDArray[Any]]]:
     """The block's tensors by role (:data:`ROLES`), read one at a time."""
     return {role: read_tensor(info, ckpt, block, role) for role in ROLES}
 
@@ -67,7 +73,7 @@ def block_tolerance(ckpt: Checkpoint, block: BlockKeys) -> Optional[float]:
     return stored_tolerance({ckpt.dtype(block.up), ckpt.dtype(block.down)})
 
 
-def fingerprint(tensors: dict) -> str:
+def fingerprint(tensors: Mapping[str, Optional[npt.NDArray[Any]]]) -> str:
     """A cheap key for spotting tied blocks: shapes and about 4096 sampled
     entries per tensor. Equal keys are confirmed by :func:`same_weights`,
     so hashing every weight of a large model is never needed."""
@@ -82,12 +88,19 @@ def fingerprint(tensors: dict) -> str:
     return h.hexdigest()
 
 
-def same_weights(tensors: dict, info: CheckpointInfo, ckpt: Checkpoint, other: BlockKeys) -> bool:
+def same_weights(
+    tensors: Mapping[str, Optional[npt.NDArray[Any]]],
+    info: CheckpointInfo,
+    ckpt: Checkpoint,
+    other: BlockKeys,
+) -> bool:
     """Whether block ``other`` holds exactly ``tensors``; its tensors are
     read and compared one at a time, stopping at the first difference."""
     for role, mine in tensors.items():
         theirs = read_tensor(info, ckpt, other, role)
-        if (mine is None) != (theirs is None) or (mine is not None and not np.array_equal(mine, theirs)):
+        if (mine is None) != (theirs is None) or (
+            mine is not None and theirs is not None and not np.array_equal(mine, theirs)
+        ):
             return False
         del theirs
     return True

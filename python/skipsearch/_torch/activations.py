@@ -158,7 +158,7 @@ def detected_activation(mod: Any, where: str, gated: bool) -> str:
     return token
 
 
-def override(activation: Union[str, Activation], gated: bool, where: str):
+def override(activation: Union[str, Activation], gated: bool, where: str) -> Union[str, Activation]:
     """A user-given activation, checked to be gated exactly when the layout
     has a gate projection; names are kept as given (stripped)."""
     act = get_activation(activation)  # ValueError / TypeError for bad names and objects

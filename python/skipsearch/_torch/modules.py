@@ -10,19 +10,24 @@ from :mod:`skipsearch._torch.activations`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Union
 
 import numpy as np
 
 from skipsearch._torch.activations import detected_activation, override
 from skipsearch._torch.tensors import Widened, get_attribute, is_linear, read_linear, refuse_quantized
 from skipsearch.absorption import PAPER, MLPBlock
+from skipsearch.activations import Activation
+
+#: One MLP layout: description, up, down, gate (or None) and the activation
+#: attributes tried in order.
+_Layout = tuple[str, str, str, Optional[str], tuple[str, ...]]
 
 __all__ = ["LAYOUTS", "dispatch"]
 
 #: (description, up, down, gate or None, activation attributes tried in order).
 #: Dotted names are attribute paths.
-LAYOUTS = (
+LAYOUTS: tuple[_Layout, ...] = (
     ("LLaMA/Mistral/Qwen/Gemma MLP", "up_proj", "down_proj", "gate_proj", ("act_fn", "act")),
     ("Mixtral expert", "w3", "w2", "w1", ("act_fn",)),
     ("T5DenseGatedActDense", "wi_1", "wo", "wi_0", ("act",)),
@@ -54,7 +59,7 @@ def _supported_layouts() -> str:
     return "; ".join(rows)
 
 
-def _match(mod: Any):
+def _match(mod: Any) -> Optional[_Layout]:
     for layout in LAYOUTS:
         _, up, down, gate, _ = layout
         if all(get_attribute(mod, p) is not None for p in (up, down) + ((gate,) if gate else ())):
@@ -67,7 +72,13 @@ def _ignored(mod: Any) -> bool:
     return "Dropout" in name or name == "Identity"
 
 
-def _check_chain(W_up, W_down, W_gate, names: tuple[str, str, str], where: str) -> None:
+def _check_chain(
+    W_up: np.ndarray,
+    W_down: np.ndarray,
+    W_gate: Optional[np.ndarray],
+    names: tuple[str, str, str],
+    where: str,
+) -> None:
     up, down, gate = names
     m = W_up.shape[0]
     if W_down.shape[1] != m:
@@ -83,10 +94,12 @@ def _check_chain(W_up, W_down, W_gate, names: tuple[str, str, str], where: str) 
         )
 
 
-def _from_sequential(module: Any, where: str, activation, widened: Widened) -> MLPBlock:
-    items: list = []
+def _from_sequential(
+    module: Any, where: str, activation: Union[str, Activation, None], widened: Widened
+) -> MLPBlock:
+    items: list[tuple[str, Any]] = []
 
-    def flatten(seq, prefix):
+    def flatten(seq: Any, prefix: str) -> None:
         for i, child in enumerate(seq):
             if type(child).__name__ == "Sequential":
                 flatten(child, f"{prefix}[{i}]")
@@ -126,6 +139,7 @@ def _from_sequential(module: Any, where: str, activation, widened: Widened) -> M
     W_up, b_up = read_linear(up_mod, up_name, widened)
     W_down, b_down = read_linear(down_mod, down_name, widened)
     _check_chain(W_up, W_down, None, (up_name, down_name, ""), where)
+    act: Union[str, Activation]
     if activation is None:
         act = detected_activation(act_mod, act_name, gated=False)
     else:
@@ -133,7 +147,13 @@ def _from_sequential(module: Any, where: str, activation, widened: Widened) -> M
     return MLPBlock(W_up=W_up, W_down=W_down, activation=act, b_up=b_up, b_down=b_down)
 
 
-def _from_layout(module: Any, layout, where: str, activation, widened: Widened) -> MLPBlock:
+def _from_layout(
+    module: Any,
+    layout: _Layout,
+    where: str,
+    activation: Union[str, Activation, None],
+    widened: Widened,
+) -> MLPBlock:
     desc, up, down, gate, act_paths = layout
     W_up, b_up = read_linear(get_attribute(module, up), f"{where}.{up}", widened)
     W_down, b_down = read_linear(get_attribute(module, down), f"{where}.{down}", widened)
@@ -152,6 +172,7 @@ def _from_layout(module: Any, layout, where: str, activation, widened: Widened) 
             # inner biases: a zero b_up says so to find_absorbing_subset.
             b_up = np.zeros(W_up.shape[0], dtype=b_gate.dtype)
     _check_chain(W_up, W_down, W_gate, (up, down, gate or ""), f"{where} ({desc})")
+    act: Union[str, Activation]
     if activation is not None:
         act = override(activation, gate is not None, f"{where} ({desc})")
     else:
@@ -168,7 +189,13 @@ def _from_layout(module: Any, layout, where: str, activation, widened: Widened) 
     )
 
 
-def dispatch(module: Any, where: str, activation, widened: Widened, depth: int = 0) -> MLPBlock:
+def dispatch(
+    module: Any,
+    where: str,
+    activation: Union[str, Activation, None],
+    widened: Widened,
+    depth: int = 0,
+) -> MLPBlock:
     """The MLPBlock of ``module``, whose name in messages is ``where``;
     ``depth`` 0 also looks inside a layer's ``.mlp`` or ``.DenseReluDense``."""
     if type(module).__name__ == "Sequential" or isinstance(module, (list, tuple)):

@@ -12,7 +12,8 @@ about the default tolerance.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Iterable
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -42,8 +43,8 @@ class Widened:
     default tolerance then no longer follows the stored precision."""
 
     def __init__(self) -> None:
-        self.dtypes: set = set()
-        self.dequantized: set = set()
+        self.dtypes: set[str] = set()
+        self.dequantized: set[str] = set()
 
 
 def _stored_name(dtype: str) -> str:
@@ -54,7 +55,7 @@ def _stored_name(dtype: str) -> str:
     return "F8_E4M3" if dtype.startswith("float8") else "BF16"
 
 
-def stored_tol(dtypes) -> float:
+def stored_tol(dtypes: Iterable[str]) -> float:
     """sqrt(eps) of the coarsest of the stored dtypes (torch names)."""
     return stored_tolerance({_stored_name(d) for d in dtypes}) or BF16_TOL
 
@@ -122,7 +123,7 @@ def refuse_quantized(mod: Any, where: str) -> None:
         )
 
 
-def _block_size(mod: Any) -> Optional[tuple]:
+def _block_size(mod: Any) -> Optional[tuple[int, ...]]:
     """The block size of block-wise scales, when the layer states it
     (Hugging Face FP8Linear ``block_size``, compressed-tensors
     ``quantization_scheme.weights.block_structure``)."""
@@ -149,7 +150,8 @@ def _dequantized(mod: Any, W: np.ndarray, dtype: str, where: str) -> Optional[np
             "a quantized format it does not read, and a float weight may already be "
             "dequantized): dequantize the layer first"
         )
-    scale = to_numpy(getattr(mod, name), f"{where}.{name}")
+    # Not None: the layer has the attribute, as found above.
+    scale = cast(np.ndarray, to_numpy(getattr(mod, name), f"{where}.{name}"))
     return dequantize(W, scale, _block_size(mod), f"{where}.{name}")
 
 
