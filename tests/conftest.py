@@ -8,6 +8,9 @@ import struct
 import numpy as np
 import pytest
 
+#: Scripts for mypy (tests/test_typing.py), not tests: never collected or imported.
+collect_ignore = ["typing"]
+
 
 def planted_block(rng, d_in, d_out, m, k, *, c=1.0, skip=None, bias=False):
     """A random block whose flip set ``S`` (|S| = k >= d_in) satisfies
