@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
+import sys
 
 import numpy as np
 import pytest
+
+#: Tests of the lattice route itself need the optional ``skipsearch[lattice]``
+#: extra; the rest of the suite runs without it (``.ci/run`` checks both).
+needs_lattice = pytest.mark.skipif(
+    importlib.util.find_spec("fpylll") is None,
+    reason="needs the optional lattice extra: pip install 'skipsearch[lattice]'",
+)
+
+
+@pytest.fixture
+def without_lattice(monkeypatch):
+    """Run as if the lattice extra were not installed (``import fpylll`` fails)."""
+    monkeypatch.setitem(sys.modules, "fpylll", None)
+
 
 #: Scripts for mypy (tests/test_typing.py), not tests: never collected or imported.
 collect_ignore = ["typing"]

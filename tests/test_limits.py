@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import skipsearch
-from tests.conftest import interrupt, planted_block
+from tests.conftest import interrupt, needs_lattice, planted_block
 
 
 def hard_instance(m=80, seed=0, d=4):
@@ -32,6 +32,7 @@ def test_node_limit_is_a_status():
     assert r.relaxation_distance is not None and r.relaxation_distance < 1e-9
 
 
+@needs_lattice
 def test_time_limit_is_a_status():
     start = time.perf_counter()
     r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0.2)
@@ -40,6 +41,15 @@ def test_time_limit_is_a_status():
     assert time.perf_counter() - start >= 0.2
     r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0)
     assert r.status == "time_limit"
+
+
+def test_without_the_lattice_extra_an_integer_block_is_honestly_undecided(without_lattice):
+    # m = 80 integer neurons: one component beyond Schroeppel-Shamir's 52 columns.
+    r = skipsearch.find_absorbing_subset(*hard_instance())
+    assert r.verdict == "undecided" and r.status == "incomplete"
+    assert r.subset is None and r.certificate is None
+    assert "pip install 'skipsearch[lattice]'" in r.reason
+    assert "fpylll is not installed" in " ".join(r.stats.method)
 
 
 def test_results_do_not_depend_on_threads(rng):
@@ -68,6 +78,7 @@ def test_results_do_not_depend_on_threads(rng):
                 np.testing.assert_array_equal(r.certificate, first.certificate)
 
 
+@needs_lattice
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_ctrl_c_interrupts_a_long_search():
     setup = """

@@ -21,6 +21,8 @@ subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from families import absorption_int, market_split  # noqa: E402
+
+from tests.conftest import needs_lattice  # noqa: E402
 from tests.conftest import interrupt  # noqa: E402
 
 
@@ -210,8 +212,13 @@ def test_limits_are_statuses():
     for limit in (1, 10_000, 50_000):
         r = skipsearch.subset_sum(A, b, node_limit=limit)
         assert r.status == "node_limit" and r.solution is None
-        # Parallel walkers add their nodes in batches of 1024.
-        assert limit <= r.nodes <= limit + 1024 * 2, (limit, r.nodes)
+        if any("lattice: LLL" in step for step in r.method):
+            # Parallel lattice walkers add their nodes in batches of 1024.
+            assert limit <= r.nodes <= limit + 1024 * 2, (limit, r.nodes)
+        else:
+            # Schroeppel-Shamir (no lattice extra) counts 2^14 per thread,
+            # plus the pair list of the residue in hand.
+            assert limit <= r.nodes <= limit + 2 * (2**14 + 2**13 * 2**6), (limit, r.nodes)
     r = skipsearch.subset_sum(A, b, time_limit=0)
     assert r.status == "time_limit"
 
@@ -234,6 +241,7 @@ def test_bad_input():
         skipsearch.subset_sum(np.ones((1, 2)), np.array([np.nan]))
 
 
+@needs_lattice
 def test_integer_absorption_blocks_are_solved_exactly():
     # d = 3, m = 60 small integers: the float branch and bound stalls here;
     # the exact integer engine settles it.
@@ -257,6 +265,7 @@ def test_integer_absorption_blocks_are_solved_exactly():
     assert "exact integer subset-sum engine proves no flip set exists (presolve: row gcd)" in r.reason
 
 
+@needs_lattice
 def test_ctrl_c_interrupts_the_enumeration():
     setup = f"""
         import sys
@@ -297,6 +306,7 @@ def test_large_integers_are_solved_exactly():
         skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))
 
 
+@needs_lattice
 def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
     # 12 distinct columns, each repeated 1 to 4 times (n = 31): the lattice
     # sees 12 bounded variables; the solution is spread over the copies.
@@ -319,6 +329,7 @@ def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
         assert other.status == r.status, (r, other)
 
 
+@needs_lattice
 def test_lattice_isolates_the_kernel_for_large_entries(monkeypatch):
     # 32-bit entries, 8 rows, 34 columns: with the first equation weight the
     # LLL basis holds fewer kernel vectors than the kernel's dimension, and
@@ -383,6 +394,7 @@ def test_float_meet_in_the_middle_proves_what_branch_and_bound_cannot(monkeypatc
     assert r.status == "node_limit" and "meet in the middle" not in " ".join(r.method)
 
 
+@needs_lattice
 def test_schroeppel_shamir_takes_over_when_the_lattice_cannot():
     # Three distinct columns with 32-bit entries, repeated: after merging,
     # the kernel basis has entries beyond int64. Schroeppel-Shamir needs no
@@ -413,6 +425,7 @@ def test_schroeppel_shamir_avoids_a_prime_dividing_every_entry():
     assert out["memory_bytes"] < 4 << 20
 
 
+@needs_lattice
 def test_time_limit_stops_the_lattice_reduction():
     # LLL of this 90 x 100 system with 30-bit entries takes over ten seconds.
     rng = np.random.default_rng(0)
@@ -434,3 +447,24 @@ def test_integer_route_respects_a_tolerance_above_integer_resolution():
     r = skipsearch.find_absorbing_subset(W_up, W_down, skip=skip, tol=3.5e-4)
     assert r.verdict != "not_absorbable"
     assert not any("exact integer" in step for step in r.stats.method)
+
+
+def test_without_the_lattice_extra_the_lists_decide_up_to_52_columns(without_lattice):
+    # 40 columns: the lattice's share, which Schroeppel-Shamir takes without fpylll.
+    for planted in (True, False):
+        A, b = market_split(5, 3, planted)
+        r = skipsearch.subset_sum(A, b)
+        assert any("fpylll is not installed" in step for step in r.method), r.method
+        assert r.method[-1].startswith("Schroeppel-Shamir (n=40")
+        if planted:
+            assert r.status == "feasible"
+            np.testing.assert_array_equal(A @ r.solution, b)
+        else:
+            assert r.status == "infeasible" and r.solution is None
+
+
+def test_without_the_lattice_extra_larger_components_are_incomplete(without_lattice):
+    A, b = market_split(7, 0)  # 60 columns: beyond the lists' 52
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "incomplete" and r.solution is None
+    assert "pip install 'skipsearch[lattice]'" in r.method[-1]

@@ -96,6 +96,28 @@ _STORED = {
 _FLOAT8_CHUNK = 1 << 20
 
 
+def _newer_dtypes_hint(path: Path) -> str:
+    """When a header parses but safetensors refused it, name its dtypes: an
+    older safetensors release refuses dtypes added after it (F8_E8M0 came
+    in 0.6.1)."""
+    try:
+        _, header = _read_header(path)
+        dtypes = sorted(
+            {str(v["dtype"]) for k, v in header.items() if k != "__metadata__"} - set(_STORED)
+        )
+    except Exception:  # the header is broken for us too: the error says enough
+        return ""
+    if not dtypes:
+        return ""
+    import safetensors
+
+    version = getattr(safetensors, "__version__", "unknown")
+    return (
+        f" (it holds dtypes {', '.join(dtypes)}; if this safetensors release, {version}, "
+        "predates one of them, upgrade it: pip install -U safetensors)"
+    )
+
+
 class _File:
     """One safetensors file: names, shapes and dtypes from its header, and
     tensors read one at a time.
@@ -116,7 +138,9 @@ class _File:
                 pass  # opening validates the header: offsets, sizes, dtypes
             self._data_start, header = _read_header(path)
         except (SafetensorError, OSError, ValueError) as e:
-            raise CheckpointError(f"{path} is not a readable safetensors file: {e}") from e
+            raise CheckpointError(
+                f"{path} is not a readable safetensors file: {e}{_newer_dtypes_hint(path)}"
+            ) from e
         header.pop("__metadata__", None)
         self._entries: dict[str, Any] = header
 

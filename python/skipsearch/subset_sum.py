@@ -72,8 +72,8 @@ _LATTICE_RESCALES = 4
 _LATTICE_MAX_DIM = 600
 #: The method step, and so the reason, when the optional lattice extra is absent.
 LATTICE_MISSING = (
-    "lattice: unavailable, fpylll is not installed (install the extra: "
-    "pip install 'skipsearch[lattice]')"
+    "lattice: unavailable, fpylll is not installed; install the extra with "
+    "pip install 'skipsearch[lattice]'"
 )
 #: Primes for the rank of ``[A | b]`` (products stay below 2^62).
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
@@ -191,7 +191,8 @@ def subset_sum(
     node_limit : int, optional
         Nodes before it stops with status ``"node_limit"``. Parallel
         lattice walkers count in batches, so ``nodes`` may pass it by up to
-        1024 per thread.
+        1024 per thread; Schroeppel-Shamir counts its list work in batches
+        of 2^14 per thread, plus the pairs of the residue in hand.
     threads : int, optional
         Worker threads (default: one per core). A search that runs to the
         end returns the same result at any thread count. With
