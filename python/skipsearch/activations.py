@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from skipsearch._core import erf as _core_erf
 
@@ -113,70 +114,71 @@ class Activation:
         return self.function(np.asarray(z, dtype=np.float64))
 
 
-def erf(z):
+def erf(z: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The error function, elementwise (from the Rust core's ``libm``, under one ulp)."""
     return _core_erf(np.asarray(z, dtype=np.float64, order="C"))
 
 
-def expit(z):
+def expit(z: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The logistic function ``1 / (1 + exp(-z))``, elementwise, without overflow.
 
     ``exp`` only ever sees ``-|z|``, so both tails keep their relative accuracy.
     """
-    z = np.asarray(z, dtype=np.float64)
-    e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    x = np.asarray(z, dtype=np.float64)
+    e = np.exp(-np.abs(x))
+    out: npt.NDArray[np.float64] = np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return out
 
 
-def _relu(z):
+def _relu(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.maximum(z, 0.0)
 
 
-def _gelu(z):
+def _gelu(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return 0.5 * z * (1.0 + erf(z / math.sqrt(2.0)))
 
 
-def _gelu_tanh(z):
+def _gelu_tanh(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z**3)))
 
 
-def _silu(z):
+def _silu(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return z * expit(z)
 
 
-def _quick_gelu(z):
+def _quick_gelu(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return z * expit(1.702 * z)
 
 
-def _softplus(z):
+def _softplus(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.logaddexp(0.0, z)
 
 
-def _hardswish(z):
+def _hardswish(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return z * np.clip(z + 3.0, 0.0, 6.0) / 6.0
 
 
-def _relu2(z):
+def _relu2(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.maximum(z, 0.0) ** 2
 
 
-def _hardtanh(z):
+def _hardtanh(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.clip(z, -1.0, 1.0)
 
 
-def _relu6(z):
+def _relu6(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.clip(z, 0.0, 6.0)
 
 
-def _elu(z):
+def _elu(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.where(z > 0, z, np.expm1(np.minimum(z, 0.0)))
 
 
-def _mish(z):
+def _mish(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return z * np.tanh(np.logaddexp(0.0, z))
 
 
-def _identity(z):
+def _identity(z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return z
 
 
@@ -192,7 +194,16 @@ _RULE_GELU = (
 _RULE_SUFFICIENT = "a flip set S proves absorbable; no S leaves it undecided"
 
 
-def _flip(name, fn, *, necessity, genericity, rule, c=1.0, c_lo=0.0):
+def _flip(
+    name: str,
+    fn: Callable[[np.ndarray], np.ndarray],
+    *,
+    necessity: str,
+    genericity: str,
+    rule: str,
+    c: float = 1.0,
+    c_lo: float = 0.0,
+) -> Activation:
     return Activation(
         name=name,
         kind=FLIP_LINEAR,

@@ -32,7 +32,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -447,10 +447,18 @@ def _lists(
     return out["solution"], out["stop"], int(out["nodes"]), int(out["memory_bytes"]), step
 
 
-def _lattice(A_full, b, time_limit, node_limit, threads, start):
+def _lattice(
+    A_full: IntArray,
+    b: IntArray,
+    time_limit: Optional[float],
+    node_limit: Optional[int],
+    threads: Optional[int],
+    start: float,
+) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
     try:
-        from fpylll import BKZ, LLL, IntegerMatrix
+        # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
+        from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return None, "incomplete", 0, 0, [LATTICE_MISSING]
 
@@ -459,7 +467,7 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
     where = np.asarray(where).reshape(-1)
     k, n = A.shape
-    steps = []
+    steps: list[str] = []
     if n < A_full.shape[1]:
         steps.append(f"lattice: {A_full.shape[1] - n} duplicate columns merged into bounded variables")
     bounds = np.append(c, 1).astype(np.int64)
@@ -467,7 +475,7 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     # Equations weighted so that any vector with a nonzero equation part is
     # longer than every admissible vector (squared norm at most radius_sq).
     scale = 2 ** int(math.ceil(math.log2(4 * radius_sq)))
-    rows = []
+    rows: list[list[int]] = []
     for j in range(n):
         rows.append([2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]])
     rows.append([int(v) for v in c] + [1] + [scale * int(v) for v in b])
@@ -503,7 +511,7 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
         return None, "incomplete", 0, 0, steps
     nodes = 0
 
-    def enumerate_kernel(cap):
+    def enumerate_kernel(cap: Optional[int]) -> tuple[Optional[UInt8Array], Optional[str], int]:
         # The enumeration is complete on any basis of the kernel lattice; a
         # better reduced basis only makes its tree smaller. Should BKZ mix
         # kernel vectors back with the others, the LLL kernel basis is used.
@@ -549,7 +557,7 @@ def _lattice(A_full, b, time_limit, node_limit, threads, start):
     return x, stop, nodes, memory, steps
 
 
-def _reduce(reduction, deadline) -> bool:
+def _reduce(reduction: Callable[[], object], deadline: Optional[float]) -> bool:
     """Run an fpylll reduction. With a deadline (a ``perf_counter`` time),
     on the main thread, a cysignals alarm stops it in time; returns False
     then (the basis is not used again). Elsewhere it runs to its end."""
@@ -559,7 +567,12 @@ def _reduce(reduction, deadline) -> bool:
     remaining = deadline - time.perf_counter()
     if remaining <= 0:
         return False
-    from cysignals.alarm import AlarmInterrupt, alarm, cancel_alarm
+    # cysignals ships no types: pyproject's mypy config ignores it, stubtest needs this.
+    from cysignals.alarm import (  # type: ignore[import-untyped, unused-ignore]
+        AlarmInterrupt,
+        alarm,
+        cancel_alarm,
+    )
 
     try:
         alarm(remaining)
@@ -571,7 +584,7 @@ def _reduce(reduction, deadline) -> bool:
     return True
 
 
-def _kernel_rows(basis, n) -> list:
+def _kernel_rows(basis: Any, n: int) -> list[list[int]]:
     """The nonzero rows of a reduced embedding basis whose equation part is
     zero, cut to their first ``n + 1`` coordinates (Python integers)."""
     rows = [[0] * basis.ncols for _ in range(basis.nrows)]
@@ -579,12 +592,12 @@ def _kernel_rows(basis, n) -> list:
     return [row[: n + 1] for row in rows if not any(row[n + 1 :]) and any(row[: n + 1])]
 
 
-def _fits_int64(rows) -> bool:
+def _fits_int64(rows: list[list[int]]) -> bool:
     """Whether every entry stays below 2^62 (room for the enumeration's sums)."""
     return all(abs(v) < 2**62 for row in rows for v in row)
 
 
-def _rank(M) -> int:
+def _rank(M: npt.ArrayLike) -> int:
     """The rank over the rationals of an integer matrix, from its rank
     modulo three primes below 2^31 (the largest; a rank modulo p is never
     above the rational one, and equals it unless p divides every nonzero
