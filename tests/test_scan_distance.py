@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import inspect
 import io
 import json
 
 import pytest
-
 import skipsearch
 from skipsearch import cli
 from skipsearch._scan import decide as decide_module
 from skipsearch.scan import BlockReport, scan
-from tests.test_scan import write_checkpoint
 
-CORE_HAS_DISTANCE = "distance" in inspect.signature(skipsearch.find_absorbing_subset).parameters
-needs_core_distance = pytest.mark.skipif(
-    not CORE_HAS_DISTANCE, reason="find_absorbing_subset has no distance= parameter yet"
-)
+from tests.test_scan import write_checkpoint
 
 
 @pytest.fixture
@@ -97,8 +91,18 @@ def test_distance_must_be_a_bool(ckpt, bad):
 
 def test_distance_kind_without_a_distance():
     report = BlockReport(
-        model="m", family="llama", block="mlp", layer=0, d=4, m=6, activation="swiglu",
-        norm="pre", scope="", verdict="not_absorbable", relaxation_distance=None, seconds=0.0,
+        model="m",
+        family="llama",
+        block="mlp",
+        layer=0,
+        d=4,
+        m=6,
+        activation="swiglu",
+        norm="pre",
+        scope="",
+        verdict="not_absorbable",
+        relaxation_distance=None,
+        seconds=0.0,
         reason="",
     )
     assert report.distance_kind is None and report.distance is None
@@ -108,8 +112,18 @@ def test_distance_kind_without_a_distance():
 
 def test_table_rounds_a_bound_down():
     base = dict(
-        model="m", family="bert", block="layer.0", layer=0, d=4, m=6, activation="gelu",
-        norm="post", scope="", verdict="not_absorbable", seconds=0.0, reason="",
+        model="m",
+        family="bert",
+        block="layer.0",
+        layer=0,
+        d=4,
+        m=6,
+        activation="gelu",
+        norm="post",
+        scope="",
+        verdict="not_absorbable",
+        seconds=0.0,
+        reason="",
     )
     bound = BlockReport(relaxation_distance=None, distance_bound=0.659996, **base)
     exact = BlockReport(relaxation_distance=0.69, distance_bound=0.66, **base)
@@ -174,7 +188,6 @@ def test_cli_distance_flags_exclude_each_other(ckpt, capsys):
 # -- the real core ---------------------------------------------------------------------------------
 
 
-@needs_core_distance
 def test_real_scan_without_distance_reports_the_bound(ckpt):
     exact = scan(ckpt, distance=True, progress=False)
     bound = scan(ckpt, distance=False, progress=False)
@@ -190,18 +203,9 @@ def test_real_scan_without_distance_reports_the_bound(ckpt):
     assert default[0].relaxation_distance == pytest.approx(exact[0].relaxation_distance, rel=1e-12)
 
 
-@needs_core_distance
 def test_real_cli_no_distance(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--json", "--no-distance")
     assert code == 0 and err == ""
     blocks = json.loads(out)["blocks"]
     assert [b["verdict"] for b in blocks] == ["not_absorbable", "absorbable"]
     assert blocks[0]["distance_kind"] == "bound"
-
-
-@pytest.mark.skipif(CORE_HAS_DISTANCE, reason="the core takes distance=")
-def test_distance_needs_a_core_that_takes_it(ckpt, capsys):
-    with pytest.raises(ValueError, match="rebuild"):
-        scan(ckpt, distance=False, progress=False)
-    code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-distance")
-    assert code == 2 and out == "" and "distance=False" in err

@@ -8,7 +8,6 @@ name, numbers), so process pools and ``dask.distributed`` can pickle it.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 from typing import Any, Optional, Union
 
@@ -29,19 +28,10 @@ def check_distance(distance: Optional[bool]) -> Optional[bool]:
     ------
     TypeError
         ``distance`` is not True, False or None.
-    ValueError
-        ``distance`` is True or False but the installed
-        ``find_absorbing_subset`` has no ``distance`` parameter.
     """
     if distance is not None and not isinstance(distance, (bool, np.bool_)):
         raise TypeError(f"distance must be True, False or None, got {distance!r}")
     distance = None if distance is None else bool(distance)
-    if distance is not None and "distance" not in inspect.signature(find_absorbing_subset).parameters:
-        raise ValueError(
-            f"distance={distance} needs a find_absorbing_subset that takes distance=, and this "
-            "build of skipsearch has none; rebuild it from the source tree, or leave distance "
-            "at None (the exact distance, as far as it is computed)"
-        )
     return distance
 
 
