@@ -27,12 +27,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import instances  # noqa: E402
 import numpy as np  # noqa: E402
-
 import skipsearch  # noqa: E402
 from skipsearch import baseline  # noqa: E402
-
-import instances  # noqa: E402
 
 
 def best_of(fn, repeat: int, budget: float = 0.25, cap: int = 200):
@@ -55,26 +53,35 @@ def best_of(fn, repeat: int, budget: float = 0.25, cap: int = 200):
 
 def search_table(repeat: int) -> None:
     act = instances.SEARCH_ACTIVATION
-    print("Flip-set search (d = 2 integer weights, relaxation distance ~1e-16, "
-          f"activation {act}; best of {repeat})")
-    header = (f"{'m':>3}  {'instance':<10}  {'verdict':<15}  {'rust s':>10}  {'baseline s':>10}  "
-              f"{'ratio b/r':>9}  {'core s':>9}  {'rust nodes':>10}  {'base nodes':>10}")
+    print(
+        "Flip-set search (d = 2 integer weights, relaxation distance ~1e-16, "
+        f"activation {act}; best of {repeat})"
+    )
+    header = (
+        f"{'m':>3}  {'instance':<10}  {'verdict':<15}  {'rust s':>10}  {'baseline s':>10}  "
+        f"{'ratio b/r':>9}  {'core s':>9}  {'rust nodes':>10}  {'base nodes':>10}"
+    )
     print(header)
     print("-" * len(header))
     for inst in instances.search_instances():
-        def rust():
+
+        def rust(inst=inst):
             return skipsearch.find_absorbing_subset(inst.W_up, inst.W_down, activation=act)
 
-        def base():
+        def base(inst=inst):
             return baseline.find_absorbing_subset(inst.W_up, inst.W_down, activation=act)
 
         tr, cr, r = best_of(rust, repeat)
         tb, _, b = best_of(base, repeat)
         if not (r.verdict == b.verdict == inst.expected):
-            raise SystemExit(f"{inst.name}: rust says {r.verdict}, baseline says {b.verdict}, "
-                             f"expected {inst.expected}")
-        print(f"{inst.m:>3}  {inst.kind:<10}  {r.verdict:<15}  {tr:>10.5f}  {tb:>10.5f}  "
-              f"{tb / tr:>9.1f}  {cr:>9.6f}  {r.stats.nodes:>10}  {b.stats.nodes:>10}")
+            raise SystemExit(
+                f"{inst.name}: rust says {r.verdict}, baseline says {b.verdict}, "
+                f"expected {inst.expected}"
+            )
+        print(
+            f"{inst.m:>3}  {inst.kind:<10}  {r.verdict:<15}  {tr:>10.5f}  {tb:>10.5f}  "
+            f"{tb / tr:>9.1f}  {cr:>9.6f}  {r.stats.nodes:>10}  {b.stats.nodes:>10}"
+        )
     print("core s: the Rust core's own time (best stats.seconds); rust s is the wall time of the")
     print("Python call, which includes input validation and the binding's wait for the worker.")
     print()
@@ -84,26 +91,38 @@ def relaxation_table(repeat: int) -> None:
     W_up, W_down = instances.relaxation_block()
     d, m = W_down.shape
     act = instances.RELAX_ACTIVATION
-    print(f"Relaxation (d = {d}, m = {m}, Gaussian float64 / sqrt(d), identity skip, "
-          f"activation {act}; best of {repeat})")
+    print(
+        f"Relaxation (d = {d}, m = {m}, Gaussian float64 / sqrt(d), identity skip, "
+        f"activation {act}; best of {repeat})"
+    )
     tn, _, dn = best_of(lambda: instances.numpy_relaxation(W_up, W_down), repeat)
-    header = (f"{'backend':<20}  {'seconds':>9}  {'numpy s':>9}  {'ratio n/r':>9}  "
-              f"{'core s':>9}  {'distance':>20}  {'rel. diff':>9}")
+    header = (
+        f"{'backend':<20}  {'seconds':>9}  {'numpy s':>9}  {'ratio n/r':>9}  "
+        f"{'core s':>9}  {'distance':>20}  {'rel. diff':>9}"
+    )
     print(header)
     print("-" * len(header))
     for threads in (None, 1):
         tr, cr, r = best_of(
-            lambda: skipsearch.find_absorbing_subset(W_up, W_down, activation=act, threads=threads),
+            lambda threads=threads: skipsearch.find_absorbing_subset(
+                W_up, W_down, activation=act, threads=threads
+            ),
             repeat,
         )
         if r.argument != "certificate":
-            raise SystemExit(f"rust (threads={threads}) ended with {r.argument}, not the certificate")
+            raise SystemExit(
+                f"rust (threads={threads}) ended with {r.argument}, not the certificate"
+            )
         diff = abs(r.relaxation_distance - dn) / abs(dn)
         if diff > 1e-6:
             raise SystemExit(f"rust distance {r.relaxation_distance} != numpy distance {dn}")
-        print(f"{'rust threads=' + str(threads):<20}  {tr:>9.4f}  {tn:>9.4f}  {tn / tr:>9.2f}  "
-              f"{cr:>9.4f}  {r.relaxation_distance:>20.16f}  {diff:>9.1e}")
-    print(f"{'numpy (cho_solve)':<20}  {tn:>9.4f}  {tn:>9.4f}  {1.0:>9.2f}  {'':>9}  {dn:>20.16f}  {'':>9}")
+        print(
+            f"{'rust threads=' + str(threads):<20}  {tr:>9.4f}  {tn:>9.4f}  {tn / tr:>9.2f}  "
+            f"{cr:>9.4f}  {r.relaxation_distance:>20.16f}  {diff:>9.1e}"
+        )
+    print(
+        f"{'numpy (cho_solve)':<20}  {tn:>9.4f}  {tn:>9.4f}  {1.0:>9.2f}  {'':>9}  {dn:>20.16f}  {'':>9}"
+    )
     print("The Rust call also validates the inputs, runs the genericity check (an m x m Gram")
     print("of W_up) and returns the d x d certificate; numpy does the bare Gram solve.")
     print()
@@ -114,9 +133,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
     args = parser.parse_args()
     blas = {k: os.environ.get(k, "<unset>") for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    print(f"skipsearch {skipsearch.__version__}, numpy {np.__version__}, "
-          f"Python {platform.python_version()}, {os.cpu_count()} cores, "
-          + ", ".join(f"{k}={v}" for k, v in blas.items()))
+    print(
+        f"skipsearch {skipsearch.__version__}, numpy {np.__version__}, "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, "
+        + ", ".join(f"{k}={v}" for k, v in blas.items())
+    )
     print()
     search_table(args.repeat)
     relaxation_table(args.repeat)

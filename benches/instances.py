@@ -112,8 +112,12 @@ def planted(m: int, seed: int | None = None) -> Instance:
         W_down[:, [a, b]] = V
         assert (W_down[:, S] @ W_up[S] == -np.eye(2)).all()
         return Instance(
-            "planted", m, W_up.astype(np.float64), W_down.astype(np.float64),
-            "absorbable", tuple(int(i) for i in S),
+            "planted",
+            m,
+            W_up.astype(np.float64),
+            W_down.astype(np.float64),
+            "absorbable",
+            tuple(int(i) for i in S),
         )
 
 
@@ -124,7 +128,10 @@ def infeasible(m: int, seed: int | None = None) -> Instance:
     W_up = _w_up(rng, m)
     W_down = 2 * rng.choice(np.array([-1, 1]), size=(2, m))
     return Instance(
-        "infeasible", m, W_up.astype(np.float64), W_down.astype(np.float64),
+        "infeasible",
+        m,
+        W_up.astype(np.float64),
+        W_down.astype(np.float64),
         "not_absorbable",
     )
 
@@ -149,8 +156,9 @@ def relaxation_block(d: int = RELAX_D, m: int = RELAX_M, seed: int = RELAX_SEED)
     return W_up, W_down
 
 
-def numpy_relaxation(W_up: np.ndarray, W_down: np.ndarray, A: np.ndarray | None = None,
-                     c: float = 1.0) -> float:
+def numpy_relaxation(
+    W_up: np.ndarray, W_down: np.ndarray, A: np.ndarray | None = None, c: float = 1.0
+) -> float:
     """Relaxation distance ``||Y||_F / ||A||_F`` by the Gram normal equations.
 
     Minimises ``||c W_down diag(s) W_up + A||_F`` over real ``s``:

@@ -71,12 +71,12 @@ KINDS = ("trained", "hard")
 RUNS = ("numpy", "exact", "verdict")
 MINILM_LAYERS = 6
 SEED = 10
-HARD_ALIGNMENT = -1.2          # sum_i v_i . u_i ~ HARD_ALIGNMENT * d
-CRASH_GRAM_BYTES = 2 ** 31     # numpy/scipy's syrk and Cholesky segfault from here on
-ONCE_SECONDS = 60.0            # a call slower than this is not repeated
-OVERHEAD = 512 * 2 ** 20       # interpreter, numpy, scipy, skipsearch, BLAS buffers
-MB = 2 ** 20
-GB = 2 ** 30
+HARD_ALIGNMENT = -1.2  # sum_i v_i . u_i ~ HARD_ALIGNMENT * d
+CRASH_GRAM_BYTES = 2**31  # numpy/scipy's syrk and Cholesky segfault from here on
+ONCE_SECONDS = 60.0  # a call slower than this is not repeated
+OVERHEAD = 512 * 2**20  # interpreter, numpy, scipy, skipsearch, BLAS buffers
+MB = 2**20
+GB = 2**30
 
 
 # ---------------------------------------------------------------- the child
@@ -110,7 +110,7 @@ def synthetic_block(d: int, m: int, kind: str):
     if kind == "hard":
         coef = HARD_ALIGNMENT * d / m
         for j in range(0, m, 1024):
-            W_down[:, j:j + 1024] += coef * W_up[j:j + 1024].T
+            W_down[:, j : j + 1024] += coef * W_up[j : j + 1024].T
     return W_up, W_down
 
 
@@ -203,6 +203,7 @@ def child(spec: dict) -> None:
     """Build the block, run one measurement and append JSON records (phases,
     then the result) to ``spec["out"]``."""
     with open(spec["out"], "a") as log:
+
         def record(**fields):
             log.write(json.dumps(fields) + "\n")
             log.flush()
@@ -258,8 +259,9 @@ def measure(spec: dict, record) -> None:
         best, result, runs = min(best, elapsed), out, runs + 1
         if elapsed > ONCE_SECONDS:
             break
-    record(done=True, seconds=best, runs=runs, result=result, **extra,
-           max_rss_self=_max_rss_bytes())
+    record(
+        done=True, seconds=best, runs=runs, result=result, **extra, max_rss_self=_max_rss_bytes()
+    )
 
 
 # --------------------------------------------------------------- the parent
@@ -270,10 +272,10 @@ def estimate_bytes(d: int, m: int, run: str, gram_only: bool) -> int:
     arrays, and a fixed allowance for the interpreter and libraries."""
     weights = 2 * 8 * m * d
     if run == "numpy":
-        if gram_only:           # one factor at a time at the least
+        if gram_only:  # one factor at a time at the least
             return OVERHEAD + weights + 8 * m * m + 8 * m * d
         return OVERHEAD + weights + 3 * 8 * m * m + 8 * m * d
-    if run == "exact":          # the core's own estimate of its Gram path
+    if run == "exact":  # the core's own estimate of its Gram path
         return OVERHEAD + weights + 16 * m * m
     return OVERHEAD + 2 * weights + 4 * 8 * d * d
 
@@ -294,7 +296,9 @@ def run_child(spec: dict, timeout: float) -> dict:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
             start, delay, timed_out = time.monotonic(), 0.01, False
             try:
@@ -309,7 +313,7 @@ def run_child(spec: dict, timeout: float) -> dict:
                         break
                     time.sleep(delay)
                     delay = min(delay * 1.5, 0.25)
-            except BaseException:       # Ctrl-C: take the child down too
+            except BaseException:  # Ctrl-C: take the child down too
                 proc.kill()
                 os.wait4(proc.pid, 0)
                 proc.returncode = -signal.SIGKILL
@@ -371,10 +375,12 @@ def _openblas_runtime() -> list:
     try:
         import threadpoolctl
 
-        return [f"{p.get('internal_api')} {p.get('version')} "
-                f"({os.path.basename(p.get('filepath', '?'))}): "
-                f"{p.get('architecture')}, {p.get('num_threads')} threads"
-                for p in threadpoolctl.threadpool_info()]
+        return [
+            f"{p.get('internal_api')} {p.get('version')} "
+            f"({os.path.basename(p.get('filepath', '?'))}): "
+            f"{p.get('architecture')}, {p.get('num_threads')} threads"
+            for p in threadpoolctl.threadpool_info()
+        ]
     except ImportError:
         pass
     libs, out = [], []
@@ -394,8 +400,10 @@ def _openblas_runtime() -> list:
                         fn.restype = ctypes.c_int if what == "get_num_threads" else ctypes.c_char_p
                         value = fn()
                         found[what] = value.decode() if isinstance(value, bytes) else value
-        out.append(f"{os.path.basename(path)}: core {found.get('get_corename', '?')}, "
-                   f"{found.get('get_num_threads', '?')} threads, {found.get('get_config', '?')}")
+        out.append(
+            f"{os.path.basename(path)}: core {found.get('get_corename', '?')}, "
+            f"{found.get('get_num_threads', '?')} threads, {found.get('get_config', '?')}"
+        )
     return out
 
 
@@ -410,14 +418,21 @@ def machine() -> dict:
         try:
             deps = module.show_config(mode="dicts")["Build Dependencies"]["blas"]
             return f"{deps.get('name')} {deps.get('version')}"
-        except (TypeError, KeyError, AttributeError):   # no mode="dicts" (old versions)
+        except (TypeError, KeyError, AttributeError):  # no mode="dicts" (old versions)
             return "unknown"
 
     mem = _read_meminfo()
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=os.path.dirname(os.path.abspath(__file__)),
-                                check=False).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                cwd=os.path.dirname(os.path.abspath(__file__)),
+                check=False,
+            ).stdout.strip()
+            or None
+        )
     except OSError:
         commit = None
     return {
@@ -427,15 +442,23 @@ def machine() -> dict:
         "memory_total": mem.get("MemTotal"),
         "memory_available": mem.get("MemAvailable"),
         "load_average": open("/proc/loadavg").read().split()[:3]
-        if os.path.exists("/proc/loadavg") else None,
+        if os.path.exists("/proc/loadavg")
+        else None,
         "kernel": platform.release(),
         "python": platform.python_version(),
         "numpy": f"{np.__version__} ({blas(np)})",
         "scipy": f"{scipy.__version__} ({blas(scipy)})",
         "openblas_runtime": _openblas_runtime(),
         "skipsearch": f"{skipsearch.__version__}" + (f" (git {commit})" if commit else ""),
-        "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                               "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")},
+        "env": {
+            k: os.environ.get(k)
+            for k in (
+                "OPENBLAS_CORETYPE",
+                "OPENBLAS_L2_SIZE",
+                "OPENBLAS_NUM_THREADS",
+                "OMP_NUM_THREADS",
+            )
+        },
     }
 
 
@@ -445,14 +468,26 @@ def print_machine(info: dict, markdown: bool) -> None:
 
     lines = [
         ("CPU", f"{info['cpu']}, {info['cores']} cores ({info['cores_usable']} usable)"),
-        ("memory", (f"{gb(info['memory_total'])} ({gb(info['memory_available'])} available "
-                    f"at start), load average {' '.join(info['load_average'] or ['?'])}")),
-        ("software", (f"Linux {info['kernel']}, Python {info['python']}, "
-                      f"numpy {info['numpy']}, scipy {info['scipy']}, "
-                      f"skipsearch {info['skipsearch']}")),
+        (
+            "memory",
+            (
+                f"{gb(info['memory_total'])} ({gb(info['memory_available'])} available "
+                f"at start), load average {' '.join(info['load_average'] or ['?'])}"
+            ),
+        ),
+        (
+            "software",
+            (
+                f"Linux {info['kernel']}, Python {info['python']}, "
+                f"numpy {info['numpy']}, scipy {info['scipy']}, "
+                f"skipsearch {info['skipsearch']}"
+            ),
+        ),
         ("OpenBLAS at run time", "; ".join(info["openblas_runtime"]) or "not found"),
-        ("environment", ", ".join(f"{k}={v if v is not None else '<unset>'}"
-                                  for k, v in info["env"].items())),
+        (
+            "environment",
+            ", ".join(f"{k}={v if v is not None else '<unset>'}" for k, v in info["env"].items()),
+        ),
     ]
     for key, value in lines:
         print(f"- **{key}**: {value}" if markdown else f"{key}: {value}")
@@ -483,8 +518,10 @@ def result_text(rec: dict) -> str:
     r = rec["result"]
     if rec["run"] == "numpy":
         if rec.get("gram_only"):
-            text = (f"Gram factors only: {_seconds(rec['seconds_down'])} s + "
-                    f"{_seconds(rec['seconds_up'])} s")
+            text = (
+                f"Gram factors only: {_seconds(rec['seconds_down'])} s + "
+                f"{_seconds(rec['seconds_up'])} s"
+            )
             if rec.get("seconds_product") is not None:
                 text += f", product {_seconds(rec['seconds_product'])} s"
             return text + " (no Cholesky¹)"
@@ -493,8 +530,9 @@ def result_text(rec: dict) -> str:
     if rec["run"] == "exact":
         return f"{text}, distance {_num(r['relaxation_distance'])}"
     steps = r["krylov_steps"]
-    return (f"{text}, bound ≥ {_num(r['distance_bound'], 6)}, {' → '.join(r['method'])}"
-            + (f", {steps} CG step{'s' if steps != 1 else ''}" if steps else ""))
+    return f"{text}, bound ≥ {_num(r['distance_bound'], 6)}, {' → '.join(r['method'])}" + (
+        f", {steps} CG step{'s' if steps != 1 else ''}" if steps else ""
+    )
 
 
 def agreement(rec: dict, numpy_rec, exact_rec) -> str:
@@ -515,8 +553,10 @@ def agreement(rec: dict, numpy_rec, exact_rec) -> str:
 
 def print_table(records: list) -> None:
     by_key = {(r["group"], r["kind"], r["run"]): r for r in records}
-    print("| d × m | block | run | seconds | peak MB | above weights MB | result "
-          "| time ÷ numpy | peak ÷ numpy | above ÷ numpy | agreement |")
+    print(
+        "| d × m | block | run | seconds | peak MB | above weights MB | result "
+        "| time ÷ numpy | peak ÷ numpy | above ÷ numpy | agreement |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for rec in records:
         numpy_rec = by_key.get((rec["group"], rec["kind"], "numpy"))
@@ -528,7 +568,9 @@ def print_table(records: list) -> None:
         n_peak = numpy_rec.get("peak") if base_ok else None
         n_above = (n_peak - numpy_rec["rss_weights"]) if n_peak else None
         cells = [
-            rec["group"], rec["kind"], rec["run"],
+            rec["group"],
+            rec["kind"],
+            rec["run"],
             _seconds(rec.get("seconds")) if ok else "—",
             f"{peak / MB:.0f}" if peak else "—",
             f"{above / MB:.0f}" if above is not None else "—",
@@ -545,25 +587,34 @@ def minilm_totals(records: list) -> list:
     """One row per run over the MiniLM layers: total seconds, largest peak,
     the verdicts, and for ``verdict`` how many agree with ``exact``."""
     layers = [r for r in records if r["layer"] is not None]
-    exact = {r["layer"]: r["result"]["verdict"] for r in layers
-             if r["run"] == "exact" and r["state"] == "ok"}
+    exact = {
+        r["layer"]: r["result"]["verdict"]
+        for r in layers
+        if r["run"] == "exact" and r["state"] == "ok"
+    }
     rows = []
     for run in RUNS:
         recs = [r for r in layers if r["run"] == run]
         if not recs:
             continue
         ok = [r for r in recs if r["state"] == "ok"]
-        row = {"run": run, "layers": len(recs), "ok": len(ok),
-               "seconds": sum(r["seconds"] for r in ok) if len(ok) == len(recs) else None,
-               "peak": max((r["peak"] for r in ok), default=None), "verdicts": {},
-               "same_as_exact": None}
+        row = {
+            "run": run,
+            "layers": len(recs),
+            "ok": len(ok),
+            "seconds": sum(r["seconds"] for r in ok) if len(ok) == len(recs) else None,
+            "peak": max((r["peak"] for r in ok), default=None),
+            "verdicts": {},
+            "same_as_exact": None,
+        }
         for r in ok:
             if run != "numpy":
                 v = r["result"]["verdict"]
                 row["verdicts"][v] = row["verdicts"].get(v, 0) + 1
         if run == "verdict":
-            row["same_as_exact"] = sum(r["result"]["verdict"] == exact[r["layer"]]
-                                       for r in ok if r["layer"] in exact)
+            row["same_as_exact"] = sum(
+                r["result"]["verdict"] == exact[r["layer"]] for r in ok if r["layer"] in exact
+            )
         rows.append(row)
     return rows
 
@@ -581,12 +632,25 @@ def print_minilm_totals(rows: list, exact_layers: int) -> None:
         if row["same_as_exact"] is not None and exact_layers:
             agree = f"{row['same_as_exact']} of {exact_layers} verdicts as exact"
         use = base if base is not None and row is not base else None
-        print("| " + " | ".join([
-            "384x1536", f"MiniLM, {row['layers']} layers", row["run"],
-            _seconds(row["seconds"]), f"{row['peak'] / MB:.0f}" if row["peak"] else "—", "—",
-            text, _ratio(row["seconds"], use["seconds"]) if use else "—",
-            _ratio(row["peak"], use["peak"]) if use else "—", "—", agree,
-        ]) + " |")
+        print(
+            "| "
+            + " | ".join(
+                [
+                    "384x1536",
+                    f"MiniLM, {row['layers']} layers",
+                    row["run"],
+                    _seconds(row["seconds"]),
+                    f"{row['peak'] / MB:.0f}" if row["peak"] else "—",
+                    "—",
+                    text,
+                    _ratio(row["seconds"], use["seconds"]) if use else "—",
+                    _ratio(row["peak"], use["peak"]) if use else "—",
+                    "—",
+                    agree,
+                ]
+            )
+            + " |"
+        )
 
 
 def parse_shapes(text: str) -> list:
@@ -603,8 +667,9 @@ def parse_list(text: str, allowed: tuple, what: str) -> list:
     items = [t.strip() for t in text.split(",") if t.strip()]
     bad = [t for t in items if t not in allowed]
     if bad:
-        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(bad)}; "
-                                         f"choose from {', '.join(allowed)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {', '.join(bad)}; choose from {', '.join(allowed)}"
+        )
     return items
 
 
@@ -614,35 +679,67 @@ def plan(args) -> list:
     for d, m in args.shapes:
         for kind in args.kinds:
             for run in args.runs:
-                jobs.append({"group": f"{d}x{m}", "kind": kind, "run": run, "d": d, "m": m,
-                             "layer": None})
+                jobs.append(
+                    {"group": f"{d}x{m}", "kind": kind, "run": run, "d": d, "m": m, "layer": None}
+                )
     if args.minilm:
         for layer in range(MINILM_LAYERS):
             for run in args.runs:
-                jobs.append({"group": "384x1536", "kind": f"MiniLM L{layer}", "run": run,
-                             "d": 384, "m": 1536, "layer": layer})
+                jobs.append(
+                    {
+                        "group": "384x1536",
+                        "kind": f"MiniLM L{layer}",
+                        "run": run,
+                        "d": 384,
+                        "m": 1536,
+                        "layer": layer,
+                    }
+                )
     return jobs
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", type=parse_shapes, default=None,
-                        help="comma-separated DxM, or 'all' (default: all up to 1600x6400)")
-    parser.add_argument("--kinds", type=lambda t: parse_list(t, KINDS, "kind"),
-                        default=list(KINDS), help="trained,hard")
-    parser.add_argument("--runs", type=lambda t: parse_list(t, RUNS, "run"),
-                        default=list(RUNS), help="numpy,exact,verdict")
-    parser.add_argument("--minilm", action="store_true",
-                        help="the 6 MiniLM layers (default when --shapes is not given)")
+    parser.add_argument(
+        "--shapes",
+        type=parse_shapes,
+        default=None,
+        help="comma-separated DxM, or 'all' (default: all up to 1600x6400)",
+    )
+    parser.add_argument(
+        "--kinds",
+        type=lambda t: parse_list(t, KINDS, "kind"),
+        default=list(KINDS),
+        help="trained,hard",
+    )
+    parser.add_argument(
+        "--runs",
+        type=lambda t: parse_list(t, RUNS, "run"),
+        default=list(RUNS),
+        help="numpy,exact,verdict",
+    )
+    parser.add_argument(
+        "--minilm",
+        action="store_true",
+        help="the 6 MiniLM layers (default when --shapes is not given)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per call, best kept")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
-    parser.add_argument("--memory-gb", type=float, default=None,
-                        help="skip runs estimated above this (default: 90%% of MemAvailable)")
-    parser.add_argument("--numpy-full", action="store_true",
-                        help="full numpy baseline even where its Gram has 2^31 bytes or more")
+    parser.add_argument(
+        "--memory-gb",
+        type=float,
+        default=None,
+        help="skip runs estimated above this (default: 90%% of MemAvailable)",
+    )
+    parser.add_argument(
+        "--numpy-full",
+        action="store_true",
+        help="full numpy baseline even where its Gram has 2^31 bytes or more",
+    )
     parser.add_argument("--json", metavar="FILE", help="write machine and records as JSON")
-    parser.add_argument("--markdown", action="store_true",
-                        help="machine description as a Markdown list")
+    parser.add_argument(
+        "--markdown", action="store_true", help="machine description as a Markdown list"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -663,47 +760,72 @@ def main(argv=None) -> int:
     records = []
     for n, job in enumerate(jobs, 1):
         d, m = job["d"], job["m"]
-        gram_only = (job["run"] == "numpy" and 8 * m * m >= CRASH_GRAM_BYTES
-                     and not args.numpy_full)
+        gram_only = job["run"] == "numpy" and 8 * m * m >= CRASH_GRAM_BYTES and not args.numpy_full
         need = estimate_bytes(d, m, job["run"], gram_only)
         rec = dict(job, gram_only=gram_only, estimate=need)
         if need > budget:
             rec["state"] = "skipped"
-            rec["why"] = (f"skipped: needs about {need / GB:.1f} GB, budget {budget / GB:.1f} GB"
-                          " (--memory-gb)")
+            rec["why"] = (
+                f"skipped: needs about {need / GB:.1f} GB, budget {budget / GB:.1f} GB"
+                " (--memory-gb)"
+            )
         else:
             spec = dict(job, repeat=args.repeat, budget=budget, gram_only=gram_only)
             rec.update(run_child(spec, args.timeout))
         records.append(rec)
-        summary = (f"{_seconds(rec.get('seconds'))} s, peak {rec['peak'] / MB:.0f} MB"
-                   if rec["state"] == "ok" else rec["why"])
+        summary = (
+            f"{_seconds(rec.get('seconds'))} s, peak {rec['peak'] / MB:.0f} MB"
+            if rec["state"] == "ok"
+            else rec["why"]
+        )
         detail = result_text(rec) if rec["state"] == "ok" else ""
-        print(f"[{n}/{len(jobs)}] {job['group']} {job['kind']} {job['run']}: {summary}"
-              + (f"; {detail}" if detail else ""), file=sys.stderr, flush=True)
+        print(
+            f"[{n}/{len(jobs)}] {job['group']} {job['kind']} {job['run']}: {summary}"
+            + (f"; {detail}" if detail else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
     print_table(records)
     totals = minilm_totals(records)
-    print_minilm_totals(totals, sum(r["layer"] is not None and r["run"] == "exact"
-                                    and r["state"] == "ok" for r in records))
+    print_minilm_totals(
+        totals,
+        sum(r["layer"] is not None and r["run"] == "exact" and r["state"] == "ok" for r in records),
+    )
     print()
-    calls = "one call" if args.repeat == 1 else (
-        f"the best of {args.repeat} calls (one when a call takes over {ONCE_SECONDS:.0f} s)")
-    print(f"Each run is a process of its own; seconds are {calls}, weights built beforehand. "
-          "Peak MB is the process's maximum RSS; above weights subtracts the RSS right after "
-          "the weights were built (imports included). Ratios above 1× mean skipsearch took "
-          "longer or more memory than numpy.")
+    calls = (
+        "one call"
+        if args.repeat == 1
+        else (f"the best of {args.repeat} calls (one when a call takes over {ONCE_SECONDS:.0f} s)")
+    )
+    print(
+        f"Each run is a process of its own; seconds are {calls}, weights built beforehand. "
+        "Peak MB is the process's maximum RSS; above weights subtracts the RSS right after "
+        "the weights were built (imports included). Ratios above 1× mean skipsearch took "
+        "longer or more memory than numpy."
+    )
     if any(r.get("gram_only") and r["state"] != "skipped" for r in records):
         print()
-        print("¹ From m = 16384 the Gram matrix has 2^31 bytes or more, and numpy's syrk "
-              "(`W_down.T @ W_down`), `np.linalg.cholesky` and `scipy.linalg.cho_factor` "
-              "segfault in the OpenBLAS that the numpy and scipy wheels bundle (numpy/numpy#19685,"
-              " OpenMathLib/OpenBLAS#352). The numpy row there is the two Gram factors through "
-              "the GEMM path (`W_down.T @ W_down.copy()`, `W_up @ W_up.T.copy()`), their product "
-              "only when both fit the memory budget, and its seconds are the two factors'.")
+        print(
+            "¹ From m = 16384 the Gram matrix has 2^31 bytes or more, and numpy's syrk "
+            "(`W_down.T @ W_down`), `np.linalg.cholesky` and `scipy.linalg.cho_factor` "
+            "segfault in the OpenBLAS that the numpy and scipy wheels bundle (numpy/numpy#19685,"
+            " OpenMathLib/OpenBLAS#352). The numpy row there is the two Gram factors through "
+            "the GEMM path (`W_down.T @ W_down.copy()`, `W_up @ W_up.T.copy()`), their product "
+            "only when both fit the memory budget, and its seconds are the two factors'."
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": info, "args": vars(args) | {"shapes": args.shapes},
-                       "records": records, "minilm_totals": totals}, f, indent=1)
+            json.dump(
+                {
+                    "machine": info,
+                    "args": vars(args) | {"shapes": args.shapes},
+                    "records": records,
+                    "minilm_totals": totals,
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from families import absorption_int, absorption_split, market_split  # noqa: E402
-
 import skipsearch  # noqa: E402
+from families import absorption_int, absorption_split, market_split  # noqa: E402
 
 
 def run_skipsearch(A, b, limit):
@@ -112,14 +111,18 @@ def instances(args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--families", nargs="+", default=["MS", "MSP", "ABS", "SPLIT"])
     p.add_argument("--ks", nargs="+", type=int, default=[3, 4, 5, 6, 7])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--time-limit", type=float, default=300.0)
     p.add_argument("--solvers", nargs="+", default=list(SOLVERS))
     args = p.parse_args()
-    print(f"skipsearch {skipsearch.__version__}, {os.cpu_count()} cores, limit {args.time_limit:g} s")
+    print(
+        f"skipsearch {skipsearch.__version__}, {os.cpu_count()} cores, limit {args.time_limit:g} s"
+    )
     head = f"{'family':<18}{'inst':<5}{'n':>4}" + "".join(f"{s:>20}" for s in args.solvers)
     ratios = {s: {} for s in args.solvers if s != "skipsearch"}
     print(head + "".join(f"{'ratio ' + s:>14}" for s in ratios))
@@ -135,7 +138,9 @@ def main():
             for name in ratios:
                 other = times[name][1]
                 r = other / ours if other == other and ours > 0 else float("nan")
-                ratios[name].setdefault(family.split("(")[0] + "(" + family.split("(")[1], []).append(r)
+                ratios[name].setdefault(
+                    family.split("(")[0] + "(" + family.split("(")[1], []
+                ).append(r)
                 line += f"{r:>14.1f}" if r == r else f"{'n/a':>14}"
         print(line, flush=True)
     print("\nmedian ratio (solver time / skipsearch time; timeouts count at the limit)")

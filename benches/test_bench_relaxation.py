@@ -15,11 +15,9 @@ Run with ``pytest benches/test_bench_relaxation.py --benchmark-only``.
 
 from __future__ import annotations
 
-import pytest
-
-import skipsearch
-
 import instances
+import pytest
+import skipsearch
 
 GROUP = f"relaxation d={instances.RELAX_D} m={instances.RELAX_M}"
 ROUNDS = 5

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import functools
 
+import instances
 import pytest
-
 import skipsearch
 from skipsearch import baseline
-
-import instances
 
 KINDS = ("planted", "infeasible")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def instance(kind: str, m: int) -> instances.Instance:
     return getattr(instances, kind)(m)
 
@@ -41,7 +39,7 @@ def run_baseline(inst: instances.Instance):
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(kind: str, m: int):
     """Both backends' results on one instance, checked against each other."""
     inst = instance(kind, m)
@@ -90,7 +88,9 @@ def test_search_baseline(benchmark, kind, m):
     rust, _ = reference(kind, m)
     if m >= 20:
         # Slow: a few rounds only.
-        result = benchmark.pedantic(run_baseline, args=(inst,), rounds=3, iterations=1, warmup_rounds=0)
+        result = benchmark.pedantic(
+            run_baseline, args=(inst,), rounds=3, iterations=1, warmup_rounds=0
+        )
     else:
         result = benchmark(run_baseline, inst)
     check_pair(inst, rust, result)

@@ -65,10 +65,8 @@ def interrupt(setup: str, call: str, wait: float = 0.5):
     import textwrap
     import time
 
-    script = (
-        textwrap.dedent(setup)
-        + textwrap.dedent(
-            f"""
+    script = textwrap.dedent(setup) + textwrap.dedent(
+        f"""
             import sys
             print("started", flush=True)
             try:
@@ -78,7 +76,6 @@ def interrupt(setup: str, call: str, wait: float = 0.5):
                 sys.exit(3)
             print("finished", flush=True)
             """
-        )
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -103,7 +100,11 @@ def write_bf16_safetensors(path, tensors: dict) -> None:
     for key, value in tensors.items():
         bits = np.ascontiguousarray(value, dtype=np.float32).view(np.uint32)
         blob = (bits >> 16).astype("<u2").tobytes()
-        header[key] = {"dtype": "BF16", "shape": list(np.shape(value)), "data_offsets": [offset, offset + len(blob)]}
+        header[key] = {
+            "dtype": "BF16",
+            "shape": list(np.shape(value)),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     raw = json.dumps(header).encode()

@@ -16,9 +16,10 @@ here uses floating point, numpy's linear algebra or skipsearch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 

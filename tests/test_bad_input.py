@@ -3,11 +3,8 @@ quantized checkpoints, a stale compiled core, a source tree without one."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import textwrap
@@ -16,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import skipsearch
 from skipsearch import baseline, find_absorbing_subset
 
@@ -73,7 +69,9 @@ def test_masked_biases_gate_and_certificate_are_refused():
     with pytest.raises(TypeError, match="b_down has masked entries"):
         find_absorbing_subset(eye, -eye, b_down=[1.0, np.ma.masked])
     with pytest.raises(TypeError, match="W_gate has masked entries"):
-        find_absorbing_subset(eye, -eye, W_gate=MASKED["list of masked arrays"], activation="swiglu")
+        find_absorbing_subset(
+            eye, -eye, W_gate=MASKED["list of masked arrays"], activation="swiglu"
+        )
     with pytest.raises(TypeError, match="certificate has masked entries"):
         skipsearch.check_certificate(MASKED["list of masked arrays"], eye, -eye)
     with pytest.raises(TypeError, match="W_up has masked entries"):
@@ -160,8 +158,15 @@ def reload_with_core(monkeypatch):
     assert skipsearch._core.__abi__ == skipsearch._core_abi.CORE_ABI
 
 
-@pytest.mark.parametrize("abi, found", [(1, "interface revision 1"), (99, "interface revision 99"),
-                                        ("2", "interface revision '2'"), (None, "no interface revision")])
+@pytest.mark.parametrize(
+    "abi, found",
+    [
+        (1, "interface revision 1"),
+        (99, "interface revision 99"),
+        ("2", "interface revision '2'"),
+        (None, "no interface revision"),
+    ],
+)
 def test_stale_core_is_refused_at_import(reload_with_core, abi, found):
     fake = types.ModuleType("skipsearch._core")
     fake.__version__ = skipsearch.__version__
@@ -190,9 +195,7 @@ def _source_copy(tmp_path, core_bytes=None):
 
     package = Path(skipsearch.__file__).resolve().parent
     target = tmp_path / "src" / "skipsearch"
-    shutil.copytree(
-        package, target, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__")
-    )
+    shutil.copytree(package, target, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
     assert not [p for p in target.iterdir() if p.name.startswith("_core.") and p.suffix != ".pyi"]
     if core_bytes is not None:
         (target / ("_core" + importlib.machinery.EXTENSION_SUFFIXES[0])).write_bytes(core_bytes)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import skipsearch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import skipsearch
 from skipsearch import baseline
 
 

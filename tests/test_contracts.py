@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 import pytest
+import skipsearch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
-
-import skipsearch
 from skipsearch import find_absorbing_subset, get_activation
 
 EPS64, EPS32, EPS16 = (float(np.finfo(t).eps) for t in (np.float64, np.float32, np.float16))
@@ -87,7 +86,11 @@ def test_scan_tolerance_ignores_bias_dtypes(tmp_path):
     path.mkdir()
     save_file(tensors, str(path / "model.safetensors"))
     config = dict(
-        model_type="bert", hidden_act="relu", hidden_size=d, intermediate_size=m, num_hidden_layers=2
+        model_type="bert",
+        hidden_act="relu",
+        hidden_size=d,
+        intermediate_size=m,
+        num_hidden_layers=2,
     )
     (path / "config.json").write_text(json.dumps(config))
     reports = skipsearch.scan(path, progress=False)
@@ -102,8 +105,15 @@ def gated(rng):
     return rng.standard_normal((6, 3)), rng.standard_normal((3, 6)), rng.standard_normal((6, 3))
 
 
-@pytest.mark.parametrize("name, argument", [("swiglu", "linearization"), ("geglu", "linearization"),
-                                            ("reglu", "degree"), ("bilinear", "degree")])
+@pytest.mark.parametrize(
+    "name, argument",
+    [
+        ("swiglu", "linearization"),
+        ("geglu", "linearization"),
+        ("reglu", "degree"),
+        ("bilinear", "degree"),
+    ],
+)
 def test_zero_inner_bias_voids_the_gated_arguments(gated, name, argument):
     W_up, W_down, W_gate = gated
     r = find_absorbing_subset(W_up, W_down, W_gate=W_gate, activation=name)
@@ -178,12 +188,17 @@ def test_leaky_relu_names_are_exact(slope, name):
     assert act.name == name
     again = get_activation(act.name)
     assert again == act and again.flip_constant == 1.0 + slope
-    assert find_absorbing_subset(np.eye(2), -np.eye(2) / (1.0 + slope), activation=act.name).activation == name
+    assert (
+        find_absorbing_subset(np.eye(2), -np.eye(2) / (1.0 + slope), activation=act.name).activation
+        == name
+    )
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.floats(allow_nan=False, allow_infinity=False, width=64).filter(lambda s: s not in (1.0, -1.0))
+    st.floats(allow_nan=False, allow_infinity=False, width=64).filter(
+        lambda s: s not in (1.0, -1.0)
+    )
 )
 def test_activation_names_round_trip(slope):
     act = skipsearch.leaky_relu(slope)

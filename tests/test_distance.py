@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg
-
 import skipsearch
 from skipsearch import check_certificate
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 import re
 from pathlib import Path
 
 import pytest
-
 import skipsearch
-import importlib
-
 from skipsearch import absorption, baseline
 
 # The package exports the function subset_sum, which hides the module name.

@@ -36,11 +36,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import skipsearch
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-
-import skipsearch
 from skipsearch import baseline
+
 from tests.exact_oracle import (
     exact_c,
     flip_truth,
@@ -58,15 +58,35 @@ VERDICTS = ("absorbable", "not_absorbable", "undecided")
 #: Arguments by which a flip-linear search may conclude "not_absorbable".
 SEARCH_ARGUMENTS = ("certificate", "relaxation", "branch_and_bound", "exact_integer", "enumeration")
 STATUSES = (
-    "complete", "time_limit", "node_limit", "verification_failed", "ill_conditioned", "unresolved",
+    "complete",
+    "time_limit",
+    "node_limit",
+    "verification_failed",
+    "ill_conditioned",
+    "unresolved",
     "overflow",
 )
 SUBSET_SUM_STATUSES = (
-    "feasible", "infeasible", "time_limit", "node_limit", "interrupted", "incomplete",
-    "ill_conditioned", "overflow", "verification_failed", "unresolved",
+    "feasible",
+    "infeasible",
+    "time_limit",
+    "node_limit",
+    "interrupted",
+    "incomplete",
+    "ill_conditioned",
+    "overflow",
+    "verification_failed",
+    "unresolved",
 )
 #: Activations with a float64 flip constant (dyadic slopes): c is exact.
-ACTIVATIONS = ["relu", "leaky_relu(0.25)", "leaky_relu(-0.5)", "leaky_relu(0.5)", "gelu", "gelu_tanh"]
+ACTIVATIONS = [
+    "relu",
+    "leaky_relu(0.25)",
+    "leaky_relu(-0.5)",
+    "leaky_relu(0.5)",
+    "gelu",
+    "gelu_tanh",
+]
 #: Slopes a whose c = 1 + a is not a float64 (fl(1 + a) != 1 + a): their own
 #: tests, so that this one kind does not hide the others.
 NONDYADIC_ACTIVATIONS = ["leaky_relu(0.2)", "leaky_relu", "leaky_relu(0.3)"]
@@ -206,8 +226,18 @@ def _certificate_problems(group, Y, W_up, W_down, activation, skip, truth, what)
     return problems
 
 
-def check_block(group, W_up, W_down, *, activation="relu", b_up=None, b_down=None, skip=None,
-                tol=None, allow_refusal=False):
+def check_block(
+    group,
+    W_up,
+    W_down,
+    *,
+    activation="relu",
+    b_up=None,
+    b_down=None,
+    skip=None,
+    tol=None,
+    allow_refusal=False,
+):
     """Run both backends on the block and compare with the exact truth.
     Returns (truth, {backend: result}); fails with every problem found.
 
@@ -447,8 +477,14 @@ def test_generic_random_blocks(seed, d_in, d_out, m, activation, bias, skip_kind
         skip = rng.standard_normal((d_out, d_in))
     W_up = rng.standard_normal((m, d_in))
     W_down = rng.standard_normal((d_out, m))
-    check_block("prop:generic", W_up, W_down, activation=activation, skip=skip,
-                b_up=_maybe_bias(rng, m, bias))
+    check_block(
+        "prop:generic",
+        W_up,
+        W_down,
+        activation=activation,
+        skip=skip,
+        b_up=_maybe_bias(rng, m, bias),
+    )
 
 
 @_settings(250)
@@ -498,7 +534,9 @@ def test_planted_blocks(seed, d, construction, n_extra, activation, bias, row_sc
     W_up, W_down = np.vstack([Wu_S, Xu]), np.hstack([Wd_S, Xd])
     b_up = _maybe_bias(rng, W_up.shape[0], bias)
     W_up, W_down, b_up, S = _shuffle(rng, W_up, W_down, b_up, range(k))
-    truth, _ = check_block("prop:planted", W_up, W_down, activation=activation, skip=skip, b_up=b_up)
+    truth, _ = check_block(
+        "prop:planted", W_up, W_down, activation=activation, skip=skip, b_up=b_up
+    )
     assert truth.within(S), ("the plant is not within tol", _truth_summary(truth))
 
 
@@ -550,7 +588,7 @@ def test_huge_near_cancelling_pairs(seed, d, K, axis, n_distract, n_extra, miss,
         b_up = _maybe_bias(rng, m, True)
     elif bias == "issue":  # the issue's shape: zeros on the first of each pair
         b_up = rng.standard_normal(m) * 2
-        b_up[0::2][: d] = 0.0
+        b_up[0::2][:d] = 0.0
     else:
         b_up = None
     W_up, W_down, b_up, S = _shuffle(rng, W_up, W_down, b_up, S)
@@ -595,8 +633,14 @@ def test_mixed_scales(seed, d, spread, whole, planted, n_extra, activation, bias
     W_down = W_down / s[None, :]
     W_up = W_up * 2.0**whole
     skip = 2.0 ** float(whole)
-    check_block("prop:mixed_scales", W_up, W_down, activation=activation, skip=skip,
-                b_up=_maybe_bias(rng, m, bias))
+    check_block(
+        "prop:mixed_scales",
+        W_up,
+        W_down,
+        activation=activation,
+        skip=skip,
+        b_up=_maybe_bias(rng, m, bias),
+    )
 
 
 @_settings(200)
@@ -626,8 +670,9 @@ def test_low_precision_storage(seed, d, dtype, k_extra, n_extra, skip_kind, acti
     W_up, W_down = W_up.astype(dtype), W_down.astype(dtype)
     skip = None if skip_kind == "identity" else A.astype(dtype)
     assume(np.all(np.isfinite(W_down)))
-    check_block(f"prop:{np.dtype(dtype).name}", W_up, W_down, activation=activation, skip=skip,
-                b_up=b_up)
+    check_block(
+        f"prop:{np.dtype(dtype).name}", W_up, W_down, activation=activation, skip=skip, b_up=b_up
+    )
 
 
 @_settings(200)
@@ -642,8 +687,9 @@ def test_low_precision_storage(seed, d, dtype, k_extra, n_extra, skip_kind, acti
     activation=st.sampled_from(["relu", "gelu", "leaky_relu(-0.5)", "gelu_tanh"]),
     bias=st.booleans(),
 )
-def test_wide_blocks_singular_gram(seed, d, m, entries, as_int_dtype, planted, duplicates,
-                                   activation, bias):
+def test_wide_blocks_singular_gram(
+    seed, d, m, entries, as_int_dtype, planted, duplicates, activation, bias
+):
     """m > d^2: the m x m Gram matrix is singular, the null space is searched."""
     rng = np.random.default_rng(seed)
     m = max(m, d * d + 1)
@@ -782,30 +828,72 @@ _BOUNDARY_PARAMS = dict(
 
 @_settings(200)
 @given(activation=st.sampled_from(ACTIVATIONS), **_BOUNDARY_PARAMS)
-def test_tolerance_boundary(seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation,
-                            bias, explicit_tol):
+def test_tolerance_boundary(
+    seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation, bias, explicit_tol
+):
     """A flip set whose residual is tol * (1 +- 10^log_gap): the verdict must
     be exactly right on either side of the boundary, or undecided."""
-    _boundary_case(seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation, bias,
-                   explicit_tol, "prop:tol_boundary")
+    _boundary_case(
+        seed,
+        d,
+        k_extra,
+        n_extra,
+        log_gap,
+        sign,
+        dtype,
+        skip_kind,
+        activation,
+        bias,
+        explicit_tol,
+        "prop:tol_boundary",
+    )
 
 
 @_settings(100)
 @given(activation=st.sampled_from(NONDYADIC_ACTIVATIONS), **_BOUNDARY_PARAMS)
-def test_tolerance_boundary_nondyadic_slope(seed, d, k_extra, n_extra, log_gap, sign, dtype,
-                                            skip_kind, activation, bias, explicit_tol):
+def test_tolerance_boundary_nondyadic_slope(
+    seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation, bias, explicit_tol
+):
     """As above with c = 1 + a not a float64: the verdict follows the exact
     c, not fl(1 + a)."""
-    _boundary_case(seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation, bias,
-                   explicit_tol, "prop:tol_boundary_nondyadic_c")
+    _boundary_case(
+        seed,
+        d,
+        k_extra,
+        n_extra,
+        log_gap,
+        sign,
+        dtype,
+        skip_kind,
+        activation,
+        bias,
+        explicit_tol,
+        "prop:tol_boundary_nondyadic_c",
+    )
 
 
-def _boundary_case(seed, d, k_extra, n_extra, log_gap, sign, dtype, skip_kind, activation, bias,
-                   explicit_tol, group):
+def _boundary_case(
+    seed,
+    d,
+    k_extra,
+    n_extra,
+    log_gap,
+    sign,
+    dtype,
+    skip_kind,
+    activation,
+    bias,
+    explicit_tol,
+    group,
+):
     rng = np.random.default_rng(seed)
     c = float(exact_c(activation))
     tol = math.sqrt(EPS[np.dtype(dtype)]) if explicit_tol is None else explicit_tol
-    A = np.eye(d) if skip_kind == "identity" else rng.standard_normal((d, d)).astype(dtype).astype(float)
+    A = (
+        np.eye(d)
+        if skip_kind == "identity"
+        else rng.standard_normal((d, d)).astype(dtype).astype(float)
+    )
     k = d + k_extra
     Wu_S = rng.standard_normal((k, d)).astype(dtype).astype(float)
     E = rng.standard_normal((d, d))
@@ -856,8 +944,9 @@ def test_explicit_tolerances(seed, d, m, planted, tol, activation, bias):
     activation=st.sampled_from(["relu", "gelu", "gelu_tanh"]),
     bias=st.booleans(),
 )
-def test_integer_entries_beyond_float_exactness(seed, d, bits, off, alpha_log, n_extra, as_int_dtype,
-                                                activation, bias):
+def test_integer_entries_beyond_float_exactness(
+    seed, d, bits, off, alpha_log, n_extra, as_int_dtype, activation, bias
+):
     """Integer blocks whose products (up to 2^68) are not exact in float64:
     W_down[:, S] W_up[S] = -alpha I + off e_p e_q^T exactly, so the true
     relative residual is off / (alpha sqrt(d)): 0 (absorbable), or a few
@@ -889,8 +978,9 @@ def test_integer_entries_beyond_float_exactness(seed, d, bits, off, alpha_log, n
     if not as_int_dtype:
         W_up, W_down = W_up.astype(np.float64), W_down.astype(np.float64)
     skip = None if alpha == 1 else float(alpha)
-    truth, _ = check_block("prop:integer_beyond_2^53", W_up, W_down, activation=activation, b_up=b_up,
-                           skip=skip)
+    truth, _ = check_block(
+        "prop:integer_beyond_2^53", W_up, W_down, activation=activation, b_up=b_up, skip=skip
+    )
     assert truth.ratio_sq(S) == Fraction(off * off, alpha * alpha * d)
 
 
@@ -936,8 +1026,9 @@ def test_int64_entries_beyond_2_53(seed, bits, layout, off, dtype, activation, n
     if dtype is np.uint64:  # nonnegative W_up only
         assume(all(int(v) >= 0 for v in W_up.ravel()))
     W_up, W_down = W_up.astype(dtype), W_down.astype(np.int64)
-    truth, _ = check_block("prop:int64_beyond_2^53", W_up, W_down, activation=activation, b_up=b_up,
-                           allow_refusal=True)
+    truth, _ = check_block(
+        "prop:int64_beyond_2^53", W_up, W_down, activation=activation, b_up=b_up, allow_refusal=True
+    )
     assert truth.exists == (off == 0)
 
 
@@ -993,7 +1084,9 @@ def _rigour_case(seed, kind, d, m, activation, bias):
             e = np.eye(d)[p]
             ups += [r, r + e / c * 2.0**-K]
             downs += [2.0**K * e, -(2.0**K) * e]
-        ups[-1] = ups[-1] + rng.standard_normal(d) * F64_TOL * 2.0 ** (-K + int(rng.integers(-4, 9)))
+        ups[-1] = ups[-1] + rng.standard_normal(d) * F64_TOL * 2.0 ** (
+            -K + int(rng.integers(-4, 9))
+        )
         Xu, Xd = _extra(rng, d, d, min(m, 12 - 2 * d))
         W_up, W_down = np.vstack([np.array(ups), Xu]), np.hstack([np.array(downs).T, Xd])
     b_up = _maybe_bias(rng, W_up.shape[0], bias, W_up.dtype)
@@ -1069,8 +1162,11 @@ def check_subset_sum(group, A, b, *, integer_data):
             sols = [[(k >> i) & 1 for i in range(n)] for k in sorted(truth.good)[:3]]
             problems.append(f"WRONG infeasible: {sols} satisfy the contract exactly")
     assert not problems, "\n".join(
-        [f"A={np.asarray(A).tolist()!r} (dtype {np.asarray(A).dtype})", f"b={np.asarray(b).tolist()!r}",
-         f"status={r.status} solution={r.solution} method={r.method} tol={r.tolerance}"]
+        [
+            f"A={np.asarray(A).tolist()!r} (dtype {np.asarray(A).dtype})",
+            f"b={np.asarray(b).tolist()!r}",
+            f"status={r.status} solution={r.solution} method={r.method} tol={r.tolerance}",
+        ]
         + problems
     )
     return truth, r
@@ -1106,7 +1202,9 @@ def test_float_subset_sum(seed, k, n, kind, dtype, miss):
         b = rng.standard_normal(k)
     b = b.astype(dtype)
     integer_data = bool(np.all(A == np.round(A)) and np.all(b == np.round(b)))
-    check_subset_sum(f"prop:subset_sum_float_{np.dtype(dtype).name}", A, b, integer_data=integer_data)
+    check_subset_sum(
+        f"prop:subset_sum_float_{np.dtype(dtype).name}", A, b, integer_data=integer_data
+    )
 
 
 @_settings(200)
@@ -1177,7 +1275,10 @@ def test_integer_subset_sum_beyond_2_53(seed, k, n, bits, shift, kind, as_float)
     # data need not be (odd values beyond 2^53 are not float64 numbers).
     step = 2 ** max(0, bits - 45 + shift) if as_float else 1
     lim = 2**bits // step
-    A = [[int(rng.integers(-lim, lim + 1, dtype=np.int64)) * step for _ in range(n)] for _ in range(k)]
+    A = [
+        [int(rng.integers(-lim, lim + 1, dtype=np.int64)) * step for _ in range(n)]
+        for _ in range(k)
+    ]
     x = rng.integers(0, 2, size=n).tolist()
     b = [sum(a * xi for a, xi in zip(row, x)) for row in A]
     if kind == "off_by_one":
@@ -1187,25 +1288,34 @@ def test_integer_subset_sum_beyond_2_53(seed, k, n, bits, shift, kind, as_float)
     assume(not as_float or all(float(v) == v for v in b))
     assume(all(sum(abs(a) for a in row) + abs(bb) < 2**62 for row, bb in zip(A, b)))
     dt = np.float64 if as_float else np.int64
-    check_subset_sum("prop:subset_sum_integer_2^57", np.array(A, dtype=dt), np.array(b, dtype=dt),
-                     integer_data=True)
+    check_subset_sum(
+        "prop:subset_sum_integer_2^57",
+        np.array(A, dtype=dt),
+        np.array(b, dtype=dt),
+        integer_data=True,
+    )
 
 
 # ---------------------------------------------------------------------------
 # regressions: every input of issue 9
 
 
-S3_W_UP = np.array([
-    [1.1864703425258147, -0.5693311750340765],
-    [1.1864741572230804, -0.5693311750340765],
-    [2.330385072097588, -1.9877013545858648],
-    [-1.234534875998037, 0.10557138210061971],
-    [-1.234534875998037, 0.10556756740335409],
-])
-S3_W_DOWN = np.array([
-    [262144, -262144, 1169.587598834656, 0, 0],
-    [0, 0, -973.5068253782067, -262144, 262144],
-], dtype=np.float64)
+S3_W_UP = np.array(
+    [
+        [1.1864703425258147, -0.5693311750340765],
+        [1.1864741572230804, -0.5693311750340765],
+        [2.330385072097588, -1.9877013545858648],
+        [-1.234534875998037, 0.10557138210061971],
+        [-1.234534875998037, 0.10556756740335409],
+    ]
+)
+S3_W_DOWN = np.array(
+    [
+        [262144, -262144, 1169.587598834656, 0, 0],
+        [0, 0, -973.5068253782067, -262144, 262144],
+    ],
+    dtype=np.float64,
+)
 S3_B_UP = np.array([0, 1.6538226658817399, 0.3336593030479123, 1.6145305740728686, 0])
 
 
@@ -1240,10 +1350,12 @@ def test_issue9_s3_exact_flip_set_found(backend, activation):
     check_block("regression", W_up, W_down, activation=activation, b_up=S3_B_UP)
 
 
-S3_SS_A = np.array([
-    [-1.2910358333566928e9, 1.2910358343847723e9, 0.6957671625363292],
-    [1.3363744091113915e9, -1.3363744094055328e9, -0.5450084549933385],
-])
+S3_SS_A = np.array(
+    [
+        [-1.2910358333566928e9, 1.2910358343847723e9, 0.6957671625363292],
+        [1.3363744091113915e9, -1.3363744094055328e9, -0.5450084549933385],
+    ]
+)
 S3_SS_B = np.array([1.0280795097351074, -0.2941412925720215])
 
 
@@ -1289,21 +1401,47 @@ def test_issue9_s4_check_certificate_zero_on_absorbable_block():
         assert bound == 0.0, (Y.tolist(), bound)
 
 
-S5_W_UP = np.array([
-    [-0.8028369545936584, 0.2428499013185501], [-1.6563454866409302, 0.6561048626899719],
-    [1.1434530019760132, -0.4526109993457794], [0.4304857552051544, 0.25093257427215576],
-    [-0.3943520486354828, -0.8624048829078674], [-2.032552480697632, 1.4104235172271729],
-    [-0.047632236033678055, 2.522327423095703], [0.8262182474136353, 0.27778053283691406],
-    [-0.6574310660362244, 1.3924691677093506],
-], dtype=np.float32)
-S5_W_DOWN = np.array([
-    [-0.5062891244888306, 0.4486251175403595, -0.39836129546165466, -0.7211681008338928,
-     -1.5226703882217407, 2.3432323932647705, -0.09402582794427872, -0.38511359691619873,
-     -0.08142410963773727],
-    [-0.8913718461990356, 0.05460627004504204, -1.1712404489517212, -0.7261043190956116,
-     -1.044126272201538, -1.8370680809020996, -0.5937675833702087, -1.463914394378662,
-     -0.6130291819572449],
-], dtype=np.float32)
+S5_W_UP = np.array(
+    [
+        [-0.8028369545936584, 0.2428499013185501],
+        [-1.6563454866409302, 0.6561048626899719],
+        [1.1434530019760132, -0.4526109993457794],
+        [0.4304857552051544, 0.25093257427215576],
+        [-0.3943520486354828, -0.8624048829078674],
+        [-2.032552480697632, 1.4104235172271729],
+        [-0.047632236033678055, 2.522327423095703],
+        [0.8262182474136353, 0.27778053283691406],
+        [-0.6574310660362244, 1.3924691677093506],
+    ],
+    dtype=np.float32,
+)
+S5_W_DOWN = np.array(
+    [
+        [
+            -0.5062891244888306,
+            0.4486251175403595,
+            -0.39836129546165466,
+            -0.7211681008338928,
+            -1.5226703882217407,
+            2.3432323932647705,
+            -0.09402582794427872,
+            -0.38511359691619873,
+            -0.08142410963773727,
+        ],
+        [
+            -0.8913718461990356,
+            0.05460627004504204,
+            -1.1712404489517212,
+            -0.7261043190956116,
+            -1.044126272201538,
+            -1.8370680809020996,
+            -0.5937675833702087,
+            -1.463914394378662,
+            -0.6130291819572449,
+        ],
+    ],
+    dtype=np.float32,
+)
 
 
 @pytest.mark.parametrize("backend", list(BACKENDS))
@@ -1410,7 +1548,7 @@ def test_issue9_s6_float16_zero_b_down_keeps_float64_tolerance():
     W_down = np.array([[-1.0, 0.0, 0.1], [0.0, -(1.0 + 1e-4), 0.2]])
     truth = flip_truth(W_up, W_down, np.eye(2), 1, F64_TOL)
     assert not truth.exists
-    for backend, fn in BACKENDS.items():
+    for fn in BACKENDS.values():
         r = fn(W_up, W_down, b_down=np.zeros(2, dtype=np.float16))
         assert math.isclose(r.tolerance, F64_TOL, rel_tol=1e-12), _describe(r)
         assert r.verdict != "absorbable", _describe(r)
@@ -1428,8 +1566,11 @@ def _rd_problems(backend, W_up, W_down, **kwargs):
     truth = flip_truth(W_up, W_down, A, exact_c(activation), r.tolerance)
     rd = r.relaxation_distance
     assert rd is None or math.isfinite(rd), f"relaxation_distance {rd!r}; " + _describe(r)
-    assert rd is None or r.status == "ill_conditioned" or rd <= r.tolerance or (
-        Fraction(rd) ** 2 <= truth.min_ratio_sq
+    assert (
+        rd is None
+        or r.status == "ill_conditioned"
+        or rd <= r.tolerance
+        or (Fraction(rd) ** 2 <= truth.min_ratio_sq)
     ), (
         f"relaxation_distance {rd!r} (status {r.status}) > the exact residual "
         f"{math.sqrt(truth.min_ratio_sq):.6g} of flip set {subset_of(truth.min_mask)}; "
@@ -1442,42 +1583,94 @@ RD_CASES = {
     "s2_block": (*_s2_block(), {}),
     # Three pairs of size 2^18 .. 2^21 (gelu_tanh); true best 1.1e-7.
     "cancelling_pairs_gelu": (
-        np.array([
-            [-0.20868950904438924, 0.9439002552473694, -0.8254114200286102],
-            [1.8667582527091076, -0.4256327319262513, 0.06872807552636487],
-            [0.9521421367276273, 1.4882011064344831, 0.7662638830623695],
-            [-0.6487375514550682, -0.23046251786521027, 0.8826856261054843],
-            [-1.8229631254643666, -0.8325641598285731, -1.0861511603846412],
-            [-0.6487385051293846, -0.23046156419089386, 0.8826865797798007],
-            [-0.20869141639302205, 0.9439012089216858, -0.8254114200286102],
-            [0.15253635898658288, 0.18711251080862912, -0.8450013675345038],
-            [-0.014989076404271452, -0.6716857426800241, -1.3605141353388714],
-            [1.8667582527090336, -0.4256336856005677, 0.06872521450341565],
-        ]),
-        np.array([
-            [-2097152.0, 1048576.0, -0.8177581820929393, 3145728.0, -2.044296695286658, -3145728.0,
-             2097152.0, 0.6657101779389343, 49.2141185115519, -1048576.0],
-            [-3145728.0, 2097152.0, -0.3889668800003417, 6291456.0, 0.4564240274938905, -6291456.0,
-             3145728.0, 0.16109494744960742, 808.551497270983, -2097152.0],
-            [1048576.0, -1048576.0, 0.13539953469003174, -2097152.0, 0.24381516448753499, 2097152.0,
-             -1048576.0, -0.4599745273039921, 410.49399895629057, 1048576.0],
-        ]),
+        np.array(
+            [
+                [-0.20868950904438924, 0.9439002552473694, -0.8254114200286102],
+                [1.8667582527091076, -0.4256327319262513, 0.06872807552636487],
+                [0.9521421367276273, 1.4882011064344831, 0.7662638830623695],
+                [-0.6487375514550682, -0.23046251786521027, 0.8826856261054843],
+                [-1.8229631254643666, -0.8325641598285731, -1.0861511603846412],
+                [-0.6487385051293846, -0.23046156419089386, 0.8826865797798007],
+                [-0.20869141639302205, 0.9439012089216858, -0.8254114200286102],
+                [0.15253635898658288, 0.18711251080862912, -0.8450013675345038],
+                [-0.014989076404271452, -0.6716857426800241, -1.3605141353388714],
+                [1.8667582527090336, -0.4256336856005677, 0.06872521450341565],
+            ]
+        ),
+        np.array(
+            [
+                [
+                    -2097152.0,
+                    1048576.0,
+                    -0.8177581820929393,
+                    3145728.0,
+                    -2.044296695286658,
+                    -3145728.0,
+                    2097152.0,
+                    0.6657101779389343,
+                    49.2141185115519,
+                    -1048576.0,
+                ],
+                [
+                    -3145728.0,
+                    2097152.0,
+                    -0.3889668800003417,
+                    6291456.0,
+                    0.4564240274938905,
+                    -6291456.0,
+                    3145728.0,
+                    0.16109494744960742,
+                    808.551497270983,
+                    -2097152.0,
+                ],
+                [
+                    1048576.0,
+                    -1048576.0,
+                    0.13539953469003174,
+                    -2097152.0,
+                    0.24381516448753499,
+                    2097152.0,
+                    -1048576.0,
+                    -0.4599745273039921,
+                    410.49399895629057,
+                    1048576.0,
+                ],
+            ]
+        ),
         dict(activation="gelu_tanh"),
     ),
     # A neuron and its copy rounded through float32 (relu); true best 2.6e-8.
     "near_duplicate_f32": (
-        np.array([[-1.3971385747915805, 1.2127901817547828], [0.8852302732245269, -1.8854566131391253],
-                  [-1.3971385955810547, 1.2127901315689087]]),
-        np.array([[0.6040630350882188, 0.7771080098165366, 0.6040630350882188],
-                  [0.2836102840392029, 0.8952311732300317, 0.2836102840392029]]),
+        np.array(
+            [
+                [-1.3971385747915805, 1.2127901817547828],
+                [0.8852302732245269, -1.8854566131391253],
+                [-1.3971385955810547, 1.2127901315689087],
+            ]
+        ),
+        np.array(
+            [
+                [0.6040630350882188, 0.7771080098165366, 0.6040630350882188],
+                [0.2836102840392029, 0.8952311732300317, 0.2836102840392029],
+            ]
+        ),
         {},
     ),
     # Integer block with products up to 2^68 (skip 1024 I); true best 0.0021.
     "integer_2^34": (
-        np.array([[-3267432983.0, -2054898989.0], [14831131937.0, 9327346018.0],
-                  [-6484884904.0, -9108779231.0]]),
-        np.array([[9595695718243.0, 2114018863685.0, 3950212392.0],
-                  [-15187079103488.0, -3345851374592.0, -9936455980.0]]),
+        np.array(
+            [
+                [-3267432983.0, -2054898989.0],
+                [14831131937.0, 9327346018.0],
+                [-6484884904.0, -9108779231.0],
+            ]
+        ),
+        np.array(
+            [
+                [9595695718243.0, 2114018863685.0, 3950212392.0],
+                [-15187079103488.0, -3345851374592.0, -9936455980.0],
+            ]
+        ),
         dict(activation="gelu_tanh", skip=1024.0),
     ),
 }
@@ -1529,13 +1722,41 @@ def test_residual_bound_with_non_dyadic_flip_constant(backend):
     of neurons of size 2^25 makes the flip set's residual depend on it: the
     reported residual (a "rigorous bound") was 1.1e-8 relatively below the
     true one. Rigour to the last bit: the bound must hold for the exact c."""
-    W_up = np.array([[0.5229376437410119], [0.5229376732482618], [1.8948740708628704],
-                     [-0.8717107326040922], [-0.5387620783832456], [-1.3949627079568934],
-                     [-1.2983323568073775]])
-    W_down = np.array([[33554432.0, -33554432.0, 0.30052840206913994, -1.1440616094704978,
-                        0.37168542191753545, 0.5707542784980698, 1.4178406392485747]])
-    b_up = np.array([0.0, 0.04702240611607763, 0.3699701788391805, 0.4127066768471207,
-                     1.214336900170182, 0.18499004169482974, 0.21691965948284345])
+    W_up = np.array(
+        [
+            [0.5229376437410119],
+            [0.5229376732482618],
+            [1.8948740708628704],
+            [-0.8717107326040922],
+            [-0.5387620783832456],
+            [-1.3949627079568934],
+            [-1.2983323568073775],
+        ]
+    )
+    W_down = np.array(
+        [
+            [
+                33554432.0,
+                -33554432.0,
+                0.30052840206913994,
+                -1.1440616094704978,
+                0.37168542191753545,
+                0.5707542784980698,
+                1.4178406392485747,
+            ]
+        ]
+    )
+    b_up = np.array(
+        [
+            0.0,
+            0.04702240611607763,
+            0.3699701788391805,
+            0.4127066768471207,
+            1.214336900170182,
+            0.18499004169482974,
+            0.21691965948284345,
+        ]
+    )
     truth = flip_truth(W_up, W_down, np.eye(1), exact_c("leaky_relu"), F64_TOL)
     assert truth.good_sets() == [(0, 1)]
     r = BACKENDS[backend](W_up, W_down, activation="leaky_relu", b_up=b_up)
@@ -1553,10 +1774,20 @@ def test_tolerance_boundary_with_non_dyadic_flip_constant(backend):
     With the exact c the only candidate S = {0,1,2,3} has relative residual
     tol (1 + 1.6e-9): no flip set is within tol. With fl(c) it is
     tol (1 - 9.4e-10), and both backends said absorbable."""
-    W_up = np.array([[0.9202308996398569, 0.5771037912572513], [1.2879252612892487, 0.1939744191326132],
-                     [-0.9891213503478509, -0.3677866514678832], [-0.6364636463709805, 0.5419522204102933]])
-    W_down = np.array([[-0.09254347960901657, -0.29509627840697894, 0.16759877146396843, 0.3179042414407054],
-                       [-0.5088557157346678, 0.09298612021286856, 0.21565878191771387, -0.8827185806517411]])
+    W_up = np.array(
+        [
+            [0.9202308996398569, 0.5771037912572513],
+            [1.2879252612892487, 0.1939744191326132],
+            [-0.9891213503478509, -0.3677866514678832],
+            [-0.6364636463709805, 0.5419522204102933],
+        ]
+    )
+    W_down = np.array(
+        [
+            [-0.09254347960901657, -0.29509627840697894, 0.16759877146396843, 0.3179042414407054],
+            [-0.5088557157346678, 0.09298612021286856, 0.21565878191771387, -0.8827185806517411],
+        ]
+    )
     b_up = np.array([1.0002694196594604, 0.0, 1.1921661041016585, 0.1363211238531175])
     truth = flip_truth(W_up, W_down, np.eye(2), exact_c("leaky_relu(0.2)"), F64_TOL)
     assert not truth.exists and truth.min_mask == mask_of([0, 1, 2, 3])

@@ -17,12 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
-
 import skipsearch
+from safetensors.numpy import save_file
 from skipsearch.checkpoints import Checkpoint, CheckpointError
 from skipsearch.layouts import NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES, describe_checkpoint
+
 from tests.conftest import write_bf16_safetensors
 
 D, M = 4, 7
@@ -203,7 +203,10 @@ def llama(rng, *, model_type="llama", tied=False, **act):
 
 def t5(rng, *, gated, model_type="t5"):
     """T5: encoder FFN at layer.1, decoder FFN at layer.2; v1.1 gated: wi_0 = gate, wi_1 = up."""
-    t = {"shared.weight": rng.standard_normal((13, D)), "encoder.final_layer_norm.weight": np.ones(D)}
+    t = {
+        "shared.weight": rng.standard_normal((13, D)),
+        "encoder.final_layer_norm.weight": np.ones(D),
+    }
     for stack, sub in (("encoder", 1), ("decoder", 2)):
         for i in range(2):
             base = f"{stack}.block.{i}.layer.{sub}."
@@ -307,9 +310,15 @@ def test_llama_mlp_bias(tmp_path, biases, verdict):
 def test_gemma_geglu_not_absorbable(tmp_path, model_type):
     # hidden_activation takes precedence over a conflicting hidden_act.
     act = {"hidden_act": "silu", "hidden_activation": "gelu_pytorch_tanh"}
-    path = save(tmp_path / model_type, *llama(np.random.default_rng(1), model_type=model_type, **act))
+    path = save(
+        tmp_path / model_type, *llama(np.random.default_rng(1), model_type=model_type, **act)
+    )
     info = describe_checkpoint(path)
-    assert (info.family, info.hidden_act, info.activation) == ("gemma", "gelu_pytorch_tanh", "geglu")
+    assert (info.family, info.hidden_act, info.activation) == (
+        "gemma",
+        "gelu_pytorch_tanh",
+        "geglu",
+    )
     reports = scan(path)
     assert len(reports) == 2
     for r in reports:
@@ -330,7 +339,9 @@ def test_gemma_falls_back_to_hidden_act(tmp_path):
 
 @pytest.mark.parametrize("model_type", ["t5", "mt5", "umt5"])
 def test_t5_gated_gelu_not_absorbable(tmp_path, model_type):
-    path = save(tmp_path / model_type, *t5(np.random.default_rng(2), gated=True, model_type=model_type))
+    path = save(
+        tmp_path / model_type, *t5(np.random.default_rng(2), gated=True, model_type=model_type)
+    )
     reports = scan(path)
     assert sorted(r.block for r in reports) == [
         "decoder.block.0.layer.2.DenseReluDense",
@@ -351,7 +362,11 @@ def test_t5_gate_is_wi_0(tmp_path):
     info = describe_checkpoint(path)
     blocks = {b.name: b for b in info._blocks}
     b = blocks["encoder.block.0.layer.1.DenseReluDense"]
-    assert b.gate.endswith("wi_0.weight") and b.up.endswith("wi_1.weight") and b.down.endswith("wo.weight")
+    assert (
+        b.gate.endswith("wi_0.weight")
+        and b.up.endswith("wi_1.weight")
+        and b.down.endswith("wo.weight")
+    )
     assert b.gate.startswith("encoder.block.0.layer.1.")
 
 
@@ -390,7 +405,12 @@ def test_gpt2_planted_absorbable(tmp_path):
     reports = scan(path)
     assert [r.block for r in reports] == ["transformer.h.0.mlp", "transformer.h.1.mlp"]
     absorbed, rest = reports
-    assert (absorbed.family, absorbed.activation, absorbed.d, absorbed.m) == ("gpt2", "gelu_tanh", D, M)
+    assert (absorbed.family, absorbed.activation, absorbed.d, absorbed.m) == (
+        "gpt2",
+        "gelu_tanh",
+        D,
+        M,
+    )
     assert absorbed.norm == "pre"
     assert absorbed.verdict == "absorbable", absorbed.result
     assert absorbed.result.subset.tolist() == list(range(D))
@@ -404,8 +424,12 @@ def test_gpt2_planted_absorbable(tmp_path):
 
 def test_gpt2_untransposed_is_a_shape_error(tmp_path):
     rng = np.random.default_rng(6)
-    path = save(tmp_path / "gpt2", *gpt2(rng, layers=[planted(rng), generic(rng)], transposed=False))
-    with pytest.raises(CheckpointError, match=re.escape(f"has shape ({M}, {D}), expected ({D}, {M})")):
+    path = save(
+        tmp_path / "gpt2", *gpt2(rng, layers=[planted(rng), generic(rng)], transposed=False)
+    )
+    with pytest.raises(
+        CheckpointError, match=re.escape(f"has shape ({M}, {D}), expected ({D}, {M})")
+    ):
         scan(path)
 
 
@@ -418,7 +442,10 @@ def test_gpt2_square_is_ambiguous(tmp_path):
     assert "Layout" in str(info.value) and "transpose" in str(info.value)
     # An explicit Layout settles the orientation.
     layout = skipsearch.Layout(
-        up="*h.{i}.mlp.c_fc.weight", down="*h.{i}.mlp.c_proj.weight", activation="gelu_new", transpose=True
+        up="*h.{i}.mlp.c_fc.weight",
+        down="*h.{i}.mlp.c_proj.weight",
+        activation="gelu_new",
+        transpose=True,
     )
     assert [r.m for r in scan(path, layout=layout)] == [D, D]
 
@@ -452,11 +479,18 @@ def test_vit_pre_ln(tmp_path):
 
 @pytest.mark.parametrize(
     "model_type, prefix",
-    [("bert", "bert."), ("roberta", "roberta."), ("xlm-roberta", "roberta."), ("electra", "electra.")],
+    [
+        ("bert", "bert."),
+        ("roberta", "roberta."),
+        ("xlm-roberta", "roberta."),
+        ("electra", "electra."),
+    ],
 )
 def test_bert_post_ln(tmp_path, model_type, prefix):
     rng = np.random.default_rng(11)
-    reports = scan(save(tmp_path / model_type, *bert_like(rng, model_type=model_type, prefix=prefix)))
+    reports = scan(
+        save(tmp_path / model_type, *bert_like(rng, model_type=model_type, prefix=prefix))
+    )
     assert [r.block for r in reports] == [f"{prefix}encoder.layer.0", f"{prefix}encoder.layer.1"]
     planted_report, generic_report = reports
     assert planted_report.verdict == "absorbable", planted_report.result
@@ -491,7 +525,9 @@ def test_bf16_read_exactly(tmp_path):
         assert np.array_equal(got, value), key
     # The same 16 bits read as float16 give other numbers: a bf16-as-f16 reader fails above.
     key = "transformer.h.1.mlp.c_fc.weight"
-    as_f16 = (tensors[key].view(np.uint32) >> 16).astype(np.uint16).view(np.float16).astype(np.float32)
+    as_f16 = (
+        (tensors[key].view(np.uint32) >> 16).astype(np.uint16).view(np.float16).astype(np.float32)
+    )
     assert not np.array_equal(as_f16, tensors[key])
 
     reports = scan(path)
@@ -512,7 +548,9 @@ def write_sharded(directory, tensors: dict, config: dict):
     names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
     weight_map = {}
     for j, key in enumerate(sorted(tensors)):
-        weight_map[key] = names[0] if ("layer.0." in key and "intermediate" in key) or j % 2 else names[1]
+        weight_map[key] = (
+            names[0] if ("layer.0." in key and "intermediate" in key) or j % 2 else names[1]
+        )
     assert len(set(weight_map.values())) == 2
     for name in names:
         part = {k: v for k, v in tensors.items() if weight_map[k] == name}
@@ -572,7 +610,10 @@ def _custom(rng):
 def test_generic_layout(tmp_path):
     path = save(tmp_path / "mixer", *_custom(np.random.default_rng(14)))
     layout = skipsearch.Layout(
-        up="*blocks.{i}.ffn.w_in.weight", down="*blocks.{i}.ffn.w_out.weight", activation="relu", norm="post"
+        up="*blocks.{i}.ffn.w_in.weight",
+        down="*blocks.{i}.ffn.w_out.weight",
+        activation="relu",
+        norm="post",
     )
     reports = scan(path, layout=layout)
     assert [r.block for r in reports] == ["backbone.blocks.0.ffn", "backbone.blocks.1.ffn"]
@@ -623,7 +664,9 @@ def test_unknown_activation_lists_known(tmp_path):
     )
     with pytest.raises(CheckpointError, match="unknown activation 'swoosh'.*relu"):
         scan(path, layout=layout)
-    with pytest.raises(CheckpointError, match=r"it came from the activation argument \(--activation\)$"):
+    with pytest.raises(
+        CheckpointError, match=r"it came from the activation argument \(--activation\)$"
+    ):
         scan(path, layout=layout, activation="swoosh")
 
 
@@ -651,7 +694,9 @@ def test_tied_blocks_reported_once(tmp_path):
 
 def test_tied_gated_blocks_reported_once(tmp_path):
     reports = scan(save(tmp_path / "tied", *llama(np.random.default_rng(19), tied=True)))
-    assert [(r.block, r.shared_with) for r in reports] == [("model.layers.0.mlp", ("model.layers.1.mlp",))]
+    assert [(r.block, r.shared_with) for r in reports] == [
+        ("model.layers.0.mlp", ("model.layers.1.mlp",))
+    ]
 
 
 def test_different_biases_are_not_tied(tmp_path):
@@ -695,9 +740,12 @@ def test_dask_executor_matches_inline(many):
     from dask.distributed import Client, LocalCluster
 
     inline = scan(many)
-    with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-    ) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         distributed = scan(many, executor=client.get_executor())
     assert summary(distributed) == summary(inline)
 
@@ -708,7 +756,11 @@ def test_dask_executor_matches_inline(many):
 @pytest.mark.parametrize(
     "kwargs,error,words",
     [
-        (dict(up="a.{i}.up", down="a.0.down"), ValueError, "down pattern 'a.0.down' must contain {i}"),
+        (
+            dict(up="a.{i}.up", down="a.0.down"),
+            ValueError,
+            "down pattern 'a.0.down' must contain {i}",
+        ),
         (dict(up="a.{i}.x.{i}", down="a.{i}.down"), ValueError, "exactly once; it has it 2 times"),
         (dict(up="a.{i}.up", down="a.{i}.up"), ValueError, "must differ"),
         (dict(up="a.{i}.up", down="*a.{i}.down"), ValueError, "more '*'"),
@@ -809,8 +861,11 @@ def test_activation_override_and_no_config_with_a_layout(tmp_path, capsys):
     assert {r.activation for r in skipsearch.scan(path, activation="gelu")} == {"geglu"}
     # With a layout and an activation, config.json is optional.
     (tmp_path / "m" / "config.json").unlink()
-    layout = skipsearch.Layout(up="*layer.{i}.intermediate.dense.weight",
-                               down="*layer.{i}.output.dense.weight", activation="relu")
+    layout = skipsearch.Layout(
+        up="*layer.{i}.intermediate.dense.weight",
+        down="*layer.{i}.output.dense.weight",
+        activation="relu",
+    )
     reports = skipsearch.scan(tmp_path / "m", layout=layout)
     assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
     assert describe_checkpoint(tmp_path / "m", layout=layout).config_path is None
@@ -855,7 +910,11 @@ def test_tied_blocks_are_confirmed_entry_by_entry(tmp_path):
     # that differ only in an unsampled entry must still be two reports.
     rng = np.random.default_rng(0)
     d, m = 2, 4100  # 8200 entries per projection: every second one is sampled
-    up, gate, down = rng.standard_normal((m, d)), rng.standard_normal((m, d)), rng.standard_normal((d, m))
+    up, gate, down = (
+        rng.standard_normal((m, d)),
+        rng.standard_normal((m, d)),
+        rng.standard_normal((d, m)),
+    )
     other = up.copy()
     other.reshape(-1)[1] += 1.0
     tensors = {}
@@ -864,8 +923,12 @@ def test_tied_blocks_are_confirmed_entry_by_entry(tmp_path):
         tensors[f"blocks.{i}.w_gate.weight"] = gate
         tensors[f"blocks.{i}.w_down.weight"] = down
     path = save(tmp_path / "m", tensors, {})
-    layout = skipsearch.Layout(up="blocks.{i}.w_up.weight", down="blocks.{i}.w_down.weight",
-                               gate="blocks.{i}.w_gate.weight", activation="swiglu")
+    layout = skipsearch.Layout(
+        up="blocks.{i}.w_up.weight",
+        down="blocks.{i}.w_down.weight",
+        gate="blocks.{i}.w_gate.weight",
+        activation="swiglu",
+    )
     reports = skipsearch.scan(path, layout=layout)
     assert [r.block for r in reports] == ["blocks.0", "blocks.1"]
     assert reports[0].shared_with == ("blocks.2",) and reports[1].shared_with == ()

@@ -12,7 +12,6 @@ import types
 
 import numpy as np
 import pytest
-
 import skipsearch
 from skipsearch import find_absorbing_subset, get_activation
 from skipsearch.torch_adapter import BF16_TOL, from_torch, load_state_dict
@@ -476,8 +475,13 @@ def test_mixtral_expert(rng):
     d, m = 3, 5
     w1, w3 = rng.standard_normal((m, d)), rng.standard_normal((m, d))
     w2 = rng.standard_normal((d, m))
-    expert = _mod("MixtralBlockSparseTop2MLP", w1=Linear(w1), w2=Linear(w2), w3=Linear(w3),
-                  act_fn=_act("SiLU"))
+    expert = _mod(
+        "MixtralBlockSparseTop2MLP",
+        w1=Linear(w1),
+        w2=Linear(w2),
+        w3=Linear(w3),
+        act_fn=_act("SiLU"),
+    )
     block = from_torch(expert)
     assert block.activation == "swiglu"
     np.testing.assert_array_equal(block.W_gate, w1)
@@ -586,7 +590,9 @@ def test_bfloat16_is_widened_with_a_warning(rng):
     W_up32 = W_up.astype(np.float32)
     up = Linear(W_up32)
     up.weight = FakeTensor(W_up32, dtype="torch.bfloat16")
-    with pytest.warns(skipsearch.PrecisionWarning, match=r"bfloat16 weights were widened to float32.*tol=0.0884"):
+    with pytest.warns(
+        skipsearch.PrecisionWarning, match=r"bfloat16 weights were widened to float32.*tol=0.0884"
+    ):
         block = from_torch(Sequential(up, ReLU(), Linear(W_down)))
     assert block.W_up.dtype == np.float32
     np.testing.assert_array_equal(block.W_up, W_up32)
@@ -881,9 +887,13 @@ class _Pickled:
 
 def test_activation_settings_that_are_not_numbers_are_named():
     rng = np.random.default_rng(0)
-    cases = [("LeakyReLU", "negative_slope", "abc"), ("LeakyReLU", "negative_slope", None),
-             ("LeakyReLU", "negative_slope", float("nan")), ("ELU", "alpha", [1.0]),
-             ("Hardtanh", "min_val", "low")]
+    cases = [
+        ("LeakyReLU", "negative_slope", "abc"),
+        ("LeakyReLU", "negative_slope", None),
+        ("LeakyReLU", "negative_slope", float("nan")),
+        ("ELU", "alpha", [1.0]),
+        ("Hardtanh", "min_val", "low"),
+    ]
     for name, attribute, value in cases:
         act = _act(name, **{attribute: value})
         seq = Sequential(Linear(rng.normal(size=(3, 2))), act, Linear(rng.normal(size=(2, 3))))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import skipsearch
 from skipsearch import baseline
+
 from tests.conftest import planted_block
 
 find = skipsearch.find_absorbing_subset
@@ -48,7 +48,9 @@ def test_complex_and_non_numeric_dtypes(block):
 
 def test_wrong_dimensions(block):
     W_up, W_down = block
-    with pytest.raises(ValueError, match=r"W_up must be 2-D with shape \(m, d_in\), got shape \(18,\)"):
+    with pytest.raises(
+        ValueError, match=r"W_up must be 2-D with shape \(m, d_in\), got shape \(18,\)"
+    ):
         find(W_up.ravel(), W_down)
     with pytest.raises(ValueError, match=r"b_up has shape \(5,\), expected \(6,\)"):
         find(W_up, W_down, b_up=np.zeros(5))
@@ -58,11 +60,15 @@ def test_wrong_dimensions(block):
 
 def test_skip_shapes(rng):
     W_up, W_down = rng.standard_normal((6, 4)), rng.standard_normal((3, 6))
-    with pytest.raises(ValueError, match=r"skip=None \(the identity\) needs d_in == d_out.*d_in=4.*d_out=3"):
+    with pytest.raises(
+        ValueError, match=r"skip=None \(the identity\) needs d_in == d_out.*d_in=4.*d_out=3"
+    ):
         find(W_up, W_down)
     with pytest.raises(ValueError, match=r"skip=2 \(alpha \* I\) needs d_in == d_out"):
         find(W_up, W_down, skip=2.0)
-    with pytest.raises(ValueError, match=r"skip has shape \(4, 3\), expected \(d_out, d_in\) = \(3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"skip has shape \(4, 3\), expected \(d_out, d_in\) = \(3, 4\)"
+    ):
         find(W_up, W_down, skip=np.zeros((4, 3)))
     with pytest.raises(TypeError, match="skip must be None, a real number"):
         find(np.eye(2), np.eye(2), skip=True)
@@ -134,8 +140,9 @@ def test_inputs_are_not_modified(rng):
     for v in kwargs.values():
         v.flags.writeable = True
     r = find(**kwargs)
-    skipsearch.build_skip_free_block(kwargs["W_up"], kwargs["W_down"], r.subset,
-                                     b_up=kwargs["b_up"], b_down=kwargs["b_down"])
+    skipsearch.build_skip_free_block(
+        kwargs["W_up"], kwargs["W_down"], r.subset, b_up=kwargs["b_up"], b_down=kwargs["b_down"]
+    )
     for k, v in kwargs.items():
         np.testing.assert_array_equal(v, before[k])
         assert v.flags.writeable, k

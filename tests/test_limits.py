@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 import pytest
-
 import skipsearch
+
 from tests.conftest import interrupt, needs_lattice, planted_block
 
 
@@ -62,9 +62,7 @@ def test_results_do_not_depend_on_threads(rng):
         (dict(zip(("W_up", "W_down"), hard_instance(40, 3, d=3))), {}),
     ]
     for kwargs, opts in cases:
-        results = [
-            skipsearch.find_absorbing_subset(**kwargs, **opts, threads=t) for t in (1, 2, 3)
-        ]
+        results = [skipsearch.find_absorbing_subset(**kwargs, **opts, threads=t) for t in (1, 2, 3)]
         first = results[0]
         for r in results[1:]:
             assert r.verdict == first.verdict and r.status == first.status

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import skipsearch
 from skipsearch import baseline
 
@@ -122,7 +121,9 @@ def test_verdicts_do_not_depend_on_the_scale_of_the_weights(a, rng):
     assert find(W_up * a, W_down).genericity.offending_pair_count == 0
 
 
-@pytest.mark.parametrize("backend", [skipsearch.find_absorbing_subset, baseline.find_absorbing_subset])
+@pytest.mark.parametrize(
+    "backend", [skipsearch.find_absorbing_subset, baseline.find_absorbing_subset]
+)
 @pytest.mark.parametrize("seed", range(4))
 def test_small_relaxation_distance_is_confirmed(backend, seed):
     # A planted block perturbed by 1e-5: the distance (~2e-5) is tiny next

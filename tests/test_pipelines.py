@@ -98,7 +98,9 @@ def _generic_without_config(directory):
     for i in range(2):
         tensors[f"net.blocks.{i}.ffn.w_in.weight"] = rng.standard_normal((6, 3))
         tensors[f"net.blocks.{i}.ffn.w_out.weight"] = rng.standard_normal((3, 6))
-    save_file({k: v.astype(np.float32) for k, v in tensors.items()}, str(directory / "model.safetensors"))
+    save_file(
+        {k: v.astype(np.float32) for k, v in tensors.items()}, str(directory / "model.safetensors")
+    )
     return directory
 
 
@@ -142,8 +144,16 @@ def test_cli_json_validates_against_the_schema(tmp_path, capsys, runs):
 def test_cli_json_of_a_generic_layout_without_config(tmp_path, capsys):
     path = _generic_without_config(tmp_path / "mixer")
     code, out, err = run_cli(
-        capsys, "scan", str(path), "--json", "--up", "*blocks.{i}.ffn.w_in.weight",
-        "--down", "*blocks.{i}.ffn.w_out.weight", "--activation", "gelu",
+        capsys,
+        "scan",
+        str(path),
+        "--json",
+        "--up",
+        "*blocks.{i}.ffn.w_in.weight",
+        "--down",
+        "*blocks.{i}.ffn.w_out.weight",
+        "--activation",
+        "gelu",
     )
     assert code == 0 and err == ""
     doc = json.loads(out)
@@ -201,8 +211,16 @@ def _mutations() -> list:
     def absorbable_without_set(doc: dict) -> None:
         doc["blocks"][1]["subset"] = None
 
-    return [verdict, status, version, missing, extra, null_layer, bound_without_value,
-            absorbable_without_set]
+    return [
+        verdict,
+        status,
+        version,
+        missing,
+        extra,
+        null_layer,
+        bound_without_value,
+        absorbable_without_set,
+    ]
 
 
 @pytest.mark.parametrize("mutate", _mutations(), ids=lambda f: f.__name__)
@@ -268,7 +286,11 @@ def test_cli_verbose_logs_to_stderr(ckpt, capsys):
     )
     assert not any(": debug: " in line for line in lines)
     # The handler is gone after main returns, and the default stays silent.
-    assert not [h for h in logging.getLogger("skipsearch").handlers if not isinstance(h, logging.NullHandler)]
+    assert not [
+        h
+        for h in logging.getLogger("skipsearch").handlers
+        if not isinstance(h, logging.NullHandler)
+    ]
     code, _, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
     assert code == 0 and err == ""
 

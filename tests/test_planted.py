@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import skipsearch
+
 from tests.conftest import planted_block
 
 CASES = [

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import struct
-import warnings
 
 import numpy as np
 import pytest
-
 import skipsearch
 from skipsearch import find_absorbing_subset
 from skipsearch.checkpoints import NARROW_TOL, CheckpointError, _float8
@@ -47,9 +45,15 @@ def write_safetensors(path, tensors: dict) -> None:
             shape = np.shape(array)
         else:
             array = np.ascontiguousarray(value)
-            dtype = {"float32": "F32", "float64": "F64", "int8": "I8", "int32": "I32"}[str(array.dtype)]
+            dtype = {"float32": "F32", "float64": "F64", "int8": "I8", "int32": "I32"}[
+                str(array.dtype)
+            ]
             raw, shape = array.astype(array.dtype.newbyteorder("<")).tobytes(), array.shape
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + len(raw)],
+        }
         blobs.append(raw)
         offset += len(raw)
     text = json.dumps(header).encode()
@@ -92,11 +96,11 @@ def planted_layers(rng, scheme):
         else:
             s_up, s_down = np.array(0.25), np.array([0.5])
         if planted:
-            up[:D] = 2.0 * np.eye(D)     # codes 2 I
+            up[:D] = 2.0 * np.eye(D)  # codes 2 I
             down[:, :D] = -4.0 * np.eye(D)  # codes -4 I
             if scheme == "block":
-                s_up[:2, :] = 0.25        # rows 0-3 of W_up: 0.5 I
-                s_down[:, :2] = 0.5       # cols 0-3 of W_down: -2 I
+                s_up[:2, :] = 0.25  # rows 0-3 of W_up: 0.5 I
+                s_down[:, :2] = 0.5  # cols 0-3 of W_down: -2 I
             elif scheme == "channel":
                 s_up[:D] = 0.25
                 s_down[:] = 0.5
@@ -134,15 +138,25 @@ def write_fp8_bert(directory, layers, scale_name, quantization_config=None, extr
             tensors[base + "output.dense." + scale_name] = layer["s_down"]
     tensors.update(extra or {})
     write_safetensors(directory / "model.safetensors", tensors)
-    config = dict(model_type="bert", hidden_act="relu", hidden_size=D, intermediate_size=M,
-                  num_hidden_layers=len(layers))
+    config = dict(
+        model_type="bert",
+        hidden_act="relu",
+        hidden_size=D,
+        intermediate_size=M,
+        num_hidden_layers=len(layers),
+    )
     if quantization_config is not None:
         config["quantization_config"] = quantization_config
     (directory / "config.json").write_text(json.dumps(config))
     return directory
 
 
-DEEPSEEK = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [2, 2]}
+DEEPSEEK = {
+    "quant_method": "fp8",
+    "fmt": "e4m3",
+    "activation_scheme": "dynamic",
+    "weight_block_size": [2, 2],
+}
 
 
 def compressed_tensors(strategy):
@@ -152,7 +166,12 @@ def compressed_tensors(strategy):
         "config_groups": {
             "group_0": {
                 "targets": ["Linear"],
-                "weights": {"num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True},
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": strategy,
+                    "symmetric": True,
+                },
             }
         },
     }
@@ -162,9 +181,24 @@ def compressed_tensors(strategy):
     "scheme, scale_name, config, described",
     [
         ("block", "weight_scale_inv", DEEPSEEK, "F8_E4M3 x weight_scale_inv, blocks of 2 x 2"),
-        ("channel", "weight_scale", compressed_tensors("channel"), "F8_E4M3 x weight_scale, per output channel"),
-        ("tensor", "weight_scale", compressed_tensors("tensor"), "F8_E4M3 x weight_scale, per tensor"),
-        ("channel", "weight_scale", {"quant_method": "fbgemm_fp8"}, "F8_E4M3 x weight_scale, per output channel"),
+        (
+            "channel",
+            "weight_scale",
+            compressed_tensors("channel"),
+            "F8_E4M3 x weight_scale, per output channel",
+        ),
+        (
+            "tensor",
+            "weight_scale",
+            compressed_tensors("tensor"),
+            "F8_E4M3 x weight_scale, per tensor",
+        ),
+        (
+            "channel",
+            "weight_scale",
+            {"quant_method": "fbgemm_fp8"},
+            "F8_E4M3 x weight_scale, per output channel",
+        ),
         # The scales alone, with no quantization_config, are applied too.
         ("tensor", "weight_scale", None, "F8_E4M3 x weight_scale, per tensor"),
     ],
@@ -198,8 +232,8 @@ def test_deepseek_default_block_is_128(tmp_path):
     rng = np.random.default_rng(11)
     d, m = 16, 200  # m <= d^2: the Gram matrix has full rank, no branch and bound
     up, down = random_codes(rng, (m, d)), random_codes(rng, (d, m))
-    s_up = np.array([[0.5], [2.0]], dtype=np.float32)     # (ceil(200/128), ceil(16/128))
-    s_down = np.array([[0.25, 4.0]], dtype=np.float32)    # (1, 2)
+    s_up = np.array([[0.5], [2.0]], dtype=np.float32)  # (ceil(200/128), ceil(16/128))
+    s_down = np.array([[0.25, 4.0]], dtype=np.float32)  # (1, 2)
     directory = tmp_path / "ds"
     directory.mkdir()
     write_safetensors(
@@ -211,9 +245,14 @@ def test_deepseek_default_block_is_128(tmp_path):
             "model.layers.0.mlp.fc2.weight_scale_inv": s_down,
         },
     )
-    (directory / "config.json").write_text(json.dumps({"quantization_config": {"quant_method": "fp8"}}))
-    layout = skipsearch.Layout(up="model.layers.{i}.mlp.fc1.weight", down="model.layers.{i}.mlp.fc2.weight",
-                               activation="relu")
+    (directory / "config.json").write_text(
+        json.dumps({"quantization_config": {"quant_method": "fp8"}})
+    )
+    layout = skipsearch.Layout(
+        up="model.layers.{i}.mlp.fc1.weight",
+        down="model.layers.{i}.mlp.fc2.weight",
+        activation="relu",
+    )
     (report,) = scan(directory, layout=layout, progress=False, time_limit=60)
     W_up = up * np.where(np.arange(m)[:, None] < 128, 0.5, 2.0)
     W_down = down * np.where(np.arange(m)[None, :] < 128, 0.25, 4.0)
@@ -252,7 +291,9 @@ def test_compressed_tensors_integer_formats_are_refused(tmp_path):
     config["config_groups"]["group_0"]["weights"].update(num_bits=4, type="int")
     rng = np.random.default_rng(0)
     path = write_fp8_bert(tmp_path / "ct", planted_layers(rng, "tensor"), "weight_scale", config)
-    with pytest.raises(CheckpointError, match=r"compressed-tensors, config group 'group_0': 4-bit int"):
+    with pytest.raises(
+        CheckpointError, match=r"compressed-tensors, config group 'group_0': 4-bit int"
+    ):
         scan(path, progress=False)
 
 
@@ -260,8 +301,14 @@ def test_compressed_tensors_integer_formats_are_refused(tmp_path):
     "keys, named",
     [
         # GPTQ/AWQ: no .weight at all, packed int32 qweight beside qzeros and scales
-        ({"qweight": np.zeros((1, 6), np.int32), "qzeros": np.zeros((1, 1), np.int32),
-          "scales": np.ones((1, 6), np.float32)}, "GPTQ/AWQ"),
+        (
+            {
+                "qweight": np.zeros((1, 6), np.int32),
+                "qzeros": np.zeros((1, 1), np.int32),
+                "scales": np.ones((1, 6), np.float32),
+            },
+            "GPTQ/AWQ",
+        ),
         ({"weight.absmax": np.ones(3, np.float32)}, "bitsandbytes"),
         ({"SCB": np.ones(6, np.float32)}, "bitsandbytes"),
         ({"weight_packed": np.zeros((6, 1), np.int32)}, "compressed-tensors packed"),
@@ -270,7 +317,9 @@ def test_compressed_tensors_integer_formats_are_refused(tmp_path):
 def test_quantized_tensor_names_are_refused_without_a_config(tmp_path, keys, named):
     rng = np.random.default_rng(0)
     extra = {f"bert.encoder.layer.0.intermediate.dense.{k}": v for k, v in keys.items()}
-    path = write_fp8_bert(tmp_path / "q", planted_layers(rng, "tensor"), "weight_scale", extra=extra)
+    path = write_fp8_bert(
+        tmp_path / "q", planted_layers(rng, "tensor"), "weight_scale", extra=extra
+    )
     with pytest.raises(CheckpointError, match=named):
         scan(path, progress=False)
 
@@ -278,17 +327,24 @@ def test_quantized_tensor_names_are_refused_without_a_config(tmp_path, keys, nam
 def test_fp8_codes_without_scale_are_refused_when_the_config_says_quantized(tmp_path):
     rng = np.random.default_rng(0)
     path = write_fp8_bert(tmp_path / "q", planted_layers(rng, "block"), None, DEEPSEEK)
-    with pytest.raises(CheckpointError, match=r"declares quantization \(fp8\).*has no weight_scale_inv "
-                                              r"or weight_scale.*never decides on codes"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"declares quantization \(fp8\).*has no weight_scale_inv "
+        r"or weight_scale.*never decides on codes",
+    ):
         scan(path, progress=False)
 
 
 def test_scale_that_does_not_fit_is_refused(tmp_path):
     rng = np.random.default_rng(0)
     layers = planted_layers(rng, "tensor")
-    layers[0]["s_up"] = np.ones((2, 2), np.float32)  # neither tensor, channel nor 128-blocks of (6, 4)
+    layers[0]["s_up"] = np.ones(
+        (2, 2), np.float32
+    )  # neither tensor, channel nor 128-blocks of (6, 4)
     path = write_fp8_bert(tmp_path / "q", layers, "weight_scale_inv", {"quant_method": "fp8"})
-    with pytest.raises(CheckpointError, match=r"scale of shape \(2, 2\) does not fit the weight of shape \(6, 4\)"):
+    with pytest.raises(
+        CheckpointError, match=r"scale of shape \(2, 2\) does not fit the weight of shape \(6, 4\)"
+    ):
         scan(path, progress=False)
 
 
@@ -303,14 +359,18 @@ def test_integer_weight_with_scale_is_refused(tmp_path):
     }
     write_safetensors(path / "model.safetensors", tensors)
     (path / "config.json").write_text(json.dumps({**raw, "num_hidden_layers": 1}))
-    with pytest.raises(CheckpointError, match=r"intermediate.dense.weight is stored as I8 with .*weight_scale"):
+    with pytest.raises(
+        CheckpointError, match=r"intermediate.dense.weight is stored as I8 with .*weight_scale"
+    ):
         scan(path, progress=False)
 
 
 def test_nonzero_zero_point_is_refused(tmp_path):
     rng = np.random.default_rng(0)
     extra = {"bert.encoder.layer.0.output.dense.weight_zero_point": np.ones((D, 1), np.float32)}
-    path = write_fp8_bert(tmp_path / "q", planted_layers(rng, "channel"), "weight_scale", extra=extra)
+    path = write_fp8_bert(
+        tmp_path / "q", planted_layers(rng, "channel"), "weight_scale", extra=extra
+    )
     with pytest.raises(CheckpointError, match="nonzero .*weight_zero_point"):
         scan(path, progress=False)
 
@@ -322,13 +382,19 @@ def test_dequantize_layouts():
     rng = np.random.default_rng(2)
     q = rng.standard_normal((300, 200)).astype(np.float32)
     blocks = rng.uniform(0.5, 2.0, size=(3, 2)).astype(np.float32)
-    np.testing.assert_array_equal(dequantize(q, blocks, None, "w"), q * expand(blocks, q.shape, (128, 128)))
+    np.testing.assert_array_equal(
+        dequantize(q, blocks, None, "w"), q * expand(blocks, q.shape, (128, 128))
+    )
     np.testing.assert_array_equal(dequantize(q, np.float32(0.5), None, "w"), q * 0.5)
     channel = rng.uniform(0.5, 2.0, size=(300, 1)).astype(np.float32)
     np.testing.assert_array_equal(dequantize(q, channel, None, "w"), q.astype(np.float64) * channel)
-    np.testing.assert_array_equal(dequantize(q, channel[:, 0], None, "w"), q.astype(np.float64) * channel)
+    np.testing.assert_array_equal(
+        dequantize(q, channel[:, 0], None, "w"), q.astype(np.float64) * channel
+    )
     small = rng.uniform(0.5, 2.0, size=(10, 7)).astype(np.float32)
-    np.testing.assert_array_equal(dequantize(q, small, (32, 32), "w"), q * expand(small, q.shape, (32, 32)))
+    np.testing.assert_array_equal(
+        dequantize(q, small, (32, 32), "w"), q * expand(small, q.shape, (32, 32))
+    )
     assert dequantize(q, blocks, None, "w").dtype == np.float64
     assert scale_layout((300, 200), (3, 2), None, "w") == ("block", (128, 128))
     with pytest.raises(ValueError, match=r"w: scale of shape \(3, 3\) does not fit"):
@@ -379,17 +445,25 @@ def _module(cls, **attrs):
 
 
 def _fp8_linear(codes, scale, scale_name, block_size=None):
-    attrs = {"weight": FakeTensor(codes.astype(np.float32), "torch.float8_e4m3fn"), "bias": None,
-             scale_name: FakeTensor(scale)}
+    attrs = {
+        "weight": FakeTensor(codes.astype(np.float32), "torch.float8_e4m3fn"),
+        "bias": None,
+        scale_name: FakeTensor(scale),
+    }
     if block_size is not None:
         attrs["block_size"] = block_size
     out, inp = codes.shape
     return _module("FP8Linear", in_features=inp, out_features=out, **attrs)
 
 
-@pytest.mark.parametrize("scheme, scale_name, block_size", [
-    ("block", "weight_scale_inv", (2, 2)), ("channel", "weight_scale", None), ("tensor", "weight_scale", None),
-])
+@pytest.mark.parametrize(
+    "scheme, scale_name, block_size",
+    [
+        ("block", "weight_scale_inv", (2, 2)),
+        ("channel", "weight_scale", None),
+        ("tensor", "weight_scale", None),
+    ],
+)
 def test_from_torch_dequantizes_fp8(scheme, scale_name, block_size):
     from skipsearch.torch_adapter import from_torch
 
@@ -399,8 +473,11 @@ def test_from_torch_dequantizes_fp8(scheme, scale_name, block_size):
         _module("ReLU"),
         _fp8_linear(layer["down"], layer["s_down"], scale_name, block_size),
     ]
-    with pytest.warns(skipsearch.PrecisionWarning, match=r"float8_e4m3fn weights were dequantized with their scales to "
-                                         r"float64.*tol=0\.354"):
+    with pytest.warns(
+        skipsearch.PrecisionWarning,
+        match=r"float8_e4m3fn weights were dequantized with their scales to "
+        r"float64.*tol=0\.354",
+    ):
         block = from_torch(seq)
     np.testing.assert_array_equal(block.W_up, layer["W_up"])
     np.testing.assert_array_equal(block.W_down, layer["W_down"])
@@ -409,7 +486,8 @@ def test_from_torch_dequantizes_fp8(scheme, scale_name, block_size):
 
 
 def test_from_torch_infers_128_blocks():
-    from skipsearch._torch.tensors import Widened as _Widened, read_linear as _linear
+    from skipsearch._torch.tensors import Widened as _Widened
+    from skipsearch._torch.tensors import read_linear as _linear
 
     codes = random_codes(np.random.default_rng(1), (130, 4))
     scale = np.array([[0.5], [2.0]], dtype=np.float32)
@@ -420,28 +498,83 @@ def test_from_torch_infers_128_blocks():
 @pytest.mark.parametrize(
     "layer, named",
     [
-        (_module("QuantLinear", qweight=FakeTensor(np.zeros((1, 4), np.int32)), qzeros=None, scales=None), "GPTQ"),
+        (
+            _module(
+                "QuantLinear",
+                qweight=FakeTensor(np.zeros((1, 4), np.int32)),
+                qzeros=None,
+                scales=None,
+            ),
+            "GPTQ",
+        ),
         (_module("WQLinear_GEMM", qweight=FakeTensor(np.zeros((1, 4), np.int32))), "AWQ"),
-        (_module("Linear4bit", weight=FakeTensor(np.zeros((8, 1), np.uint8)), in_features=4, out_features=4),
-         "bitsandbytes"),
-        (_module("Linear", weight=_module("Params4bit", quant_state=object()), in_features=4, out_features=4),
-         "bitsandbytes"),
-        (_module("CompressedLinear", weight_packed=FakeTensor(np.zeros((4, 1), np.int32))), "compressed-tensors packed"),
-        (_module("Linear", weight=FakeTensor(np.ones((4, 4), np.int8)), weight_scale=FakeTensor(np.ones((4, 1))),
-                 in_features=4, out_features=4), "weight_scale beside a int8 weight"),
-        (_module("Linear", weight=FakeTensor(np.ones((4, 4), np.float32), "torch.bfloat16"),
-                 weight_scale=FakeTensor(np.ones((4, 1))), in_features=4, out_features=4),
-         "weight_scale beside a bfloat16 weight"),
-        (_module("Linear", weight=FakeTensor(np.ones((4, 4)), "torch.float8_e4m3fn"),
-                 weight_scale=FakeTensor(np.ones((4, 1))), weight_zero_point=FakeTensor(np.ones((4, 1))),
-                 in_features=4, out_features=4), "nonzero weight_zero_point"),
-        (_module("Linear", weight=_module("AffineQuantizedTensor"), in_features=4, out_features=4), "torchao"),
+        (
+            _module(
+                "Linear4bit",
+                weight=FakeTensor(np.zeros((8, 1), np.uint8)),
+                in_features=4,
+                out_features=4,
+            ),
+            "bitsandbytes",
+        ),
+        (
+            _module(
+                "Linear",
+                weight=_module("Params4bit", quant_state=object()),
+                in_features=4,
+                out_features=4,
+            ),
+            "bitsandbytes",
+        ),
+        (
+            _module("CompressedLinear", weight_packed=FakeTensor(np.zeros((4, 1), np.int32))),
+            "compressed-tensors packed",
+        ),
+        (
+            _module(
+                "Linear",
+                weight=FakeTensor(np.ones((4, 4), np.int8)),
+                weight_scale=FakeTensor(np.ones((4, 1))),
+                in_features=4,
+                out_features=4,
+            ),
+            "weight_scale beside a int8 weight",
+        ),
+        (
+            _module(
+                "Linear",
+                weight=FakeTensor(np.ones((4, 4), np.float32), "torch.bfloat16"),
+                weight_scale=FakeTensor(np.ones((4, 1))),
+                in_features=4,
+                out_features=4,
+            ),
+            "weight_scale beside a bfloat16 weight",
+        ),
+        (
+            _module(
+                "Linear",
+                weight=FakeTensor(np.ones((4, 4)), "torch.float8_e4m3fn"),
+                weight_scale=FakeTensor(np.ones((4, 1))),
+                weight_zero_point=FakeTensor(np.ones((4, 1))),
+                in_features=4,
+                out_features=4,
+            ),
+            "nonzero weight_zero_point",
+        ),
+        (
+            _module(
+                "Linear", weight=_module("AffineQuantizedTensor"), in_features=4, out_features=4
+            ),
+            "torchao",
+        ),
     ],
 )
 def test_from_torch_refuses_other_quantized_layers(layer, named):
     from skipsearch.torch_adapter import from_torch
 
-    plain = _module("Linear", weight=FakeTensor(np.eye(4)), bias=None, in_features=4, out_features=4)
+    plain = _module(
+        "Linear", weight=FakeTensor(np.eye(4)), bias=None, in_features=4, out_features=4
+    )
     with pytest.raises(ValueError, match=named):
         from_torch([layer, _module("ReLU"), plain])
 
@@ -450,11 +583,24 @@ def test_from_torch_fp8_without_scale_is_widened_as_before():
     from skipsearch.torch_adapter import from_torch
 
     codes = random_codes(np.random.default_rng(3), (4, 4))
-    up = _module("Linear", weight=FakeTensor(codes.astype(np.float32), "torch.float8_e4m3fn"), bias=None,
-                 in_features=4, out_features=4)
-    down = _module("Linear", weight=FakeTensor(np.eye(4)), bias=FakeTensor(np.zeros(4, np.float32), "torch.bfloat16"),
-                   in_features=4, out_features=4)
-    with pytest.warns(skipsearch.PrecisionWarning, match=r"float8_e4m3fn weights were widened to float32.*tol=0\.354") as record:
+    up = _module(
+        "Linear",
+        weight=FakeTensor(codes.astype(np.float32), "torch.float8_e4m3fn"),
+        bias=None,
+        in_features=4,
+        out_features=4,
+    )
+    down = _module(
+        "Linear",
+        weight=FakeTensor(np.eye(4)),
+        bias=FakeTensor(np.zeros(4, np.float32), "torch.bfloat16"),
+        in_features=4,
+        out_features=4,
+    )
+    with pytest.warns(
+        skipsearch.PrecisionWarning,
+        match=r"float8_e4m3fn weights were widened to float32.*tol=0\.354",
+    ) as record:
         block = from_torch([up, _module("ReLU"), down])
     # The bfloat16 bias is not in the flip condition and is not mentioned.
     assert all("bfloat16" not in str(w.message) for w in record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
@@ -10,15 +11,13 @@ import sys
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
-
-import importlib
-
 from skipsearch import __version__, cli
 
 # The package exports the function scan, which hides the module name.
 scan = importlib.import_module("skipsearch.scan")
-from tests.conftest import write_bf16_safetensors
 from skipsearch.scan import CheckpointError, LayerReport, describe_checkpoint, scan_checkpoint
+
+from tests.conftest import write_bf16_safetensors
 
 D, M = 4, 6
 
@@ -73,7 +72,9 @@ def _config(**overrides) -> dict:
     return {k: v for k, v in config.items() if v is not None}
 
 
-def write_checkpoint(directory, *, prefix="bert.", dtype=np.float32, config=True, seed=0, **overrides):
+def write_checkpoint(
+    directory, *, prefix="bert.", dtype=np.float32, config=True, seed=0, **overrides
+):
     directory.mkdir(parents=True, exist_ok=True)
     save_file(_tensors(prefix, dtype, seed), str(directory / "model.safetensors"))
     if config:
@@ -154,8 +155,16 @@ def test_layer_report_record(ckpt):
     assert r.result.tolerance == 1e-6
     d = r.to_dict()
     assert json.loads(json.dumps(d, allow_nan=False)) == d
-    assert set(d) >= {"layer", "d", "m", "activation", "verdict", "relaxation_distance",
-                      "seconds", "reason"}
+    assert set(d) >= {
+        "layer",
+        "d",
+        "m",
+        "activation",
+        "verdict",
+        "relaxation_distance",
+        "seconds",
+        "reason",
+    }
     assert d["subset"] == [0, 1, 2, 3]
     # The full result does not take part in comparisons.
     assert r == LayerReport(**{**r.__dict__, "result": reports[0].result})
@@ -177,14 +186,41 @@ def test_cli_table(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
     assert code == 0 and err == ""
     lines = out.splitlines()
-    assert lines[0].startswith("model: tiny-bert (bert, 2 FFN blocks") and "model.safetensors" in lines[0]
+    assert (
+        lines[0].startswith("model: tiny-bert (bert, 2 FFN blocks")
+        and "model.safetensors" in lines[0]
+    )
     assert lines[1].startswith("scope: FFN sub-layer with its residual, post-LN")
-    assert lines[2].split() == ["block", "layer", "d", "m", "activation", "LN", "verdict",
-                                "relaxation", "distance", "seconds"]
-    assert lines[3].split()[:7] == ["bert.encoder.layer.0", "0", "4", "6", "relu", "post-LN",
-                                    "not_absorbable"]
-    assert lines[4].split()[:7] == ["bert.encoder.layer.1", "1", "4", "6", "relu", "post-LN",
-                                    "absorbable"]
+    assert lines[2].split() == [
+        "block",
+        "layer",
+        "d",
+        "m",
+        "activation",
+        "LN",
+        "verdict",
+        "relaxation",
+        "distance",
+        "seconds",
+    ]
+    assert lines[3].split()[:7] == [
+        "bert.encoder.layer.0",
+        "0",
+        "4",
+        "6",
+        "relu",
+        "post-LN",
+        "not_absorbable",
+    ]
+    assert lines[4].split()[:7] == [
+        "bert.encoder.layer.1",
+        "1",
+        "4",
+        "6",
+        "relu",
+        "post-LN",
+        "absorbable",
+    ]
     assert lines[-1].startswith("2 FFN blocks: 1 absorbable, 1 not absorbable")
 
 
@@ -218,9 +254,15 @@ def test_cli_many_paths_and_a_directory_of_models(tmp_path, capsys):
     assert code == 0 and err == ""
     doc = json.loads(out)
     assert [m["name"] for m in doc["models"]] == ["a", "b"]
-    assert [(b["model"], b["layer"]) for b in doc["blocks"]] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
-    code, out, _ = run_cli(capsys, "scan", str(tmp_path / "zoo" / "b"), str(tmp_path / "zoo" / "a"),
-                           "--no-progress")
+    assert [(b["model"], b["layer"]) for b in doc["blocks"]] == [
+        ("a", 0),
+        ("a", 1),
+        ("b", 0),
+        ("b", 1),
+    ]
+    code, out, _ = run_cli(
+        capsys, "scan", str(tmp_path / "zoo" / "b"), str(tmp_path / "zoo" / "a"), "--no-progress"
+    )
     assert code == 0
     heads = [line for line in out.splitlines() if line.startswith("model: ")]
     assert [h.split()[1] for h in heads] == ["b", "a"]
@@ -249,8 +291,16 @@ def test_cli_markdown(ckpt, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("| model | block | layer |") and lines[1].startswith("|---|")
     cells = [c.strip() for c in lines[3].strip("|").split("|")]
-    assert cells[:8] == ["tiny-bert", "bert.encoder.layer.1", "1", "4", "6", "relu", "post-LN",
-                         "absorbable"]
+    assert cells[:8] == [
+        "tiny-bert",
+        "bert.encoder.layer.1",
+        "1",
+        "4",
+        "6",
+        "relu",
+        "post-LN",
+        "absorbable",
+    ]
     assert lines[0].endswith("| argument | flip set |")
     assert cells[-2:] == ["flip_construction", "0 1 2 3"]
     assert [c.strip() for c in lines[2].strip("|").split("|")][-1] == "-"
@@ -267,7 +317,9 @@ def test_plot_is_written_and_shows_each_model(tmp_path, capsys):
     write_checkpoint(tmp_path / "zoo" / "a")
     write_checkpoint(tmp_path / "zoo" / "b", seed=1)
     png = tmp_path / "distances.png"
-    code, out, err = run_cli(capsys, "scan", str(tmp_path / "zoo"), "--no-progress", "--plot", str(png))
+    code, out, err = run_cli(
+        capsys, "scan", str(tmp_path / "zoo"), "--no-progress", "--plot", str(png)
+    )
     assert code == 0 and err == "" and f"plot: {png}" in out
     image = plt.imread(str(png))
     assert image.shape[0] >= 400 and image.shape[1] >= 700
@@ -416,8 +468,14 @@ def test_nan_weights(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv",
-    [["scan", "--tol", "2"], ["scan", "--tol", "abc"], ["scan", "--threads", "0"],
-     ["scan", "--time-limit", "-1"], [], ["frobnicate"]],
+    [
+        ["scan", "--tol", "2"],
+        ["scan", "--tol", "abc"],
+        ["scan", "--threads", "0"],
+        ["scan", "--time-limit", "-1"],
+        [],
+        ["frobnicate"],
+    ],
 )
 def test_usage_errors(capsys, argv):
     code, out, err = run_cli(capsys, *argv)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from skipsearch._scan import decide as decide_module
 from skipsearch.checkpoints import Checkpoint, _float8
 from skipsearch.scan import describe_checkpoint, scan
@@ -40,7 +39,11 @@ def write_safetensors(path: Path, tensors: dict) -> None:
     """tensors: name -> (dtype, bytes, shape), as from :func:`_raw`."""
     header, blobs, offset = {}, [], 0
     for name, (dtype, blob, shape) in tensors.items():
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": shape,
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     text = json.dumps(header).encode()
@@ -97,7 +100,9 @@ def write_sharded(directory: Path, dtype: str, shards: int = 3) -> tuple:
     names = [f"model-{k + 1:05d}-of-{shards:05d}.safetensors" for k in range(shards)]
     weight_map = {key: names[j % shards] for j, key in enumerate(tensors)}
     for name in names:
-        write_safetensors(directory / name, {k: v for k, v in tensors.items() if weight_map[k] == name})
+        write_safetensors(
+            directory / name, {k: v for k, v in tensors.items() if weight_map[k] == name}
+        )
     index = {"metadata": {}, "weight_map": weight_map}
     (directory / "model.safetensors.index.json").write_text(json.dumps(index))
     (directory / "config.json").write_text(json.dumps(config(dtype)))
@@ -164,7 +169,9 @@ def test_one_block_in_memory_at_a_time(tmp_path, monkeypatch, dtype):
     assert all(FFN.search(k) for k in watch.keys), watch.keys
     assert len(watch.keys) == len(set(watch.keys)) == (6 if dtype == "F8_E4M3" else 4) * LAYERS
     assert not watch.alive()  # nothing is kept once the scan returns
-    assert [r.to_dict() | {"seconds": 0} for r in got] == [r.to_dict() | {"seconds": 0} for r in want]
+    assert [r.to_dict() | {"seconds": 0} for r in got] == [
+        r.to_dict() | {"seconds": 0} for r in want
+    ]
     if dtype != "F32":
         tol = {"BF16": 2.0**-3.5, "F8_E4M3": 2.0**-1.5}[dtype]
         assert all(r.result.tolerance == pytest.approx(tol) for r in got)

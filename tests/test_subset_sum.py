@@ -10,20 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import skipsearch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import skipsearch
 from skipsearch import baseline
 
 # The package exports the function subset_sum, which hides the module name.
 subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
-from families import absorption_int, market_split  # noqa: E402
+from families import absorption_int, market_split
 
-from tests.conftest import needs_lattice  # noqa: E402
-from tests.conftest import interrupt  # noqa: E402
+from tests.conftest import interrupt, needs_lattice
 
 
 def brute_force(A, b, tol=None):
@@ -67,16 +65,24 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
     expected = brute_force(A, b)
     assert (r.status == "feasible") == (expected is not None), (A, b, r)
     assert r.exact
-    if r.status == "feasible" and engine != "feasibility jump" and not r.method[-1].startswith("presolve"):
-        assert any(step.startswith(engine) or (engine == "lattice" and step == "float heuristic")
-                   for step in r.method), r.method
+    if (
+        r.status == "feasible"
+        and engine != "feasibility jump"
+        and not r.method[-1].startswith("presolve")
+    ):
+        assert any(
+            step.startswith(engine) or (engine == "lattice" and step == "float heuristic")
+            for step in r.method
+        ), r.method
     if r.solution is not None:
         np.testing.assert_array_equal(A @ r.solution, b)
         assert set(np.unique(r.solution)) <= {0, 1}
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 3), n=st.integers(1, 20), planted=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1), k=st.integers(1, 3), n=st.integers(1, 20), planted=st.booleans()
+)
 @pytest.mark.parametrize("engine", ["branch and bound", "meet in the middle"])
 def test_float_agrees_with_brute_force(engine, seed, k, n, planted):
     rng = np.random.default_rng(seed)
@@ -121,11 +127,13 @@ def test_presolve_fixes_variables_and_splits_components(monkeypatch):
     # Row 0 can only reach 10 with column 0 (fixed to 1) and never with
     # column 1 (fixed to 0); rows 1 and 2 share no column: two components,
     # which the row bounds leave open.
-    A = np.array([
-        [10, 11, 0, 0, 0, 0, 0, 0],
-        [0, 0, 3, 5, 4, 0, 0, 0],
-        [0, 0, 0, 0, 0, 7, 2, 5],
-    ])
+    A = np.array(
+        [
+            [10, 11, 0, 0, 0, 0, 0, 0],
+            [0, 0, 3, 5, 4, 0, 0, 0],
+            [0, 0, 0, 0, 0, 7, 2, 5],
+        ]
+    )
     b = np.array([10, 7, 7])
     r = skipsearch.subset_sum(A, b)
     assert r.status == "feasible" and r.solution[:5].tolist() == [1, 0, 1, 0, 1]
@@ -139,7 +147,9 @@ def test_presolve_fixes_variables_and_splits_components(monkeypatch):
     assert r.status == "infeasible" and r.solution is None
     # A variable that row bounds force both ways: infeasible at once.
     r = skipsearch.subset_sum(np.array([[5, 1], [5, 1]]), np.array([5, 1]))
-    assert r.status == "infeasible" and r.method == ("presolve: row bounds fix a variable both ways",)
+    assert r.status == "infeasible" and r.method == (
+        "presolve: row bounds fix a variable both ways",
+    )
 
 
 def test_feasibility_jump_recovers_planted_flip_sets():
@@ -189,9 +199,15 @@ def test_presolve_proofs():
     # The feasibility jump runs first (20 moves per column) and finds
     # nothing; the presolve proves why.
     r = skipsearch.subset_sum(np.array([[2, 4, 6, 8]]), np.array([9]))
-    assert r.status == "infeasible" and r.method == ("feasibility jump (80 moves)", "presolve: row gcd")
+    assert r.status == "infeasible" and r.method == (
+        "feasibility jump (80 moves)",
+        "presolve: row gcd",
+    )
     r = skipsearch.subset_sum(np.array([[1, 2], [3, 4]]), np.array([4, 1]))
-    assert r.status == "infeasible" and r.method == ("feasibility jump (40 moves)", "presolve: row bounds")
+    assert r.status == "infeasible" and r.method == (
+        "feasibility jump (40 moves)",
+        "presolve: row bounds",
+    )
     r = skipsearch.subset_sum(np.zeros((2, 3), dtype=int), np.zeros(2, dtype=int))
     assert r.status == "feasible" and r.solution.tolist() == [0, 0, 0]
 
@@ -262,7 +278,9 @@ def test_integer_absorption_blocks_are_solved_exactly():
     assert r.subset is None and r.relaxation_distance < 1e-9
     assert "exact integer" in r.stats.method[-1]
     # The reason names the step that proved it, here the row gcd.
-    assert "exact integer subset-sum engine proves no flip set exists (presolve: row gcd)" in r.reason
+    assert (
+        "exact integer subset-sum engine proves no flip set exists (presolve: row gcd)" in r.reason
+    )
 
 
 @needs_lattice
@@ -325,7 +343,9 @@ def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
         # Cross-check with Schroeppel-Shamir on the same instance.
         monkeypatch.setattr(subset_sum_module, "_LISTS_MAX", 52)
         other = skipsearch.subset_sum(A, b)
-        assert any(step.startswith(f"Schroeppel-Shamir (n={A.shape[1]},") for step in other.method), other.method
+        assert any(
+            step.startswith(f"Schroeppel-Shamir (n={A.shape[1]},") for step in other.method
+        ), other.method
         assert other.status == r.status, (r, other)
 
 
@@ -400,7 +420,43 @@ def test_schroeppel_shamir_takes_over_when_the_lattice_cannot():
     # the kernel basis has entries beyond int64. Schroeppel-Shamir needs no
     # reduction and finds the planted solution.
     cols = np.array([[-3729969448, 3031720477, 3752432356], [2648324952, -1352658707, 3379170014]])
-    order = [2, 0, 1, 1, 2, 0, 2, 2, 0, 2, 0, 1, 0, 2, 2, 2, 2, 2, 0, 2, 0, 0, 0, 2, 2, 2, 0, 1, 1, 1, 0, 2, 0, 0, 0]
+    order = [
+        2,
+        0,
+        1,
+        1,
+        2,
+        0,
+        2,
+        2,
+        0,
+        2,
+        0,
+        1,
+        0,
+        2,
+        2,
+        2,
+        2,
+        2,
+        0,
+        2,
+        0,
+        0,
+        0,
+        2,
+        2,
+        2,
+        0,
+        1,
+        1,
+        1,
+        0,
+        2,
+        0,
+        0,
+        0,
+    ]
     A = cols[:, order]
     b = np.array([2423323138, 24052987402])
     r = skipsearch.subset_sum(A, b)
@@ -439,7 +495,19 @@ def test_integer_route_respects_a_tolerance_above_integer_resolution():
     # With tol * ||A|| >= 1, flip sets within tol need not be exact integer
     # solutions: the exact engine's "none" would prove nothing. Here one
     # subset is within 5e-6 of -A, so "not_absorbable" would be wrong.
-    W_up = np.array([[-8, 3, -4], [-6, 9, 0], [-3, -1, 5], [9, 6, 5], [-9, -2, 4], [2, 4, -1], [-3, -4, -7], [-7, 0, 0]], float)
+    W_up = np.array(
+        [
+            [-8, 3, -4],
+            [-6, 9, 0],
+            [-3, -1, 5],
+            [9, 6, 5],
+            [-9, -2, 4],
+            [2, 4, -1],
+            [-3, -4, -7],
+            [-7, 0, 0],
+        ],
+        float,
+    )
     W_down = np.array([[-2, -8, 4, 9, 8, 7, -8, -5], [-7, 1, -7, -8, 0, 4, -9, -6]], float) * 1000
     skip = np.array([[-146000, -20000, -134000], [-55000, 7999, -47000]], float)
     S = [0, 1, 3, 4, 5, 6, 7]

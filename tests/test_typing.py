@@ -39,11 +39,19 @@ def mypy_errors(tmp_path_factory):
     cache = tmp_path_factory.mktemp("mypy_cache")
     proc = subprocess.run(
         [
-            sys.executable, "-m", "mypy", "--strict",
-            "--config-file", str(ROOT / "pyproject.toml"),
-            "--cache-dir", str(cache),
-            "--no-color-output", "--show-error-codes", "--no-pretty",
-            str(GOOD), str(MISUSE),
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(cache),
+            "--no-color-output",
+            "--show-error-codes",
+            "--no-pretty",
+            str(GOOD),
+            str(MISUSE),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -91,13 +99,23 @@ def test_literal_aliases():
     assert "complete" in get_args(skipsearch.Status)
     assert "none" in get_args(skipsearch.Argument)
     assert {"feasible", "infeasible"} <= set(get_args(skipsearch.SubsetSumStatus))
-    for alias in (skipsearch.Verdict, skipsearch.Status, skipsearch.Argument, skipsearch.SubsetSumStatus):
+    for alias in (
+        skipsearch.Verdict,
+        skipsearch.Status,
+        skipsearch.Argument,
+        skipsearch.SubsetSumStatus,
+    ):
         values = get_args(alias)
         assert values and all(isinstance(v, str) for v in values)
         assert len(set(values)) == len(values)
     assert set(skipsearch.BlockReportDict.__required_keys__) >= {"verdict", "distance", "layer"}
     assert skipsearch.BlockReportDict.__optional_keys__ == {
-        "argument", "status", "tolerance", "residual", "rounding_bound", "subset",
+        "argument",
+        "status",
+        "tolerance",
+        "residual",
+        "rounding_bound",
+        "subset",
         "genericity_passed",
     }
 
@@ -160,7 +178,9 @@ def test_core_stub_names_match_the_module():
 def test_core_stub_signature_matches(name):
     (node,) = [n for n in _stub().body if isinstance(n, ast.FunctionDef) and n.name == name]
     args = node.args
-    assert not args.posonlyargs and not args.kwonlyargs and args.vararg is None and args.kwarg is None
+    assert (
+        not args.posonlyargs and not args.kwonlyargs and args.vararg is None and args.kwarg is None
+    )
     defaults = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
     defaults += [ast.literal_eval(d) for d in args.defaults]
     stub = [(a.arg, default) for a, default in zip(args.args, defaults)]

@@ -47,9 +47,21 @@ if getattr(_core, "__abi__", None) != _CORE_ABI:
         name="skipsearch._core",
     )
 
-from skipsearch._core import __version__
-from skipsearch._warnings import PrecisionWarning, SkipsearchWarning, UnindexedShardWarning
 from skipsearch import baseline
+from skipsearch._core import __version__
+from skipsearch._types import (
+    Argument,
+    Backend,
+    BlockReportDict,
+    DistanceKind,
+    GenericityCheck,
+    Norm,
+    RankDecision,
+    Status,
+    SubsetSumStatus,
+    Verdict,
+)
+from skipsearch._warnings import PrecisionWarning, SkipsearchWarning, UnindexedShardWarning
 from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
 from skipsearch.activations import (
     ACTIVATIONS,
@@ -65,26 +77,15 @@ from skipsearch.construction import (
     max_abs_difference,
     residual_block_output,
 )
-from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
-from skipsearch._types import (
-    Argument,
-    Backend,
-    BlockReportDict,
-    DistanceKind,
-    GenericityCheck,
-    Norm,
-    RankDecision,
-    Status,
-    SubsetSumStatus,
-    Verdict,
-)
 from skipsearch.layouts import Layout
+from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
 from skipsearch.torch_adapter import from_torch, load_state_dict
 
 __all__ = [
     "__version__",
+    "baseline",
     "ACTIVATIONS",
     "AbsorptionResult",
     "Activation",

@@ -156,9 +156,11 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
     """The skip matrix ``A`` of shape ``(d_out, d_in)`` and its epsilon."""
     reject_masked("skip", skip)
     eps = float(np.finfo(np.float64).eps)
-    if skip is None or (
-        isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_))
-    ) or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu"):
+    if (
+        skip is None
+        or (isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_)))
+        or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu")
+    ):
         alpha = 1.0 if skip is None else float(skip)
         what = "skip=None (the identity)" if skip is None else f"skip={alpha:g} (alpha * I)"
         if not math.isfinite(alpha):

@@ -27,7 +27,14 @@ from skipsearch._validation import (
     check_threads,
     check_tol,
 )
-from skipsearch.activations import BOUNDED, FLIP_LINEAR, GATED, HOMOGENEOUS, Activation, get_activation
+from skipsearch.activations import (
+    BOUNDED,
+    FLIP_LINEAR,
+    GATED,
+    HOMOGENEOUS,
+    Activation,
+    get_activation,
+)
 from skipsearch.construction import build_skip_free_block
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 
@@ -80,21 +87,48 @@ def _rust_search(
     )
     if not integral:
         return _core.search_flip_set(
-            W_up, W_down, A, b_up, c, tol, check, time_limit, node_limit, threads,
-            flip_constant_lo=c_lo, distance=distance, memory_limit=memory_limit,
+            W_up,
+            W_down,
+            A,
+            b_up,
+            c,
+            tol,
+            check,
+            time_limit,
+            node_limit,
+            threads,
+            flip_constant_lo=c_lo,
+            distance=distance,
+            memory_limit=memory_limit,
         )
     # Integer-valued block: the float pipeline first (a certificate or an
     # easy flip set ends it), then the exact integer engine for what the
     # relaxation leaves open.
-    cap = _FLOAT_NODES_BEFORE_EXACT if node_limit is None else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
+    cap = (
+        _FLOAT_NODES_BEFORE_EXACT
+        if node_limit is None
+        else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
+    )
     start = time.perf_counter()
     raw = _core.search_flip_set(
-        W_up, W_down, A, b_up, c, tol, check, time_limit, cap, threads,
-        distance=distance, memory_limit=memory_limit,
+        W_up,
+        W_down,
+        A,
+        b_up,
+        c,
+        tol,
+        check,
+        time_limit,
+        cap,
+        threads,
+        distance=distance,
+        memory_limit=memory_limit,
     )
-    open_ended = raw["finding"] == "inconclusive" or (
-        raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit
-    ) or (raw["finding"] == "no_subset" and raw["evidence"] != "certificate")
+    open_ended = (
+        raw["finding"] == "inconclusive"
+        or (raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit)
+        or (raw["finding"] == "no_subset" and raw["evidence"] != "certificate")
+    )
     if not open_ended:
         return raw
     from skipsearch.subset_sum import _integer
@@ -125,7 +159,9 @@ def _rust_search(
         else:
             raw.update(finding="subset", subset=subset, residual=0.0, residual_lower=0.0)
     elif exact.status == "infeasible":
-        raw.update(finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1])
+        raw.update(
+            finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1]
+        )
     else:
         raw.update(finding="stopped", subset=None, stop=exact.status, detail=exact.method[-1])
     return raw
@@ -378,14 +414,22 @@ def _decide(
         )
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None:
         return _no_search(
-            act, w, common, tol, "degree",
+            act,
+            w,
+            common,
+            tol,
+            "degree",
             f"the skip-free block is {act.degree}-homogeneous while A x + f(x) has a nonzero "
             f"degree-1 part, so no skip-free block of this kind matches ({PAPER}, the degree "
             "argument)",
         )
     if act.kind == GATED and act.gate_at_zero == 0.0 and act.gate_differentiable:
         return _no_search(
-            act, w, common, tol, "linearization",
+            act,
+            w,
+            common,
+            tol,
+            "linearization",
             f"the skip-free gated block has Jacobian 0 at x = 0 while A x + f(x) has Jacobian "
             f"A != 0 ({PAPER}, the linearization argument)",
         )
@@ -721,7 +765,9 @@ def decide_stack(
                 )
             kwargs = dict(blk)
         else:
-            raise TypeError(f"blocks[{k}] must be an MLPBlock or a mapping, got {type(blk).__name__}")
+            raise TypeError(
+                f"blocks[{k}] must be an MLPBlock or a mapping, got {type(blk).__name__}"
+            )
         try:
             W_up, W_down = kwargs.pop("W_up"), kwargs.pop("W_down")
         except KeyError as e:
@@ -729,8 +775,13 @@ def decide_stack(
         try:
             results.append(
                 find_absorbing_subset(
-                    W_up, W_down, tol=tol, time_limit=time_limit, node_limit=node_limit,
-                    threads=threads, **kwargs,
+                    W_up,
+                    W_down,
+                    tol=tol,
+                    time_limit=time_limit,
+                    node_limit=node_limit,
+                    threads=threads,
+                    **kwargs,
                 )
             )
         except (ValueError, TypeError) as e:

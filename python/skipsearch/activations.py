@@ -350,7 +350,9 @@ ACTIVATIONS: dict[str, Activation] = {
             gate_differentiable=True,
             rule=_GATED_LIN_RULE,
         ),
-        Activation("reglu", GATED, _relu, degree=2, gate_at_zero=0.0, rule=_DEGREE_RULE.format(k=2)),
+        Activation(
+            "reglu", GATED, _relu, degree=2, gate_at_zero=0.0, rule=_DEGREE_RULE.format(k=2)
+        ),
         Activation(
             "bilinear",
             GATED,
@@ -422,7 +424,9 @@ def _checked(act: Activation) -> Activation:
     if act.kind == FLIP_LINEAR:
         c = act.flip_constant
         if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c == 0:
-            raise ValueError(f"{where}: a flip-linear activation needs a finite nonzero flip_constant")
+            raise ValueError(
+                f"{where}: a flip-linear activation needs a finite nonzero flip_constant"
+            )
     if not callable(act.function):
         raise TypeError(f"{where}: function must be callable")
     return act

@@ -59,9 +59,7 @@ def _genericity(
                 if check == "non_proportional":
                     bad = a >= (1 - max(tol, res)) * math.sqrt(norms[i] * norms[j])
                 else:
-                    bad = norms[i] + norms[j] - 2 * a <= max(tol**2, res) * max(
-                        norms[i], norms[j]
-                    )
+                    bad = norms[i] + norms[j] - 2 * a <= max(tol**2, res) * max(norms[i], norms[j])
                 if bad:
                     pairs.append((i, j))
     return {
@@ -95,7 +93,9 @@ def _balanced(
     return out[0], out[1], out[2], k_skip, exact, k_up
 
 
-def _refined_residual(R: FloatArray, target: FloatArray, s: FloatArray, steps: int = 3) -> FloatArray:
+def _refined_residual(
+    R: FloatArray, target: FloatArray, s: FloatArray, steps: int = 3
+) -> FloatArray:
     """The least-squares residual ``target - R.T s``, refined with exact
     rational residuals: each step solves for the correction in float64 and
     adds it to rational weights. Returns ``Y`` rounded to float64."""
@@ -134,7 +134,9 @@ def _enumerate(
     # Powers of two keep every relative quantity exact while squares stay
     # clear of under- and overflow.
     W_up, W_down, A, k_skip, exact, k_up = _balanced(W_up, W_down, A, b_up)
-    genericity = _genericity(W_up, W_down, None if b_up is None else np.ldexp(b_up, k_up), check, tol)
+    genericity = _genericity(
+        W_up, W_down, None if b_up is None else np.ldexp(b_up, k_up), check, tol
+    )
     flip = (c, c_lo)
     a_norm = rounding.norm_upper(A)
     out: dict[str, Any] = {
@@ -174,6 +176,7 @@ def _enumerate(
             own, own_rounding = bound, slack
         if bound > best[0] or best[2] is None:
             best = (bound, slack, cand)
+
     # Reported only as far as Y proves it (the core's rule).
     def confirms(bound: float, allowance: float) -> bool:
         slack = max(2 * allowance, 1e-6 * distance)
@@ -194,7 +197,8 @@ def _enumerate(
     if best[0] > tol:
         out.update(
             # best[2] is set: the loop above ran for Y and A.
-            finding="no_subset", evidence="certificate",
+            finding="no_subset",
+            evidence="certificate",
             certificate=np.ldexp(cast(FloatArray, best[2]), -k_skip),
         )
         out["seconds"] = time.perf_counter() - start
@@ -224,9 +228,7 @@ def _enumerate(
                 break
             # The bracket straddles tol: decide in exact rationals.
             if A.size * max(1, len(subset)) <= rounding.EXACT_TERMS:
-                within, value = rounding.exact_within(
-                    W_up, W_down, A, flip, subset.tolist(), tol
-                )
+                within, value = rounding.exact_within(W_up, W_down, A, flip, subset.tolist(), tol)
                 if within:
                     hit = (subset, value)
                     break

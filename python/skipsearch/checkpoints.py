@@ -184,7 +184,11 @@ class _File:
         if end == begin:
             return np.empty(0, dtype=np.uint8)
         mapped = np.memmap(
-            self.path, dtype=np.uint8, mode="r", offset=self._data_start + begin, shape=(end - begin,)
+            self.path,
+            dtype=np.uint8,
+            mode="r",
+            offset=self._data_start + begin,
+            shape=(end - begin,),
         )
         return mapped.view(np.ndarray)
 
@@ -296,7 +300,9 @@ class Checkpoint:
         try:
             self._open_checkpoint(path, config_required)
         except RuntimeError as e:  # pathlib's "Symlink loop from ..."
-            raise CheckpointError(f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}") from None
+            raise CheckpointError(
+                f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}"
+            ) from None
 
     def _open_checkpoint(self, path: PathLike, config_required: bool) -> None:
         p = Path(os.fspath(path)).expanduser()
@@ -320,7 +326,9 @@ class Checkpoint:
                 # One weights file under another name is unambiguous.
                 others = sorted(q for q in p.glob("*.safetensors") if q.is_file())
                 if len(others) != 1:
-                    found = f"{len(others)} .safetensors files" if others else "no .safetensors file"
+                    found = (
+                        f"{len(others)} .safetensors files" if others else "no .safetensors file"
+                    )
                     raise FileNotFoundError(
                         f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}, and {found}: pass a "
                         "checkpoint directory, or the .safetensors file itself"
@@ -439,5 +447,7 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path} is not valid JSON: {e}") from e
     if not isinstance(value, dict):
-        raise CheckpointError(f"{path} ({what}) must hold a JSON object, got {type(value).__name__}")
+        raise CheckpointError(
+            f"{path} ({what}) must hold a JSON object, got {type(value).__name__}"
+        )
     return value

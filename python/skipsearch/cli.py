@@ -19,8 +19,8 @@ import os
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
@@ -134,9 +134,7 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON document to stdout instead of the table"
     )
     output.add_argument("--csv", action="store_true", help="print CSV (one row per block) instead")
-    output.add_argument(
-        "--markdown", action="store_true", help="print a Markdown table instead"
-    )
+    output.add_argument("--markdown", action="store_true", help="print a Markdown table instead")
     scan.add_argument(
         "--plot",
         metavar="FILE.png",
@@ -148,7 +146,9 @@ def _parser() -> argparse.ArgumentParser:
         "match whole tensor names, {i} is the layer index and * any run of characters "
         "(start with * to allow any prefix)",
     )
-    generic.add_argument("--up", metavar="PATTERN", help="key pattern of W_up, e.g. '*layers.{i}.ffn.w1.weight'")
+    generic.add_argument(
+        "--up", metavar="PATTERN", help="key pattern of W_up, e.g. '*layers.{i}.ffn.w1.weight'"
+    )
     generic.add_argument("--down", metavar="PATTERN", help="key pattern of W_down")
     generic.add_argument("--gate", metavar="PATTERN", help="key pattern of W_gate (gated blocks)")
     generic.add_argument(
@@ -157,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
         help="activation name; alone, it overrides a family's activation "
         "(default: the config's hidden_act or the family's key)",
     )
-    generic.add_argument("--norm", choices=("pre", "post"), help="LayerNorm placement, for the scope column")
+    generic.add_argument(
+        "--norm", choices=("pre", "post"), help="LayerNorm placement, for the scope column"
+    )
     generic.add_argument(
         "--transpose", action="store_true", help="weights are stored (in, out), as GPT-2's Conv1D"
     )
@@ -261,7 +263,17 @@ def _norm_cell(report: BlockReport) -> str:
     return cells.get(report.norm, "-")
 
 
-_COLUMNS = ("block", "layer", "d", "m", "activation", "LN", "verdict", "relaxation distance", "seconds")
+_COLUMNS = (
+    "block",
+    "layer",
+    "d",
+    "m",
+    "activation",
+    "LN",
+    "verdict",
+    "relaxation distance",
+    "seconds",
+)
 
 
 def _rows(reports: Sequence[BlockReport]) -> list[tuple[str, ...]]:
@@ -316,11 +328,31 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
 
 
 _CSV_FIELDS = (
-    "model", "family", "block", "layer", "d", "m", "activation", "norm", "verdict",
-    "distance", "distance_kind", "relaxation_distance", "distance_bound", "rounding_bound",
-    "seconds", "argument", "status",
-    "tolerance", "residual", "subset",
-    "genericity_passed", "shared_with", "scope", "reason", "path",
+    "model",
+    "family",
+    "block",
+    "layer",
+    "d",
+    "m",
+    "activation",
+    "norm",
+    "verdict",
+    "distance",
+    "distance_kind",
+    "relaxation_distance",
+    "distance_bound",
+    "rounding_bound",
+    "seconds",
+    "argument",
+    "status",
+    "tolerance",
+    "residual",
+    "subset",
+    "genericity_passed",
+    "shared_with",
+    "scope",
+    "reason",
+    "path",
 )
 
 

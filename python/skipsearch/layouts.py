@@ -96,7 +96,9 @@ class Layout:
             if value is None and name == "gate":
                 continue
             if not isinstance(value, str) or not value:
-                raise ValueError(f"Layout {name} must be a non-empty key pattern string, got {value!r}")
+                raise ValueError(
+                    f"Layout {name} must be a non-empty key pattern string, got {value!r}"
+                )
             # Each projection of layer i must be found through i: a pattern
             # without it would give every layer the same tensor.
             if value.count("{i}") != 1:
@@ -179,7 +181,9 @@ class Family:
         default=None, repr=False
     )
 
-    def resolve(self, config: dict[str, Any], where: str, read_activation: bool = True) -> dict[str, Any]:
+    def resolve(
+        self, config: dict[str, Any], where: str, read_activation: bool = True
+    ) -> dict[str, Any]:
         """Layout, activation, sizes and norm placement for ``config``; the
         activation is None when ``read_activation`` is false (the user
         names it)."""
@@ -202,7 +206,11 @@ class Family:
         d_key = _first(config, self.d_keys)[0]
         m_key = _first(config, self.m_keys)[0] or f"{self.m_keys[0]} (default 4 * {d_key})"
         norm = self.norm(config) if callable(self.norm) else self.norm
-        act = config_activation(act_name, gated=layout.gate is not None, where=where) if read_activation else None
+        act = (
+            config_activation(act_name, gated=layout.gate is not None, where=where)
+            if read_activation
+            else None
+        )
         return dict(
             layout=layout,
             activation=act,
@@ -216,7 +224,9 @@ class Family:
         )
 
 
-def _size(config: dict[str, Any], keys: tuple[str, ...], where: str, default: Optional[int] = None) -> int:
+def _size(
+    config: dict[str, Any], keys: tuple[str, ...], where: str, default: Optional[int] = None
+) -> int:
     key, value = _first(config, keys)
     if key is None and default is not None:
         return default
@@ -272,7 +282,9 @@ def _bert(norm: Norm, name: str = "bert") -> Family:
 def _t5(config: dict[str, Any]) -> tuple[Layout, Optional[str]]:
     proj = config.get("feed_forward_proj", "relu")
     if not isinstance(proj, str) or not proj:
-        raise CheckpointError(f"feed_forward_proj must be a name like 'relu' or 'gated-gelu', got {proj!r}")
+        raise CheckpointError(
+            f"feed_forward_proj must be a name like 'relu' or 'gated-gelu', got {proj!r}"
+        )
     parts = proj.split("-")
     gated = parts[0] == "gated" and len(parts) == 2
     act = config.get("dense_act_fn") or parts[-1]
@@ -280,7 +292,9 @@ def _t5(config: dict[str, Any]) -> tuple[Layout, Optional[str]]:
         act = "gelu_new"  # as Hugging Face's T5Config does
     base = "*block.{i}.layer.*.DenseReluDense."
     if gated:
-        layout = Layout(up=base + "wi_1.weight", gate=base + "wi_0.weight", down=base + "wo.weight", norm="pre")
+        layout = Layout(
+            up=base + "wi_1.weight", gate=base + "wi_0.weight", down=base + "wo.weight", norm="pre"
+        )
     else:
         layout = Layout(up=base + "wi.weight", down=base + "wo.weight", norm="pre")
     return layout, act
@@ -302,7 +316,9 @@ def _gated(name: str, activation_keys: tuple[str, ...] = ("hidden_act",)) -> Fam
 def _opt_norm(config: dict[str, Any]) -> Norm:
     value = config.get("do_layer_norm_before", True)
     if not isinstance(value, bool):
-        raise CheckpointError(f"do_layer_norm_before must be true or false in config.json, got {value!r}")
+        raise CheckpointError(
+            f"do_layer_norm_before must be true or false in config.json, got {value!r}"
+        )
     return "pre" if value else "post"
 
 
@@ -369,4 +385,3 @@ FAMILIES["mt5"] = FAMILIES["umt5"] = FAMILIES["t5"]
 def supported_model_types() -> list[str]:
     """The ``model_type`` values the scan reads without a user layout."""
     return sorted(FAMILIES)
-

@@ -6,7 +6,8 @@ matplotlib is an optional dependency: ``pip install "skipsearch[plot]"``.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Sequence, Union, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     from skipsearch._scan.report import BlockReport
@@ -37,7 +38,7 @@ def require_matplotlib() -> Any:
     return plt
 
 
-def check_plot_path(path: Union[str, "os.PathLike[str]"]) -> str:
+def check_plot_path(path: Union[str, os.PathLike[str]]) -> str:
     """Check where a plot will be written, before any work is done.
 
     Returns
@@ -61,7 +62,9 @@ def check_plot_path(path: Union[str, "os.PathLike[str]"]) -> str:
     if not text:
         raise ValueError("the plot path is empty; give a file name such as distances.png")
     if os.path.isdir(text):
-        raise ValueError(f"the plot path {text!r} is a directory; give a file name such as distances.png")
+        raise ValueError(
+            f"the plot path {text!r} is a directory; give a file name such as distances.png"
+        )
     folder = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(folder):
         raise ValueError(f"the folder of the plot path {text!r} does not exist: {folder}")
@@ -76,7 +79,7 @@ def check_plot_path(path: Union[str, "os.PathLike[str]"]) -> str:
 
 
 def plot_relaxation_distances(
-    reports: Sequence[BlockReport], path: Union[str, "os.PathLike[str]"]
+    reports: Sequence[BlockReport], path: Union[str, os.PathLike[str]]
 ) -> None:
     """Draw the relaxation distance of each block against its position in the
     model (the layer; T5's decoder blocks follow its encoder blocks), one
@@ -116,7 +119,9 @@ def plot_relaxation_distances(
     for r in reports:
         models.setdefault((r.model, r.path), []).append(r)
     names = [m for m, _ in models]
-    label_of = {key: (key[0] if names.count(key[0]) == 1 else f"{key[0]} ({key[1]})") for key in models}
+    label_of = {
+        key: (key[0] if names.count(key[0]) == 1 else f"{key[0]} ({key[1]})") for key in models
+    }
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     top = 0.0
     for key, rows in models.items():
@@ -127,7 +132,12 @@ def plot_relaxation_distances(
         label = label_of[key]
         if not with_distance:
             verdicts = sorted({r.verdict.replace("_", " ") for r in rows})
-            ax.plot([], [], " ", label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)")
+            ax.plot(
+                [],
+                [],
+                " ",
+                label=f"{label}: {', '.join(verdicts)} ({rows[0].activation}, no relaxation)",
+            )
             continue
         xs = [positions[id(r)] for r in with_distance]
         ys = [cast(float, r.distance) for r in with_distance]  # not None, as filtered
@@ -142,14 +152,24 @@ def plot_relaxation_distances(
                 ]
                 if pts:
                     ax.plot(
-                        *zip(*pts), marker, color=line.get_color(), markerfacecolor=face,
+                        *zip(*pts),
+                        marker,
+                        color=line.get_color(),
+                        markerfacecolor=face,
                         markersize=9 if marker == "*" else 6,
                     )
     for verdict, marker in _MARKERS.items():
         if any(r.verdict == verdict and r.distance is not None for r in reports):
             ax.plot([], [], marker, color="0.3", label=verdict.replace("_", " "))
     if any(r.distance_kind == "bound" for r in reports):
-        ax.plot([], [], "o", color="0.3", markerfacecolor="none", label="lower bound (exact not computed)")
+        ax.plot(
+            [],
+            [],
+            "o",
+            color="0.3",
+            markerfacecolor="none",
+            label="lower bound (exact not computed)",
+        )
     ax.set_xlabel("FFN block, in layer order")
     ax.set_ylabel("relaxation distance  ||Y||_F / ||I||_F")
     ax.set_ylim(0.0, max(1.0, top * 1.1))

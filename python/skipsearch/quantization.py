@@ -36,8 +36,9 @@ than ``fp8``, ``fbgemm_fp8`` and FP8 ``compressed-tensors``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Optional
+from typing import Any, Callable, Literal, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -135,7 +136,9 @@ def config_quantization(
     if not isinstance(method, str):
         raise _refuse(
             "quantization_config has no quant_method, so the format of the quantized weights "
-            "is unknown", where, error,
+            "is unknown",
+            where,
+            error,
         )
     key = method.lower()
     if key not in _FP8_METHODS:
@@ -150,7 +153,8 @@ def config_quantization(
             f"the checkpoint is quantized with {name}{detail} (quantization_config.quant_method = "
             f"{method!r}), which skipsearch cannot dequantize; it dequantizes FP8 only "
             "(quant_method 'fp8', 'fbgemm_fp8', or 'compressed-tensors' with float8 weights)",
-            where, error,
+            where,
+            error,
         )
     if key == "fp8":
         return Quantization(key, _block(q.get("weight_block_size"), where, error))
@@ -173,13 +177,15 @@ def config_quantization(
                 f"the checkpoint is quantized with compressed-tensors, config group {name!r}: "
                 f"{bits}-bit {kind} weights (format {group_fmt!r}), which skipsearch cannot "
                 "dequantize; it dequantizes 8-bit float (FP8) weights only",
-                where, error,
+                where,
+                error,
             )
         if weights.get("symmetric") is False:
             raise _refuse(
                 f"the checkpoint is quantized with compressed-tensors, config group {name!r}: "
                 "asymmetric FP8 weights (with zero points), which skipsearch does not dequantize",
-                where, error,
+                where,
+                error,
             )
         if weights.get("strategy") == "block":
             blocks.add(_block(weights.get("block_structure"), where, error))
@@ -187,7 +193,8 @@ def config_quantization(
         raise _refuse(
             f"the checkpoint is stored in the compressed-tensors format {fmt!r}, which skipsearch "
             "cannot read; it reads 'float-quantized' FP8 weights",
-            where, error,
+            where,
+            error,
         )
     sized = {b for b in blocks if b is not None}
     if len(sized) > 1:
@@ -203,22 +210,32 @@ def refuse_other_formats(keys: Iterable[str], where: str, error: ErrorType = Val
     keys = set(keys)
     for key in sorted(keys):
         leaf = key.rsplit(".", 1)[-1]
-        if leaf in ("qweight", "qzeros", "g_idx") or (leaf == "scales" and _has(keys, key, "qweight")):
+        if leaf in ("qweight", "qzeros", "g_idx") or (
+            leaf == "scales" and _has(keys, key, "qweight")
+        ):
             raise _refuse(
                 f"{key} is a GPTQ/AWQ packed integer tensor (qweight, qzeros, scales), which "
-                "skipsearch cannot dequantize", where, error,
+                "skipsearch cannot dequantize",
+                where,
+                error,
             )
-        if ".quant_state." in key or leaf in ("absmax", "quant_map", "nested_absmax", "SCB") or (
-            leaf == "weight_format"
+        if (
+            ".quant_state." in key
+            or leaf in ("absmax", "quant_map", "nested_absmax", "SCB")
+            or (leaf == "weight_format")
         ):
             raise _refuse(
                 f"{key} belongs to a bitsandbytes-quantized weight (absmax, quant_map, "
-                "quant_state, SCB), which skipsearch cannot dequantize", where, error,
+                "quant_state, SCB), which skipsearch cannot dequantize",
+                where,
+                error,
             )
         if leaf in ("weight_packed", "weight_shape"):
             raise _refuse(
                 f"{key} is a compressed-tensors packed integer weight (pack-quantized), which "
-                "skipsearch cannot dequantize", where, error,
+                "skipsearch cannot dequantize",
+                where,
+                error,
             )
 
 

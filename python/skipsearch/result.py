@@ -209,7 +209,7 @@ class AbsorptionResult:
     genericity: Optional[GenericityChecks] = None
     status: Status = "complete"
     stats: SearchStats = field(default_factory=SearchStats)
-    block: Optional["SkipFreeBlock"] = None
+    block: Optional[SkipFreeBlock] = None
 
     def __repr__(self) -> str:
         rows = [
@@ -225,7 +225,10 @@ class AbsorptionResult:
             rows.append(("relaxation_distance", f"{self.relaxation_distance:.6g}"))
         if self.distance_bound is not None:
             rows.append(
-                ("distance_bound", f"{self.distance_bound:.6g} (rounding {self.rounding_bound:.2g})")
+                (
+                    "distance_bound",
+                    f"{self.distance_bound:.6g} (rounding {self.rounding_bound:.2g})",
+                )
             )
         if self.certificate is not None:
             rows.append(("certificate", f"Y, shape {self.certificate.shape}"))
@@ -270,7 +273,11 @@ class StackResult:
     blocks: tuple[AbsorptionResult, ...]
 
     def __repr__(self) -> str:
-        lines = [f"StackResult(verdict={self.verdict!r},", f"  reason={self.reason!r},", "  blocks=["]
+        lines = [
+            f"StackResult(verdict={self.verdict!r},",
+            f"  reason={self.reason!r},",
+            "  blocks=[",
+        ]
         for i, b in enumerate(self.blocks):
             lines.append(f"    {i}: {b.verdict} ({b.activation}, argument={b.argument})")
         lines.append("  ])")

@@ -33,10 +33,10 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union, cast
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -339,7 +339,11 @@ def scan(
             "executor must be a concurrent.futures.Executor instance (e.g. ProcessPoolExecutor(), "
             f"or client.get_executor() of dask.distributed), got {executor!r}"
         )
-    if isinstance(max_pending, bool) or not isinstance(max_pending, (int, np.integer)) or max_pending < 1:
+    if (
+        isinstance(max_pending, bool)
+        or not isinstance(max_pending, (int, np.integer))
+        or max_pending < 1
+    ):
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
@@ -354,7 +358,13 @@ def scan(
     for info, _ in models:
         _logger.info(
             "located %s (%s, %d FFN blocks, %s, d=%d, m=%d, %s): %s",
-            info.name, info.family, info.num_layers, info.activation, info.d, info.m, info.dtype,
+            info.name,
+            info.family,
+            info.num_layers,
+            info.activation,
+            info.d,
+            info.m,
+            info.dtype,
             info.path,
         )
     reports: list[Optional[BlockReport]] = []  # None while its decision is pending
@@ -383,20 +393,31 @@ def scan(
         ) -> None:
             # Stage 4: the report row.
             try:
-                result, decide_seconds = decide_block(*job) if isinstance(job, tuple) else job.result()
+                result, decide_seconds = (
+                    decide_block(*job) if isinstance(job, tuple) else job.result()
+                )
             except ValueError as e:
                 raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
             reports[slot] = block_report(info, block, result, read_seconds + decide_seconds)
             _logger.info(
                 "%s %s: %s%s (d=%d, m=%d, %s, %.3f s)",
-                info.name, block.name, result.verdict,
+                info.name,
+                block.name,
+                result.verdict,
                 "" if result.status == "complete" else f" ({result.status})",
-                info.d, info.m, result.activation, read_seconds + decide_seconds,
+                info.d,
+                info.m,
+                result.activation,
+                read_seconds + decide_seconds,
             )
             _logger.debug(
                 "%s %s: read in %.3f s, decided in %.3f s by %s (argument %s)",
-                info.name, block.name, read_seconds, decide_seconds,
-                " -> ".join(result.stats.method) or "no search", result.argument,
+                info.name,
+                block.name,
+                read_seconds,
+                decide_seconds,
+                " -> ".join(result.stats.method) or "no search",
+                result.argument,
             )
             bar.set_postfix_str(f"{info.name} {block.name}: {result.verdict}", refresh=False)
             bar.update(1)
@@ -424,14 +445,24 @@ def scan(
                         tied[twin].append(block.name)
                         _logger.debug(
                             "%s %s: same weights as %s, reported with it",
-                            info.name, block.name, next(b.name for s, b in slot_of[key] if s == twin),
+                            info.name,
+                            block.name,
+                            next(b.name for s, b in slot_of[key] if s == twin),
                         )
                         bar.update(1)
                         continue
                     block_tol = block_tolerance(ckpt, block) if tol is None else tol
                     job: tuple[Any, ...] = (
-                        tensors["W_up"], tensors["W_down"], act, tensors["b_up"], tensors["b_down"],
-                        tensors["W_gate"], block_tol, time_limit, block_threads, tensors["b_gate"],
+                        tensors["W_up"],
+                        tensors["W_down"],
+                        act,
+                        tensors["b_up"],
+                        tensors["b_down"],
+                        tensors["W_gate"],
+                        block_tol,
+                        time_limit,
+                        block_threads,
+                        tensors["b_gate"],
                         distance,
                     )
                     del tensors
@@ -445,7 +476,10 @@ def scan(
                     else:
                         _logger.debug(
                             "%s %s: read in %.3f s, submitted (threads=%s)",
-                            info.name, block.name, read_seconds, block_threads,
+                            info.name,
+                            block.name,
+                            read_seconds,
+                            block_threads,
                         )
                         future = executor.submit(decide_block, *job)
                         pending.append((len(reports) - 1, info, block, read_seconds, future))

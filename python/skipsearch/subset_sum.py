@@ -37,8 +37,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import numpy.typing as npt
 
-from skipsearch import _core
-from skipsearch import rounding
+from skipsearch import _core, rounding
 from skipsearch._types import FloatArray, IntArray, SubsetSumStatus, UInt8Array
 from skipsearch._validation import as_float_array, check_limit, check_threads, check_tol
 
@@ -239,7 +238,9 @@ def subset_sum(
     A_arr, eps_a = as_float_array("A", A, 2, "(k, n)", exact_integers=False)
     b_arr, eps_b = as_float_array("b", b, 1, f"({A_arr.shape[0]},)", exact_integers=False)
     if b_arr.shape != (A_arr.shape[0],):
-        raise ValueError(f"b has shape {b_arr.shape} but A has shape {A_arr.shape}: expected ({A_arr.shape[0]},)")
+        raise ValueError(
+            f"b has shape {b_arr.shape} but A has shape {A_arr.shape}: expected ({A_arr.shape[0]},)"
+        )
     tol = check_tol(tol)
     time_limit = check_limit("time_limit", time_limit, integer=False)
     node_limit = check_limit("node_limit", node_limit, integer=True)
@@ -284,13 +285,24 @@ def _integer(
     if moves:
         # A local search first: it finds small solutions (planted flip
         # sets) in microseconds and costs a few milliseconds when it fails.
-        jump = _core.feasibility_jump(np.ascontiguousarray(A), np.ascontiguousarray(b), moves, time_limit)
+        jump = _core.feasibility_jump(
+            np.ascontiguousarray(A), np.ascontiguousarray(b), moves, time_limit
+        )
         method.append(f"feasibility jump ({jump['moves']} moves)")
         if jump["solution"] is not None:
-            return _done(start, status="feasible", solution=jump["solution"], method=tuple(method), residual=0.0, **base)
+            return _done(
+                start,
+                status="feasible",
+                solution=jump["solution"],
+                method=tuple(method),
+                residual=0.0,
+                **base,
+            )
     fixed, why = _presolve(A, b, None if time_limit is None else start + time_limit)
     if why is not None:
-        return _done(start, status="infeasible", solution=None, method=(*method, f"presolve: {why}"), **base)
+        return _done(
+            start, status="infeasible", solution=None, method=(*method, f"presolve: {why}"), **base
+        )
     method.append("presolve")
     if np.any(fixed >= 0):
         method.append(f"presolve: {int(np.sum(fixed >= 0))} of {n} fixed")
@@ -303,9 +315,13 @@ def _integer(
     nodes = memory = 0
     # Smallest components first: an infeasible one ends the search soonest.
     for rows, cols in sorted(components, key=lambda rc: len(rc[1])):
-        remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+        remaining = (
+            None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+        )
         budget = None if node_limit is None else max(1, node_limit - nodes)
-        x, stop, used, mem, steps = _component(A[np.ix_(rows, free[cols])], rhs[rows], remaining, budget, threads)
+        x, stop, used, mem, steps = _component(
+            A[np.ix_(rows, free[cols])], rhs[rows], remaining, budget, threads
+        )
         nodes += used
         memory = max(memory, mem)
         method += [step for step in steps if step not in method]
@@ -317,7 +333,9 @@ def _integer(
     base.update(nodes=nodes, memory_bytes=memory)
     if not np.array_equal(A @ solution.astype(np.int64), b):  # pragma: no cover - a bug
         raise RuntimeError("internal error: the solution does not satisfy A s = b")
-    return _done(start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base)
+    return _done(
+        start, status="feasible", solution=solution, method=tuple(method), residual=0.0, **base
+    )
 
 
 def _presolve(
@@ -404,8 +422,16 @@ def _component(
     # branch and bound find planted or easy solutions in milliseconds.
     cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
     quick = _core.search_flip_set(
-        np.ones((n, 1)), A.astype(float), -b[:, None].astype(float), None, 1.0,
-        1e-9, "none", time_limit, cap, threads,
+        np.ones((n, 1)),
+        A.astype(float),
+        -b[:, None].astype(float),
+        None,
+        1.0,
+        1e-9,
+        "none",
+        time_limit,
+        cap,
+        threads,
     )
     used = int(quick["nodes"])
     if quick["finding"] == "subset":
@@ -424,7 +450,9 @@ def _component(
     nodes += used
     if stop == "incomplete" and n <= _LISTS_FALLBACK_MAX:
         # The lattice could not be used; the lists need no reduction.
-        remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - entered))
+        remaining = (
+            None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - entered))
+        )
         budget = None if node_limit is None else max(1, node_limit - nodes)
         x, stop, more, lists_memory, step = _lists(A, b, remaining, budget, threads)
         steps.append(step)
@@ -469,7 +497,9 @@ def _lattice(
     k, n = A.shape
     steps: list[str] = []
     if n < A_full.shape[1]:
-        steps.append(f"lattice: {A_full.shape[1] - n} duplicate columns merged into bounded variables")
+        steps.append(
+            f"lattice: {A_full.shape[1] - n} duplicate columns merged into bounded variables"
+        )
     bounds = np.append(c, 1).astype(np.int64)
     radius_sq = float(np.sum(bounds.astype(float) ** 2))
     # Equations weighted so that any vector with a nonzero equation part is
@@ -477,7 +507,9 @@ def _lattice(
     scale = 2 ** int(math.ceil(math.log2(4 * radius_sq)))
     rows: list[list[int]] = []
     for j in range(n):
-        rows.append([2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]])
+        rows.append(
+            [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
+        )
     rows.append([int(v) for v in c] + [1] + [scale * int(v) for v in b])
     if n + 1 > _LATTICE_MAX_DIM:
         steps.append(f"lattice: dimension {n + 1} is beyond the {_LATTICE_MAX_DIM} reduced here")
@@ -520,7 +552,9 @@ def _lattice(
         if len(rows) < want or not _fits_int64(rows):
             rows = kernel_rows
         kernel = np.array(rows, dtype=np.int64).reshape(-1, n + 1)
-        remaining = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+        remaining = (
+            None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+        )
         out = _core.enumerate_bounded(kernel, bounds, radius_sq, 1, remaining, cap, threads)
         nodes += int(out["nodes"])
         for y in np.asarray(out["solutions"]):
@@ -547,7 +581,10 @@ def _lattice(
         flags, extra = BKZ.AUTO_ABORT, {}
         if deadline is not None:
             # fplll's own clock, in whole seconds, for when no alarm can be set.
-            flags, extra = flags | BKZ.MAX_TIME, {"max_time": max(0.0, deadline - time.perf_counter())}
+            flags, extra = (
+                flags | BKZ.MAX_TIME,
+                {"max_time": max(0.0, deadline - time.perf_counter())},
+            )
         param = BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra)
         if not _reduce(lambda: BKZ.reduction(basis, param), deadline):
             return None, "time_limit", nodes, memory, steps
@@ -649,7 +686,15 @@ def _float(
 
     def found(solution: UInt8Array) -> SubsetSumResult:
         residual = float(np.max(np.abs(A @ solution - b), initial=0.0))
-        return _done(start, status="feasible", solution=solution, residual=residual, nodes=nodes, method=method, **base)
+        return _done(
+            start,
+            status="feasible",
+            solution=solution,
+            residual=residual,
+            nodes=nodes,
+            method=method,
+            **base,
+        )
 
     def verified(solution: UInt8Array) -> Optional[bool]:
         """Whether ||A x - b|| <= tol ||b|| holds exactly (None: unresolved)."""
@@ -673,7 +718,9 @@ def _float(
     if raw["finding"] == "no_subset":
         return _done(start, status="infeasible", solution=None, nodes=nodes, method=method, **base)
     status = raw.get("stop") or raw.get("numerics") or raw["finding"]
-    user_stop = status in ("time_limit", "interrupted") or (status == "node_limit" and cap == node_limit)
+    user_stop = status in ("time_limit", "interrupted") or (
+        status == "node_limit" and cap == node_limit
+    )
     if not listed or user_stop:
         return _done(start, status=status, solution=None, nodes=nodes, method=method, **base)
     # Small and unsettled (a stalled tree, or float64 too coarse for the

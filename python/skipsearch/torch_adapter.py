@@ -207,7 +207,7 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
 _TORCH_SUFFIXES = (".bin", ".pt", ".pth")
 
 
-def load_state_dict(path: Union[str, "os.PathLike[str]"]) -> dict[str, np.ndarray]:
+def load_state_dict(path: Union[str, os.PathLike[str]]) -> dict[str, np.ndarray]:
     """Load a checkpoint's tensors as numpy arrays, never unpickling code.
 
     Parameters
@@ -310,7 +310,9 @@ def _load_torch(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-def _flatten_tensors(obj: dict[Any, Any], prefix: str, out: dict[str, np.ndarray], path: str) -> None:
+def _flatten_tensors(
+    obj: dict[Any, Any], prefix: str, out: dict[str, np.ndarray], path: str
+) -> None:
     for key, value in obj.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):

@@ -140,7 +140,9 @@ def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
         try:
             paths = list(paths)
         except TypeError:
-            raise TypeError(f"paths must be a path or a sequence of paths, got {type(paths).__name__}") from None
+            raise TypeError(
+                f"paths must be a path or a sequence of paths, got {type(paths).__name__}"
+            ) from None
     if not paths:
         raise ValueError("paths is empty: give at least one checkpoint path")
     out: list[Path] = []
@@ -242,7 +244,10 @@ def locate(
 
 
 def _resolve(
-    config: dict[str, Any], layout: Optional[Layout], activation: Union[str, Activation, None], where: str
+    config: dict[str, Any],
+    layout: Optional[Layout],
+    activation: Union[str, Activation, None],
+    where: str,
 ) -> dict[str, Any]:
     """Layout, activation, family, norm and the sizes the config gives (None
     for a generic layout, whose sizes come from the first ``W_up``)."""
@@ -263,8 +268,16 @@ def _resolve(
                 )
             act = config_activation(hidden_act, gated=layout.gate is not None, where=where)
         return dict(
-            layout=layout, activation=act, hidden_act=hidden_act, family="generic", norm=layout.norm,
-            d=None, m=None, layers=None, layer_key=None, sizes="the layout",
+            layout=layout,
+            activation=act,
+            hidden_act=hidden_act,
+            family="generic",
+            norm=layout.norm,
+            d=None,
+            m=None,
+            layers=None,
+            layer_key=None,
+            sizes="the layout",
         )
     model_type = config.get("model_type")
     if model_type is None:
@@ -284,7 +297,9 @@ def _resolve(
     spec = fam.resolve(config, where, read_activation=activation is None)
     if activation is not None:
         spec["hidden_act"] = activation if isinstance(activation, str) else activation.name
-        spec["activation"] = _chosen_activation(activation, spec["layout"].gate is not None, override)
+        spec["activation"] = _chosen_activation(
+            activation, spec["layout"].gate is not None, override
+        )
     spec.update(family=fam.name, sizes=f"config.json: {spec['sizes']}")
     return spec
 
@@ -294,7 +309,9 @@ def _chosen_activation(activation: object, gated: bool, where: str) -> Activatio
     if isinstance(activation, str):
         return config_activation(activation, gated=gated, where=where)
     if not isinstance(activation, Activation):
-        raise TypeError(f"activation must be a registry name or a skipsearch.Activation, got {activation!r}")
+        raise TypeError(
+            f"activation must be a registry name or a skipsearch.Activation, got {activation!r}"
+        )
     if activation.gated != gated:
         raise CheckpointError(
             f"{where}: activation {activation.name!r} is {'' if activation.gated else 'not '}gated, but "
@@ -323,12 +340,16 @@ def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list[BlockKeys]:
         gate = None if layout.gate is None else Layout.fill(layout.gate, match)
         for role, name in (("down", down), ("gate", gate)):
             if name is not None and name not in ckpt:
-                raise CheckpointError(f"{ckpt.root} has {key} but no {name} (the {role} projection)")
+                raise CheckpointError(
+                    f"{ckpt.root} has {key} but no {name} (the {role} projection)"
+                )
         # The module path shared by the projections: "h.0.mlp" for
         # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
         common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
         name = common[: common.rfind(".")] if "." in common else common
-        stars = tuple(("decoder" in v, v) for k, v in sorted(match.groupdict().items()) if k.startswith("s"))
+        stars = tuple(
+            ("decoder" in v, v) for k, v in sorted(match.groupdict().items()) if k.startswith("s")
+        )
         block = BlockKeys(
             name=name,
             layer=int(match["layer"]),
@@ -396,8 +417,14 @@ def _sizes(
 
 
 def _check_block(
-    ckpt: Checkpoint, b: BlockKeys, transpose: bool, d: int, m: int, sizes: str,
-    quant: Optional[Quantization], where: str,
+    ckpt: Checkpoint,
+    b: BlockKeys,
+    transpose: bool,
+    d: int,
+    m: int,
+    sizes: str,
+    quant: Optional[Quantization],
+    where: str,
 ) -> frozenset[Optional[str]]:
     """Check one block's shapes, dtypes and quantization; return how its
     projections are dequantized (None for plain weights)."""
@@ -451,7 +478,10 @@ def _check_quantized(
             f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(FLOAT_DTYPES)})"
         )
     kind, block = scale_layout(
-        ckpt.shape(key), ckpt.shape(scale), None if quant is None else quant.block, f"{scale}",
+        ckpt.shape(key),
+        ckpt.shape(scale),
+        None if quant is None else quant.block,
+        f"{scale}",
         CheckpointError,
     )
     how = {"tensor": "per tensor", "channel": "per output channel"}.get(kind)
@@ -467,4 +497,6 @@ def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple[int, ...], sizes: 
         raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")
     dtype = ckpt.dtype(key)
     if dtype not in FLOAT_DTYPES:
-        raise CheckpointError(f"{key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})")
+        raise CheckpointError(
+            f"{key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})"
+        )

@@ -161,7 +161,9 @@ class BlockReport:
                     "residual": finite(r.residual),
                     "rounding_bound": finite(r.rounding_bound),
                     "subset": None if r.subset is None else [int(i) for i in r.subset],
-                    "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
+                    "genericity_passed": None
+                    if r.genericity is None
+                    else bool(r.genericity.passed),
                 }
             )
         return out
@@ -203,7 +205,9 @@ def block_report(
     )
 
 
-def scan_document(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> dict[str, Any]:
+def scan_document(
+    models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]
+) -> dict[str, Any]:
     """The JSON document of a scan, as ``skipsearch scan --json`` prints it.
 
     Parameters

@@ -15,7 +15,13 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from skipsearch._torch.activations import detected_activation, override
-from skipsearch._torch.tensors import Widened, get_attribute, is_linear, read_linear, refuse_quantized
+from skipsearch._torch.tensors import (
+    Widened,
+    get_attribute,
+    is_linear,
+    read_linear,
+    refuse_quantized,
+)
 from skipsearch.absorption import PAPER, MLPBlock
 from skipsearch.activations import Activation
 
@@ -120,7 +126,7 @@ def _from_sequential(
             f"{len(linear)}; the layers other than Dropout and Identity are: {layers}"
         )
     first, second = linear
-    outside = kept[:first] + kept[second + 1:]
+    outside = kept[:first] + kept[second + 1 :]
     if outside:
         name, mod = outside[0]
         raise ValueError(
@@ -128,14 +134,14 @@ def _from_sequential(
             "the form W_down act(W_up x + b_up) + b_down, i.e. Sequential(Linear, activation, "
             "Linear), with Dropout and Identity modules ignored"
         )
-    between = kept[first + 1:second]
+    between = kept[first + 1 : second]
     if len(between) != 1:
         found = ", ".join(f"{n} {type(m).__name__}" for n, m in between)
         raise ValueError(
             f"{where}: expected exactly one activation module between the two Linear layers, "
             f"found {len(between)}" + (f" ({found})" if found else " (the block is linear)")
         )
-    (up_name, up_mod), (act_name, act_mod), (down_name, down_mod) = kept[first:second + 1]
+    (up_name, up_mod), (act_name, act_mod), (down_name, down_mod) = kept[first : second + 1]
     W_up, b_up = read_linear(up_mod, up_name, widened)
     W_down, b_down = read_linear(down_mod, down_name, widened)
     _check_chain(W_up, W_down, None, (up_name, down_name, ""), where)
@@ -159,7 +165,9 @@ def _from_layout(
     W_down, b_down = read_linear(get_attribute(module, down), f"{where}.{down}", widened)
     W_gate = None
     if gate is not None:
-        W_gate, b_gate = read_linear(get_attribute(module, gate), f"{where}.{gate}", widened, flip=False)
+        W_gate, b_gate = read_linear(
+            get_attribute(module, gate), f"{where}.{gate}", widened, flip=False
+        )
         if b_gate is not None and np.any(b_gate != 0):
             raise ValueError(
                 f"{where}.{gate} has a nonzero bias, which MLPBlock cannot hold: the gated block "
@@ -176,7 +184,9 @@ def _from_layout(
     if activation is not None:
         act = override(activation, gate is not None, f"{where} ({desc})")
     else:
-        found = [(p, get_attribute(module, p)) for p in act_paths if get_attribute(module, p) is not None]
+        found = [
+            (p, get_attribute(module, p)) for p in act_paths if get_attribute(module, p) is not None
+        ]
         if not found:
             raise ValueError(
                 f"{where} ({desc}) has {up} and {down} but no activation attribute (looked for "

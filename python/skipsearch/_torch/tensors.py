@@ -86,15 +86,23 @@ def refuse_quantized(mod: Any, where: str) -> None:
     wcls = type(weight).__name__
     hint = "skipsearch decides only real weights: dequantize the layer first (or use the unquantized model)"
     if hasattr(mod, "qweight"):
-        name = "AWQ" if ("WQLinear" in cls or "AWQ" in cls.upper()) else "GPTQ" if (
-            "GPTQ" in cls.upper() or "QuantLinear" in cls or "Marlin" in cls or "Exllama" in cls
-        ) else "GPTQ or AWQ"
+        name = (
+            "AWQ"
+            if ("WQLinear" in cls or "AWQ" in cls.upper())
+            else "GPTQ"
+            if (
+                "GPTQ" in cls.upper() or "QuantLinear" in cls or "Marlin" in cls or "Exllama" in cls
+            )
+            else "GPTQ or AWQ"
+        )
         raise ValueError(
             f"{where}: {cls} is a {name}-quantized layer (packed qweight, qzeros, scales), which "
             f"skipsearch cannot dequantize; {hint}"
         )
-    if cls in _BNB_CLASSES or wcls in _BNB_CLASSES or any(
-        hasattr(x, a) for x in (mod, weight) for a in ("quant_state", "SCB")
+    if (
+        cls in _BNB_CLASSES
+        or wcls in _BNB_CLASSES
+        or any(hasattr(x, a) for x in (mod, weight) for a in ("quant_state", "SCB"))
     ):
         raise ValueError(
             f"{where}: {cls} holds a bitsandbytes-quantized weight ({wcls}), which skipsearch "
@@ -105,7 +113,12 @@ def refuse_quantized(mod: Any, where: str) -> None:
             f"{where}: {cls} holds a compressed-tensors packed integer weight (weight_packed), "
             f"which skipsearch cannot dequantize; {hint}"
         )
-    if "Quantized" in wcls or wcls in ("QBytesTensor", "WeightQBytesTensor", "QTensor", "Float8Tensor"):
+    if "Quantized" in wcls or wcls in (
+        "QBytesTensor",
+        "WeightQBytesTensor",
+        "QTensor",
+        "Float8Tensor",
+    ):
         raise ValueError(
             f"{where}: the weight is a quantized tensor ({wcls}, e.g. torchao or Quanto), which "
             f"skipsearch cannot dequantize; {hint}"
