@@ -29,7 +29,9 @@ GOOD, MISUSE = SCRIPTS / "user_script.py", SCRIPTS / "misuse.py"
 #: mypy's error lines: ``path:line: error: message  [code]``.
 ERROR = re.compile(r"^(?P<path>.+?):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
 #: The marker of an expected error in misuse.py.
-MARK = re.compile(r"#\s*E:\s*(?P<code>[a-z-]+)\s*$")
+#: ``code|other``: mypy releases differ on some codes (``misc`` before
+#: ``call-arg`` for too many positional arguments, in mypy < 1.20).
+MARK = re.compile(r"#\s*E:\s*(?P<code>[a-z-]+(?:\|[a-z-]+)*)\s*$")
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +81,15 @@ def test_typed_use_passes_strict(mypy_errors):
 def test_each_misuse_is_rejected_where_marked(mypy_errors):
     errors, output = mypy_errors
     expected = {
-        (number, match["code"])
+        number: set(match["code"].split("|"))
         for number, line in enumerate(MISUSE.read_text().splitlines(), start=1)
         if (match := MARK.search(line))
     }
     assert len(expected) >= 10
-    assert errors[MISUSE] == expected, output
+    found = sorted(errors[MISUSE])
+    assert {number for number, _ in found} == set(expected), output
+    for number, code in found:
+        assert code in expected[number], (number, code, output)
 
 
 def test_user_script_runs():

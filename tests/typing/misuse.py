@@ -32,7 +32,7 @@ def arguments() -> None:
     skipsearch.find_absorbing_subset(eye, -eye, tol="1e-6")  # E: arg-type
     skipsearch.find_absorbing_subset(eye, -eye, activation=3)  # E: arg-type
     skipsearch.find_absorbing_subset(None, -eye)  # E: arg-type
-    skipsearch.find_absorbing_subset(eye, -eye, "gelu")  # E: call-arg
+    skipsearch.find_absorbing_subset(eye, -eye, "gelu")  # E: call-arg|misc
 
 
 def reports(rows: list[BlockReport]) -> None:
