@@ -50,6 +50,10 @@ def test_without_the_lattice_extra_an_integer_block_is_honestly_undecided(withou
     assert r.subset is None and r.certificate is None
     assert "pip install 'skipsearch[lattice]'" in r.reason
     assert "fpylll is not installed" in " ".join(r.stats.method)
+    # Its rows hold proportional pairs: the reason says that finishing the
+    # search could not prove it not absorbable either.
+    assert r.genericity is not None and not r.genericity.passed
+    assert "the genericity check failed" in r.reason
 
 
 def test_results_do_not_depend_on_threads(rng):

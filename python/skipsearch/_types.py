@@ -112,7 +112,11 @@ class RankDecision(TypedDict):
     cutoff: float
 
 
-class _BlockReportFields(TypedDict):
+class BlockReportDict(TypedDict):
+    """``BlockReport.to_dict()``: one block of a scan, every key always present
+    (the JSON Schema ``skipsearch/schema/scan-report.schema.json`` describes
+    the same record)."""
+
     model: str
     family: str
     block: str
@@ -131,12 +135,6 @@ class _BlockReportFields(TypedDict):
     shared_with: list[str]
     path: str
     distance_bound: Optional[float]
-
-
-class BlockReportDict(_BlockReportFields, total=False):
-    """``BlockReport.to_dict()``: the keys above always, and these when the
-    report carries its :class:`AbsorptionResult` (always, from a scan)."""
-
     argument: Argument
     status: Status
     tolerance: Optional[float]

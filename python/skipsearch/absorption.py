@@ -584,6 +584,12 @@ def _from_search(
             )
         else:
             why = f"the search stopped at its {raw['stop'].replace('_', ' ')}"
+        if genericity is not None and not genericity.passed:
+            # Finishing the search could only prove absorbable then.
+            why += (
+                f"; the genericity check failed ({genericity.describe()}), so a finished "
+                "search that found no flip set would leave the verdict undecided too"
+            )
         return AbsorptionResult(
             verdict="undecided",
             reason=f"Undecided: {why}.",

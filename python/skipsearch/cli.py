@@ -259,7 +259,7 @@ def _distance_cell(report: BlockReport) -> str:
 
 def _verdict_cell(report: BlockReport) -> str:
     """The verdict, with the limit that stopped the search when there was one."""
-    status = report.result.status if report.result is not None else "complete"
+    status = report.result.status
     return report.verdict if status == "complete" else f"{report.verdict} ({status})"
 
 
@@ -319,7 +319,6 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r, row in zip(reports, _rows(reports)):
         result = r.result
-        assert result is not None  # a scan's reports carry their result
         subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
         cells = (r.model,) + row + (result.argument, flip_set)

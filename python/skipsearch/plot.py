@@ -29,8 +29,7 @@ def require_matplotlib() -> Any:
         import matplotlib
     except ImportError:
         raise ImportError(
-            'plotting needs matplotlib: pip install matplotlib (or the "plot" extra: '
-            'pip install ".[plot]" in a clone of skipsearch)'
+            'plotting needs matplotlib: pip install "skipsearch[plot]" (or pip install matplotlib)'
         ) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

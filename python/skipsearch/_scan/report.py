@@ -76,13 +76,14 @@ class BlockReport:
         not counted).
     reason : str
         One sentence naming the argument and its source.
+    result : AbsorptionResult
+        The full result (flip set, certificate, built block, statistics);
+        left out of ``repr`` and comparisons, and of :meth:`to_dict` but for
+        the fields it names.
     shared_with : tuple of str
         Other blocks with the same weights (tied layers), decided once here.
     path : str
         The checkpoint path.
-    result : AbsorptionResult
-        The full result (flip set, certificate, built block, statistics);
-        left out of ``repr``, comparisons and :meth:`to_dict`.
     distance_bound : float or None
         A proven lower bound on every flip set's relative residual, from the
         certificate that decided (see :attr:`AbsorptionResult.distance_bound`).
@@ -101,9 +102,9 @@ class BlockReport:
     relaxation_distance: Optional[float]
     seconds: float
     reason: str
+    result: AbsorptionResult = field(repr=False, compare=False)
     shared_with: tuple[str, ...] = ()
     path: str = ""
-    result: Optional[AbsorptionResult] = field(default=None, repr=False, compare=False)
     distance_bound: Optional[float] = None
 
     @property
@@ -151,21 +152,14 @@ class BlockReport:
             "shared_with": list(self.shared_with),
             "path": self.path,
             "distance_bound": finite(self.distance_bound),
+            "argument": r.argument,
+            "status": r.status,
+            "tolerance": finite(r.tolerance),
+            "residual": finite(r.residual),
+            "rounding_bound": finite(r.rounding_bound),
+            "subset": None if r.subset is None else [int(i) for i in r.subset],
+            "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
         }
-        if r is not None:
-            out.update(
-                {
-                    "argument": r.argument,
-                    "status": r.status,
-                    "tolerance": finite(r.tolerance),
-                    "residual": finite(r.residual),
-                    "rounding_bound": finite(r.rounding_bound),
-                    "subset": None if r.subset is None else [int(i) for i in r.subset],
-                    "genericity_passed": None
-                    if r.genericity is None
-                    else bool(r.genericity.passed),
-                }
-            )
         return out
 
 
