@@ -227,21 +227,11 @@ pub fn schroeppel_shamir(
     let stopped = Mutex::new(None);
     let stop_now = |total: u64| limits.reached(start, cancel, total);
     let search = |c: u64| -> Option<[u32; 4]> {
-        let mut left: Vec<(u64, u32, u32)> = Vec::new();
-        for (m1, (&fa, &ga)) in f1.iter().zip(&g1).enumerate() {
-            for &m2 in by2.get((c + p - ga) % p) {
-                left.push((fa.wrapping_add(f2[m2 as usize]), m1 as u32, m2));
-            }
-        }
-        largest.fetch_max(left.len() as u64, Ordering::Relaxed);
-        left.sort_unstable();
-        let want = (g_b + p - c) % p;
         // Work: pairs formed and exact checks. A residue holds about
-        // 2^(n/4) pairs, but colliding fingerprints can make it far more,
-        // so the limits are polled inside it too.
-        let mut work = left.len() as u64;
+        // 2^(n/4) pairs, but structured columns (say, every column of the
+        // first half a multiple of p) can put up to 2^(n/2) pairs in one,
+        // so the limits are polled while its list is built and searched.
         let mut flushed = 0u64;
-        let mut hit = None;
         let poll = |work: u64, flushed: &mut u64| -> bool {
             let total = formed.fetch_add(work - *flushed, Ordering::Relaxed) + work - *flushed;
             *flushed = work;
@@ -256,6 +246,29 @@ pub fn schroeppel_shamir(
                 None => false,
             }
         };
+        let mut left: Vec<(u64, u32, u32)> = Vec::new();
+        for (m1, (&fa, &ga)) in f1.iter().zip(&g1).enumerate() {
+            for &m2 in by2.get((c + p - ga) % p) {
+                left.push((fa.wrapping_add(f2[m2 as usize]), m1 as u32, m2));
+            }
+            let built = left.len() as u64;
+            if built - flushed >= POLL && poll(built, &mut flushed) {
+                return None;
+            }
+        }
+        largest.fetch_max(left.len() as u64, Ordering::Relaxed);
+        if left.len() > 1 << 20 {
+            // Only such a skewed residue is this long: sort it on the pool.
+            left.par_sort_unstable();
+            if poll(left.len() as u64, &mut flushed) {
+                return None;
+            }
+        } else {
+            left.sort_unstable();
+        }
+        let want = (g_b + p - c) % p;
+        let mut work = left.len() as u64;
+        let mut hit = None;
         'right: for (m3, (&fc, &gc)) in f3.iter().zip(&g3).enumerate() {
             for &m4 in by4.get((want + p - gc) % p) {
                 work += 1;
@@ -321,6 +334,7 @@ pub fn schroeppel_shamir(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn brute(columns: &[Vec<i64>], b: &[i64]) -> bool {
         (0usize..1 << columns.len()).any(|mask| {
@@ -396,5 +410,47 @@ mod tests {
         assert_eq!(out.stopped, Some(Stop::NodeLimit));
         let wide: Vec<Vec<i64>> = (0..53).map(|_| vec![1]).collect();
         assert!(schroeppel_shamir(&wide, &[1], Limits::default(), &cancel).is_err());
+    }
+
+    #[test]
+    fn limits_hold_inside_one_huge_residue() {
+        // The first half of the columns are multiples of the modulus
+        // (8209 at n = 52), so all 2^26 left pairs fall in one residue; the
+        // limits must stop its list while it is built (a breaker's case).
+        let p = prime_at_least(1 << 13);
+        let columns: Vec<Vec<i64>> = (0..52)
+            .map(|j| {
+                vec![if j < 26 {
+                    p as i64 * (j + 1)
+                } else {
+                    3 * j + 1
+                }]
+            })
+            .collect();
+        let cancel = AtomicBool::new(false);
+        let limits = Limits {
+            node_limit: Some(100_000),
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let out = schroeppel_shamir(&columns, &[7], limits, &cancel).unwrap();
+        assert_eq!(out.stopped, Some(Stop::NodeLimit));
+        let threads = rayon::current_num_threads() as u64;
+        // Each thread flushes its work every POLL pairs, give or take a
+        // bucket and the residue in hand: far below the 2^26 pairs.
+        assert!(out.nodes < 100_000 + threads * 4 * POLL, "{}", out.nodes);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let limits = Limits {
+            time_limit: Some(Duration::from_millis(50)),
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let out = schroeppel_shamir(&columns, &[7], limits, &cancel).unwrap();
+        assert_eq!(out.stopped, Some(Stop::TimeLimit));
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
