@@ -238,3 +238,31 @@ def test_broken_core_file_says_how_to_rebuild(tmp_path):
     message = run.stdout.split("\n", 1)[1]
     assert "compiled core (skipsearch._core) failed to load" in message
     assert "`pip install .`" in message and "`maturin develop`" in message
+
+
+@pytest.mark.parametrize("argument", ["skip", "tol", "time_limit", "node_limit"])
+def test_integers_beyond_float64_are_value_errors(argument):
+    # float(10**400) overflows: the error still names the argument.
+    eye = np.eye(2)
+    with pytest.raises(ValueError, match=argument):
+        find_absorbing_subset(eye, -eye, **{argument: 10**400})
+
+
+@pytest.mark.parametrize("argument", ["time_limit", "node_limit"])
+def test_subset_sum_limits_beyond_float64_are_value_errors(argument):
+    with pytest.raises(ValueError, match=argument):
+        skipsearch.subset_sum(np.array([[1, 2]]), np.array([3]), **{argument: 10**400})
+
+
+@pytest.mark.parametrize("activation", [5, ["relu"], 1.0])
+def test_scan_activation_of_the_wrong_type(tmp_path, activation):
+    with pytest.raises(TypeError, match="activation must be None, an activation name"):
+        skipsearch.scan(tmp_path, activation=activation, progress=False)
+
+
+def test_offending_pairs_count_all_pairs_not_the_stored_ones():
+    # 50 proportional rows: 1225 pairs, of which only the first 1000 are stored.
+    r = find_absorbing_subset(np.arange(1.0, 51.0)[:, None], np.ones((1, 50)))
+    assert r.genericity is not None and r.genericity.offending_pair_count == 1225
+    assert "1225 proportional row pair(s)" in r.reason
+    assert "... 1217 more]" in r.reason

@@ -536,3 +536,44 @@ def test_without_the_lattice_extra_larger_components_are_incomplete(without_latt
     r = skipsearch.subset_sum(A, b)
     assert r.status == "incomplete" and r.solution is None
     assert "pip install 'skipsearch[lattice]'" in r.method[-1]
+
+
+def test_float_a_with_a_huge_integral_b_takes_the_float_path():
+    # b alone is integral (and beyond 2**62); A is not, so b is float data.
+    r = skipsearch.subset_sum(np.array([[0.5, 1e19]]), np.array([1e19]))
+    assert r.status == "feasible" and not r.exact
+    np.testing.assert_array_equal(r.solution, [0, 1])
+
+
+def test_schroeppel_shamir_limits_hold_in_one_huge_residue(without_lattice):
+    # A breaker's case: the first 26 columns are multiples of the lists'
+    # modulus (8209 at 52 columns), so every left pair shares one residue.
+    p = 8209
+    rng = np.random.default_rng(0)
+    a = p * rng.integers(1, 1000, 52)
+    a[-1] = 1
+    A = a[None, :]
+    b = np.array([p * int(a[:-1].sum() // p) // 2 + 2])
+    for limits in ({"time_limit": 0.1}, {"node_limit": 100_000}):
+        start = time.perf_counter()
+        r = skipsearch.subset_sum(A, b, **limits)
+        assert r.status == next(iter(limits)) and r.solution is None
+        assert time.perf_counter() - start < 5.0
+
+
+def test_integer_blocks_with_large_entries_reach_the_exact_engine():
+    # A breaker's case: skip entries of about 2e6 once kept the block from
+    # the exact integer engine, and the float branch and bound ran on.
+    rng = np.random.default_rng(0)
+    m = 46
+    U = rng.integers(-1000, 1001, (m, 2)).astype(float)
+    D = rng.integers(-1000, 1001, (2, m)).astype(float)
+    S = np.flatnonzero(rng.random(m) < 0.5)
+    planted = -(D[:, S] @ U[S])
+    assert np.abs(planted).max() > 2**20
+    r = skipsearch.find_absorbing_subset(U, D, skip=planted, time_limit=60)
+    assert r.verdict == "absorbable" and r.residual == 0.0
+    np.testing.assert_array_equal(D[:, r.subset] @ U[r.subset], -planted)
+    off = planted + np.array([[1.0, 0.0], [0.0, 0.0]])
+    r = skipsearch.find_absorbing_subset(U, D, skip=off, time_limit=60)
+    assert r.verdict == "not_absorbable" and r.argument == "exact_integer", r.reason

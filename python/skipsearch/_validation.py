@@ -161,7 +161,10 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
         or (isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_)))
         or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu")
     ):
-        alpha = 1.0 if skip is None else float(skip)
+        try:
+            alpha = 1.0 if skip is None else float(skip)
+        except OverflowError:
+            raise ValueError(f"skip must be finite in float64, got {skip!r}") from None
         what = "skip=None (the identity)" if skip is None else f"skip={alpha:g} (alpha * I)"
         if not math.isfinite(alpha):
             raise ValueError(f"skip must be finite, got {skip!r}")
@@ -197,7 +200,10 @@ def check_tol(tol: Any) -> Optional[float]:
         return None
     if isinstance(tol, bool) or not _is_real(tol):
         raise TypeError(f"tol must be a real number in (0, 1) or None, got {type(tol).__name__}")
-    value = float(tol)
+    try:
+        value = float(tol)
+    except OverflowError:
+        raise ValueError(f"tol must lie in (0, 1), got {tol!r}") from None
     if not (0.0 < value < 1.0):
         raise ValueError(f"tol must lie in (0, 1), got {value!r}")
     return value
@@ -214,7 +220,11 @@ def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
         raise TypeError(f"{name} must be a non-negative number or None, got {type(value).__name__}")
     if integer and not _is_integral(value):
         raise TypeError(f"{name} must be an integer or None, got {value!r}")
-    if not math.isfinite(float(value)) or value < 0:
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:  # an int beyond float64
+        finite = False
+    if not finite or value < 0:
         raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
     if integer and value > 2**63 - 1:
         raise ValueError(f"{name} must be below 2**63, got {value!r}")

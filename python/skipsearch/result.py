@@ -61,7 +61,10 @@ class GenericityChecks:
         if self.offending_pair_count:
             what = "proportional" if self.check == "non_proportional" else "equal up to sign"
             pairs = [tuple(p) for p in self.offending_pairs.tolist()]
-            parts.append(f"{self.offending_pair_count} {what} row pair(s) {_short(pairs)}")
+            parts.append(
+                f"{self.offending_pair_count} {what} row pair(s) "
+                f"{_short(pairs, total=self.offending_pair_count)}"
+            )
         return "; ".join(parts)
 
 
@@ -286,8 +289,11 @@ class StackResult:
         return "\n".join(lines)
 
 
-def _short(items: list[Any], limit: int = 8) -> str:
-    if len(items) <= limit:
+def _short(items: list[Any], limit: int = 8, total: Optional[int] = None) -> str:
+    """The first ``limit`` items; ``total`` counts all of them when only
+    some were stored."""
+    total = len(items) if total is None else total
+    if total <= limit and len(items) == total:
         return "[" + ", ".join(map(str, items)) + "]"
     head = ", ".join(map(str, items[:limit]))
-    return f"[{head}, ... {len(items) - limit} more]"
+    return f"[{head}, ... {total - min(limit, len(items))} more]"

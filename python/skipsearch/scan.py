@@ -135,6 +135,11 @@ def _locate(
 ) -> tuple[CheckpointInfo, Checkpoint]:
     """:func:`skipsearch._scan.locate.locate`, with the default checkpoint
     reported under its model name."""
+    if activation is not None and not isinstance(activation, (str, Activation)):
+        raise TypeError(
+            "activation must be None, an activation name or a skipsearch.Activation, got "
+            f"{type(activation).__name__}"
+        )
     try:
         names = {default_checkpoint().resolve(): DEFAULT_NAME}
     except ModuleNotFoundError:

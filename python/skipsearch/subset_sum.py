@@ -39,7 +39,13 @@ import numpy.typing as npt
 
 from skipsearch import _core, rounding
 from skipsearch._types import FloatArray, IntArray, SubsetSumStatus, UInt8Array
-from skipsearch._validation import as_float_array, check_limit, check_threads, check_tol
+from skipsearch._validation import (
+    as_float_array,
+    check_limit,
+    check_threads,
+    check_tol,
+    default_memory_limit,
+)
 
 __all__ = ["SubsetSumResult", "subset_sum"]
 
@@ -245,7 +251,10 @@ def subset_sum(
     time_limit = check_limit("time_limit", time_limit, integer=False)
     node_limit = check_limit("node_limit", node_limit, integer=True)
     threads = check_threads(threads)
-    A_int, b_int = _as_integers("A", A, A_arr), _as_integers("b", b, b_arr)
+    # b is read as integers only when A is: float A takes the float path,
+    # whatever b holds.
+    A_int = _as_integers("A", A, A_arr)
+    b_int = None if A_int is None else _as_integers("b", b, b_arr)
     if A_int is not None and b_int is not None:
         # A float64 estimate of the largest row magnitude, with room to spare.
         bound = float(np.max(np.abs(A_arr).sum(axis=1) + np.abs(b_arr), initial=0.0))
@@ -432,6 +441,7 @@ def _component(
         time_limit,
         cap,
         threads,
+        memory_limit=default_memory_limit(),
     )
     used = int(quick["nodes"])
     if quick["finding"] == "subset":
@@ -678,7 +688,17 @@ def _float(
     if listed:
         cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
     raw = _core.search_flip_set(
-        np.ones((n, 1)), A, -b[:, None], None, 1.0, tol, "none", time_limit, cap, threads
+        np.ones((n, 1)),
+        A,
+        -b[:, None],
+        None,
+        1.0,
+        tol,
+        "none",
+        time_limit,
+        cap,
+        threads,
+        memory_limit=default_memory_limit(),
     )
     method = tuple(raw["method"])
     nodes = int(raw["nodes"])
