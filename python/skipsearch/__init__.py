@@ -75,6 +75,7 @@ from skipsearch.construction import (
     SkipFreeBlock,
     build_skip_free_block,
     max_abs_difference,
+    relative_output_error,
     residual_block_output,
 )
 from skipsearch.layouts import Layout
@@ -121,6 +122,7 @@ __all__ = [
     "leaky_relu",
     "load_state_dict",
     "max_abs_difference",
+    "relative_output_error",
     "residual_block_output",
     "scan",
     "scan_checkpoint",

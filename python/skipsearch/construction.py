@@ -20,7 +20,13 @@ from skipsearch._types import FloatArray
 from skipsearch._validation import Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
 
-__all__ = ["SkipFreeBlock", "build_skip_free_block", "residual_block_output", "max_abs_difference"]
+__all__ = [
+    "SkipFreeBlock",
+    "build_skip_free_block",
+    "residual_block_output",
+    "max_abs_difference",
+    "relative_output_error",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,3 +240,78 @@ def max_abs_difference(
         skip=skip,
     )
     return float(np.max(np.abs(block(x) - want)))
+
+
+def relative_output_error(
+    block: SkipFreeBlock,
+    X: npt.ArrayLike,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
+    *,
+    activation: Union[str, Activation, None] = None,
+    b_up: Optional[npt.ArrayLike] = None,
+    b_down: Optional[npt.ArrayLike] = None,
+    W_gate: Optional[npt.ArrayLike] = None,
+    skip: Optional[npt.ArrayLike] = None,
+) -> float:
+    """What replacing the residual block by ``block`` costs on the inputs ``X``.
+
+    Returns ``||g(X) - (A X + f(X))||_F / ||A X + f(X)||_F`` over the rows of
+    ``X``, where ``g`` is ``block``. For a block built from any flip set
+    ``S`` of a flip-linear activation (:func:`build_skip_free_block`), the
+    difference is exactly the linear map ``-E_S x`` with
+    ``E_S = A + c W_down[:, S] W_up[S, :]``, so the error is
+    ``||X E_S^T||_F / ||A X + f(X)||_F``; for isotropic inputs the
+    numerator is proportional to ``||E_S||_F``, the relative residual that
+    ``find_absorbing_subset`` reports times ``||A||_F``. This measure is
+    ours, not Mijoski & Karbevski's (2026, arXiv:2604.23705), whose results
+    are exact yes/no answers.
+
+    Parameters
+    ----------
+    block : SkipFreeBlock
+        The skip-free replacement, e.g. ``build_skip_free_block(..., subset)``.
+    X : array_like, shape (n, d_in)
+        The inputs, one per row (for instance hidden states captured from
+        a model at this block's input).
+    W_up, W_down, b_up, b_down, W_gate, skip
+        The original residual block, as passed to
+        :func:`skipsearch.find_absorbing_subset`.
+    activation : str or Activation, optional
+        The original block's activation. Default: ``block.activation``.
+
+    Returns
+    -------
+    float
+        The relative error, a float64 evaluation (not a rigorous bound).
+
+    Raises
+    ------
+    TypeError
+        ``block`` is not a :class:`SkipFreeBlock`, or ``X`` is not a real array.
+    ValueError
+        ``X`` has the wrong shape or non-finite entries, ``block`` does not
+        match the weights' shapes, or ``A X + f(X)`` is zero on ``X``.
+    """
+    if not isinstance(block, SkipFreeBlock):
+        raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
+    want = residual_block_output(
+        X,
+        W_up,
+        W_down,
+        activation=block.activation if activation is None else activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=skip,
+    )
+    xs = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    if block.W_up.shape[1] != xs.shape[1] or block.W_down.shape[0] != want.shape[1]:
+        raise ValueError(
+            f"block maps {block.W_up.shape[1]} inputs to {block.W_down.shape[0]} outputs, but "
+            f"the residual block maps {xs.shape[1]} to {want.shape[1]}"
+        )
+    scale = float(np.linalg.norm(want))
+    if scale == 0.0:
+        raise ValueError("A X + f(X) is zero on X: the relative error is undefined")
+    return float(np.linalg.norm(block(xs) - want)) / scale
