@@ -266,3 +266,33 @@ def test_offending_pairs_count_all_pairs_not_the_stored_ones():
     assert r.genericity is not None and r.genericity.offending_pair_count == 1225
     assert "1225 proportional row pair(s)" in r.reason
     assert "... 1217 more]" in r.reason
+
+
+@pytest.mark.parametrize(
+    "x, error, message",
+    [
+        ([["1", "2"]], TypeError, "x has dtype <U1"),
+        (np.array([[1 + 5j, 2]]), TypeError, "x has complex dtype"),
+        (np.array([[True, False]]), TypeError, "x has dtype bool"),
+        (None, TypeError, "x is required"),
+        (np.ones((2, 2, 2)), ValueError, "x must be 2-D"),
+        ([[1.0, 2.0], [3.0]], ValueError, "x is not a rectangular numeric array"),
+        (np.ones(3), ValueError, r"x has shape \(3,\)"),
+        ([[np.nan, 1.0]], ValueError, "x contains NaN or Inf"),
+    ],
+)
+def test_built_block_validates_its_input(x, error, message):
+    block = skipsearch.build_skip_free_block(np.eye(2), -np.eye(2), [0, 1])
+    with pytest.raises(error, match=message):
+        block(x)
+
+
+def test_built_block_takes_one_input_or_rows():
+    rng = np.random.default_rng(5)
+    W_up, W_down = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    block = skipsearch.build_skip_free_block(W_up, W_down, [1, 3])
+    X = rng.standard_normal((3, 2))
+    rows = block(X)
+    assert rows.shape == (3, 2)
+    np.testing.assert_allclose(block(X[1]), rows[1], rtol=1e-14, atol=1e-15)
+    np.testing.assert_array_equal(block(X.tolist()), rows)

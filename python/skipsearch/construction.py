@@ -61,9 +61,27 @@ class SkipFreeBlock:
         )
 
     def __call__(self, x: npt.ArrayLike) -> FloatArray:
-        """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``."""
+        """Evaluate the block on ``x`` of shape ``(d_in,)`` or ``(n, d_in)``.
+
+        Raises
+        ------
+        TypeError
+            ``x`` is not a real numeric array (strings, complex, bool,
+            masked values or None).
+        ValueError
+            ``x`` is ragged, not 1-D or 2-D, has ``d_in`` wrong, or holds NaN
+            or Inf.
+        """
+        d_in = self.W_up.shape[1]
         reject_masked("x", x)
-        xs = np.asarray(x, dtype=np.float64)
+        try:
+            ndim = np.ndim(x)
+        except ValueError as e:  # ragged nested sequences
+            raise ValueError(f"x is not a rectangular numeric array: {e}") from None
+        expected = f"(d_in,) or (n, d_in) with d_in = {d_in}"
+        xs, _ = as_float_array("x", x, 1 if ndim == 1 else 2, expected)
+        if xs.shape[-1] != d_in:
+            raise ValueError(f"x has shape {xs.shape}, expected {expected}")
         pre = xs @ self.W_up.T + self.b_up
         hidden: FloatArray
         if self.W_gate is not None:
