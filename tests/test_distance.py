@@ -4,6 +4,11 @@ the memory guard in front of it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -176,3 +181,18 @@ def test_memory_limit_bounds_the_meet_in_the_middle():
     U, V = rng.normal(size=(m, 1)), rng.normal(size=(1, m))
     r = find(U, V, memory_limit=16 * m * m, tol=1e-12)
     assert r.verdict == "undecided" and r.status == "memory_limit"
+
+
+@pytest.mark.skipif(os.name != "posix" or shutil.which("bash") is None, reason="needs ulimit")
+def test_default_memory_limit_sees_ulimit():
+    # A breaker's case: under `ulimit -v` the default came from MemAvailable
+    # alone, and a huge exact path aborted instead of raising MemoryError.
+    code = "from skipsearch._validation import default_memory_limit as f; print(f())"
+    limit_kib = 3_000_000
+    out = subprocess.run(
+        ["bash", "-c", f'ulimit -v {limit_kib} && "{sys.executable}" -c "{code}"'],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert 0 < int(out.stdout) <= limit_kib * 1024 // 2

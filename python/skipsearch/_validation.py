@@ -248,20 +248,63 @@ def check_distance(distance: Any) -> Optional[bool]:
     raise TypeError(f"distance must be True, False or None, got {distance!r}")
 
 
-def default_memory_limit() -> int:
-    """Half the memory available now: ``MemAvailable`` from ``/proc/meminfo``
-    on Linux, else half the physical memory, else 4 GiB."""
+def _read_int(path: str) -> Optional[int]:
+    """An integer file such as a cgroup's ``memory.max`` (None: absent or ``max``)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _available_memory() -> list[int]:
+    """Bytes this process could still allocate, by each limit that can be read."""
+    found: list[int] = []
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 // 2
+                    found.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
+    # A container's limit (cgroup v2, then v1), less what the group uses.
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+        ),
+    ):
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and limit < 1 << 60:
+            found.append(max(0, limit - (usage or 0)))
+            break
+    # `ulimit -v`: the address space left under the soft limit.
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-    except (AttributeError, ValueError, OSError):
-        return 4 << 30
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", encoding="ascii") as f:
+                used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            found.append(max(0, soft - used))
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
+    if not found:
+        try:
+            found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (AttributeError, ValueError, OSError):
+            pass
+    return found
+
+
+def default_memory_limit() -> int:
+    """Half the memory available now: the least of ``MemAvailable``, a
+    container's cgroup limit less its usage, and the address space left
+    under ``ulimit -v``; else half the physical memory; else 4 GiB."""
+    found = _available_memory()
+    return min(found) // 2 if found else 4 << 30
 
 
 def check_memory_limit(memory_limit: Any) -> int:

@@ -272,7 +272,9 @@ def find_absorbing_subset(
         Bytes the exact Gram path may take (estimated as ``16 m^2``: the Gram
         matrix factored in place, and as much again for the complete search
         of a degenerate block). Default: half the memory available when the
-        call starts (``MemAvailable`` on Linux, physical memory elsewhere).
+        call starts (the least of ``MemAvailable``, a cgroup limit less its
+        usage and the address space left under ``ulimit -v`` on Linux;
+        physical memory elsewhere).
         When the path does not fit, ``distance=None`` and ``False`` rely on
         the certificates, and say ``"undecided"`` with status
         ``"memory_limit"`` if none proves; ``distance=True`` raises
