@@ -515,15 +515,17 @@ def _lattice(
     # Equations weighted so that any vector with a nonzero equation part is
     # longer than every admissible vector (squared norm at most radius_sq).
     scale = 2 ** int(math.ceil(math.log2(4 * radius_sq)))
+    if n + 1 > _LATTICE_MAX_DIM:
+        # Checked before the (n + 1)^2 basis is built: at n = 25000 that
+        # alone would not fit in memory.
+        steps.append(f"lattice: dimension {n + 1} is beyond the {_LATTICE_MAX_DIM} reduced here")
+        return None, "incomplete", 0, 0, steps
     rows: list[list[int]] = []
     for j in range(n):
         rows.append(
             [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
         )
     rows.append([int(v) for v in c] + [1] + [scale * int(v) for v in b])
-    if n + 1 > _LATTICE_MAX_DIM:
-        steps.append(f"lattice: dimension {n + 1} is beyond the {_LATTICE_MAX_DIM} reduced here")
-        return None, "incomplete", 0, 0, steps
     deadline = None if time_limit is None else start + time_limit
     basis = IntegerMatrix.from_matrix(rows)
     if not _reduce(lambda: LLL.reduction(basis), deadline):
