@@ -8,6 +8,7 @@ enumerates subsets with numpy and shares everything else in this module).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -205,6 +206,7 @@ def find_absorbing_subset(
     threads: Optional[int] = None,
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
+    bracket: bool = False,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -279,6 +281,12 @@ def find_absorbing_subset(
         the certificates, and say ``"undecided"`` with status
         ``"memory_limit"`` if none proves; ``distance=True`` raises
         ``MemoryError`` before allocating.
+    bracket : bool, default False
+        Also fill ``best_subset`` and ``distance_bracket = (lower, upper)``
+        around the least relative residual over all flip sets, both proven
+        (:mod:`skipsearch.bracket`; ours, not the paper's), for flip-linear
+        blocks of at most 2048 neurons. Small blocks get the proven optimum;
+        larger ones a local search, at several times the decision's cost.
 
     Returns
     -------
@@ -322,7 +330,9 @@ def find_absorbing_subset(
     >>> skipsearch.find_absorbing_subset(rng.normal(size=(8, 4)), rng.normal(size=(4, 8))).verdict
     'not_absorbable'
     """
-    return _decide(
+    if not isinstance(bracket, (bool, np.bool_)):
+        raise TypeError(f"bracket must be True or False, got {bracket!r}")
+    result = _decide(
         W_up,
         W_down,
         activation=activation,
@@ -341,6 +351,31 @@ def find_absorbing_subset(
         ),
         backend="rust",
     )
+    if bracket and result.activation_class == FLIP_LINEAR:
+        w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+        result = _with_bracket(result, w, get_activation(activation))
+    return result
+
+
+def _with_bracket(result: AbsorptionResult, w: Weights, act: Activation) -> AbsorptionResult:
+    """``result`` with ``best_subset`` and ``distance_bracket`` (skipsearch.bracket)."""
+    from skipsearch.bracket import BRACKET_MAX_NEURONS, flip_set_bracket
+
+    m = w.W_up.shape[0]
+    if not np.any(w.A):
+        return dataclasses.replace(
+            result, best_subset=np.zeros(0, dtype=np.int64), distance_bracket=(0.0, 0.0)
+        )
+    if m > BRACKET_MAX_NEURONS or act.flip_constant is None:
+        return result
+    if result.verdict == "absorbable":
+        lower = 0.0
+    else:
+        lower = max(result.distance_bound or 0.0, result.relaxation_distance or 0.0)
+    best, low, up = flip_set_bracket(
+        w.W_up, w.W_down, w.A, act.flip_constant, lower=lower, start=result.subset
+    )
+    return dataclasses.replace(result, best_subset=best, distance_bracket=(low, up))
 
 
 class _Common(TypedDict):

@@ -196,6 +196,13 @@ class AbsorptionResult:
         Method path, nodes explored, seconds.
     block : SkipFreeBlock or None
         The skip-free block built from ``subset``, when absorbable.
+    best_subset : ndarray of int64 or None
+        With ``bracket=True``: the best flip set a local search found, whose
+        relative residual is ``distance_bracket[1]``.
+    distance_bracket : tuple of float or None
+        With ``bracket=True``: ``(lower, upper)`` around the least relative
+        residual ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all
+        flip sets ``S``, both proven (see :mod:`skipsearch.bracket`).
     """
 
     verdict: Verdict
@@ -215,6 +222,8 @@ class AbsorptionResult:
     status: Status = "complete"
     stats: SearchStats = field(default_factory=SearchStats)
     block: Optional[SkipFreeBlock] = None
+    best_subset: Optional[IntArray] = None
+    distance_bracket: Optional[tuple[float, float]] = None
 
     def __repr__(self) -> str:
         rows = [
