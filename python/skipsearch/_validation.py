@@ -15,7 +15,7 @@ import numpy.typing as npt
 from skipsearch._types import FloatArray
 
 #: numpy's warning for ragged nested sequences (moved to numpy.exceptions in 1.25).
-_RaggedWarning: type[Warning] = getattr(
+RaggedWarning: type[Warning] = getattr(
     getattr(np, "exceptions", np), "VisibleDeprecationWarning", DeprecationWarning
 )
 
@@ -110,9 +110,9 @@ def as_float_array(
         with warnings.catch_warnings():
             # numpy < 1.24 turns ragged nested lists into an object array,
             # with this warning where later versions raise ValueError.
-            warnings.simplefilter("error", _RaggedWarning)
+            warnings.simplefilter("error", RaggedWarning)
             arr = np.asarray(value)
-    except (ValueError, TypeError, _RaggedWarning) as e:
+    except (ValueError, TypeError, RaggedWarning) as e:
         raise ValueError(f"{name} is not a rectangular numeric array {expected}: {e}") from None
     kind = arr.dtype.kind
     if kind == "c":

@@ -10,6 +10,7 @@ the flip construction).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -17,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch._types import FloatArray
-from skipsearch._validation import Weights, as_float_array, reject_masked
+from skipsearch._validation import RaggedWarning, Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
 
 __all__ = [
@@ -75,8 +76,11 @@ class SkipFreeBlock:
         d_in = self.W_up.shape[1]
         reject_masked("x", x)
         try:
-            ndim = np.ndim(x)
-        except ValueError as e:  # ragged nested sequences
+            with warnings.catch_warnings():
+                # numpy < 1.24 warns on ragged sequences where later ones raise.
+                warnings.simplefilter("error", RaggedWarning)
+                ndim = np.ndim(x)
+        except (ValueError, RaggedWarning) as e:  # ragged nested sequences
             raise ValueError(f"x is not a rectangular numeric array: {e}") from None
         expected = f"(d_in,) or (n, d_in) with d_in = {d_in}"
         xs, _ = as_float_array("x", x, 1 if ndim == 1 else 2, expected)
