@@ -66,8 +66,9 @@ Argument = Literal[
 #: float64 could not settle it.
 #: (The core's ``"interrupted"`` never reaches a result: Ctrl-C raises
 #: ``KeyboardInterrupt``.)
-Status = Literal[
-    "complete",
+#: The statuses of a search that ended without settling the question,
+#: shared by both result types.
+_Unsettled = Literal[
     "time_limit",
     "node_limit",
     "memory_limit",
@@ -76,19 +77,10 @@ Status = Literal[
     "unresolved",
     "overflow",
 ]
+Status = Literal["complete", _Unsettled]
 
 #: ``SubsetSumResult.status``.
-SubsetSumStatus = Literal[
-    "feasible",
-    "infeasible",
-    "time_limit",
-    "node_limit",
-    "memory_limit",
-    "incomplete",
-    "ill_conditioned",
-    "unresolved",
-    "overflow",
-]
+SubsetSumStatus = Literal["feasible", "infeasible", _Unsettled]
 
 #: ``GenericityChecks.check``: the row test run on the neurons.
 GenericityCheck = Literal["non_proportional", "distinct_up_to_sign", "none"]

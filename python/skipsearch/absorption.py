@@ -88,22 +88,23 @@ def _rust_search(
         # are the flip sets within tol exactly the integer solutions.
         and tol * float(np.linalg.norm(A)) < 1.0
     )
+    search = functools.partial(
+        _core.search_flip_set,
+        W_up,
+        W_down,
+        A,
+        b_up,
+        c,
+        tol,
+        check,
+        time_limit,
+        threads=threads,
+        flip_constant_lo=c_lo,
+        distance=distance,
+        memory_limit=memory_limit,
+    )
     if not integral:
-        return _core.search_flip_set(
-            W_up,
-            W_down,
-            A,
-            b_up,
-            c,
-            tol,
-            check,
-            time_limit,
-            node_limit,
-            threads,
-            flip_constant_lo=c_lo,
-            distance=distance,
-            memory_limit=memory_limit,
-        )
+        return search(node_limit=node_limit)
     # Integer-valued block: the float pipeline first (a certificate or an
     # easy flip set ends it), then the exact integer engine for what the
     # relaxation leaves open.
@@ -113,20 +114,7 @@ def _rust_search(
         else min(node_limit, _FLOAT_NODES_BEFORE_EXACT)
     )
     start = time.perf_counter()
-    raw = _core.search_flip_set(
-        W_up,
-        W_down,
-        A,
-        b_up,
-        c,
-        tol,
-        check,
-        time_limit,
-        cap,
-        threads,
-        distance=distance,
-        memory_limit=memory_limit,
-    )
+    raw = search(node_limit=cap)
     open_ended = (
         raw["finding"] == "inconclusive"
         or (raw["finding"] == "stopped" and raw["stop"] == "node_limit" and cap != node_limit)

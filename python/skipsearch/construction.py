@@ -203,6 +203,33 @@ def residual_block_output(
     return out + (w.b_down if w.b_down is not None else 0.0)
 
 
+def _original_output(
+    block: SkipFreeBlock,
+    x: npt.ArrayLike,
+    W_up: npt.ArrayLike,
+    W_down: npt.ArrayLike,
+    activation: Union[str, Activation, None],
+    b_up: Optional[npt.ArrayLike],
+    b_down: Optional[npt.ArrayLike],
+    W_gate: Optional[npt.ArrayLike],
+    skip: Optional[npt.ArrayLike],
+) -> FloatArray:
+    """``A x + f(x)`` of the block that ``block`` replaces (its activation
+    by default ``block``'s), after checking that ``block`` is one."""
+    if not isinstance(block, SkipFreeBlock):
+        raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
+    return residual_block_output(
+        x,
+        W_up,
+        W_down,
+        activation=block.activation if activation is None else activation,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        skip=skip,
+    )
+
+
 def max_abs_difference(
     block: SkipFreeBlock,
     W_up: npt.ArrayLike,
@@ -247,20 +274,9 @@ def max_abs_difference(
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < np.inf:
         raise ValueError(f"scale must be a finite positive number, got {scale!r}")
-    if activation is None:
-        activation = block.activation
     rng = np.random.default_rng(seed)
     x = scale * rng.standard_normal((int(n_samples), block.W_up.shape[1]))
-    want = residual_block_output(
-        x,
-        W_up,
-        W_down,
-        activation=activation,
-        b_up=b_up,
-        b_down=b_down,
-        W_gate=W_gate,
-        skip=skip,
-    )
+    want = _original_output(block, x, W_up, W_down, activation, b_up, b_down, W_gate, skip)
     return float(np.max(np.abs(block(x) - want)))
 
 
@@ -315,18 +331,7 @@ def relative_output_error(
         ``X`` has the wrong shape or non-finite entries, ``block`` does not
         match the weights' shapes, or ``A X + f(X)`` is zero on ``X``.
     """
-    if not isinstance(block, SkipFreeBlock):
-        raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
-    want = residual_block_output(
-        X,
-        W_up,
-        W_down,
-        activation=block.activation if activation is None else activation,
-        b_up=b_up,
-        b_down=b_down,
-        W_gate=W_gate,
-        skip=skip,
-    )
+    want = _original_output(block, X, W_up, W_down, activation, b_up, b_down, W_gate, skip)
     xs = np.atleast_2d(np.asarray(X, dtype=np.float64))
     if block.W_up.shape[1] != xs.shape[1] or block.W_down.shape[0] != want.shape[1]:
         raise ValueError(
