@@ -21,6 +21,7 @@ __all__ = [
     "Argument",
     "Backend",
     "BlockReportDict",
+    "BracketStatus",
     "DistanceKind",
     "FloatArray",
     "GenericityCheck",
@@ -87,6 +88,11 @@ GenericityCheck = Literal["non_proportional", "distinct_up_to_sign", "none"]
 
 #: ``SearchStats.backend``.
 Backend = Literal["rust", "baseline"]
+
+#: ``SearchStats.bracket``: ``"optimal"`` when the search over flip sets
+#: completed, so ``best_subset`` is the best flip set and ``distance_bracket``
+#: encloses its residual to rounding; ``"bounds"`` when it stopped early.
+BracketStatus = Literal["optimal", "bounds"]
 
 #: ``Layout.norm``, ``BlockReport.norm``: where the model's LayerNorm sits.
 Norm = Literal["pre", "post"]

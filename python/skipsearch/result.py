@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, get_args
 from skipsearch._types import (
     Argument,
     Backend,
+    BracketStatus,
     FloatArray,
     GenericityCheck,
     IntArray,
@@ -99,6 +100,14 @@ class SearchStats:
     krylov_steps : int
         Conjugate-gradient steps the cheap certificates took (0 when the
         exact path ran directly, or ``Y = A`` decided).
+    bracket : BracketStatus or None
+        ``"optimal"`` when the search for the best flip set completed (the
+        bracket is the optimum, to rounding), ``"bounds"`` when it stopped
+        at its effort limit; ``None`` when no bracket was computed.
+    bracket_nodes : int
+        Branch-and-bound nodes of the bracket's search.
+    bracket_seconds : float
+        Wall time of the bracket, in seconds (not part of ``seconds``).
     """
 
     method: tuple[str, ...] = ()
@@ -110,6 +119,9 @@ class SearchStats:
     rank_decision: Optional[RankDecision] = None
     candidates: int = 0
     krylov_steps: int = 0
+    bracket: Optional[BracketStatus] = None
+    bracket_nodes: int = 0
+    bracket_seconds: float = 0.0
 
 
 @dataclass(frozen=True, eq=False, repr=False)
