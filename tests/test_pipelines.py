@@ -85,7 +85,7 @@ def test_schema_matches_the_types():
     block = report_schema()["$defs"]["block"]
     props = block["properties"]
     assert set(block["required"]) == set(props) == set(hints)
-    for key in ("verdict", "status", "argument", "distance_kind"):
+    for key in ("verdict", "status", "argument", "distance_kind", "bracket_status"):
         assert set(props[key]["enum"]) == values(hints[key]), key
     assert set(report_schema()["$defs"]["norm"]["enum"]) == values(hints["norm"])
 
@@ -306,7 +306,12 @@ def test_cli_very_verbose_adds_debug_records(tmp_path, capsys):
 
 
 def test_warning_classes():
-    for name in ("SkipsearchWarning", "PrecisionWarning", "UnindexedShardWarning"):
+    for name in (
+        "SkipsearchWarning",
+        "PrecisionWarning",
+        "UnindexedShardWarning",
+        "CheckpointSeriesWarning",
+    ):
         assert name in skipsearch.__all__
         cls = getattr(skipsearch, name)
         assert issubclass(cls, skipsearch.SkipsearchWarning) and issubclass(cls, UserWarning)

@@ -201,6 +201,9 @@ def test_cli_table(ckpt, capsys):
         "verdict",
         "relaxation",
         "distance",
+        "bracket",
+        "best",
+        "|S|",
         "seconds",
     ]
     assert lines[3].split()[:7] == [

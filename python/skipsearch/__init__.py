@@ -62,7 +62,12 @@ from skipsearch._types import (
     SubsetSumStatus,
     Verdict,
 )
-from skipsearch._warnings import PrecisionWarning, SkipsearchWarning, UnindexedShardWarning
+from skipsearch._warnings import (
+    CheckpointSeriesWarning,
+    PrecisionWarning,
+    SkipsearchWarning,
+    UnindexedShardWarning,
+)
 from skipsearch.absorption import MLPBlock, decide_stack, find_absorbing_subset
 from skipsearch.activations import (
     ACTIVATIONS,
@@ -96,6 +101,7 @@ __all__ = [
     "BlockReport",
     "BlockReportDict",
     "BracketStatus",
+    "CheckpointSeriesWarning",
     "DistanceKind",
     "GenericityCheck",
     "GenericityChecks",

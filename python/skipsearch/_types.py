@@ -116,6 +116,7 @@ class BlockReportDict(TypedDict):
     the same record)."""
 
     model: str
+    step: Optional[int]
     family: str
     block: str
     layer: int
@@ -140,3 +141,7 @@ class BlockReportDict(TypedDict):
     rounding_bound: Optional[float]
     subset: Optional[list[int]]
     genericity_passed: Optional[bool]
+    bracket_lower: Optional[float]
+    bracket_upper: Optional[float]
+    bracket_status: Optional[BracketStatus]
+    best_subset_size: Optional[int]

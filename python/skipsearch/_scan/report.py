@@ -12,7 +12,7 @@ from importlib.resources import files
 from typing import Any, Optional
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
-from skipsearch._types import BlockReportDict, DistanceKind, Norm, Verdict
+from skipsearch._types import BlockReportDict, BracketStatus, DistanceKind, Norm, Verdict
 from skipsearch.layouts import NORM_SCOPES
 from skipsearch.result import VERDICTS, AbsorptionResult
 
@@ -30,7 +30,10 @@ __all__ = [
 #: ``skipsearch scan --json`` prints) as its ``schema_version``. Keys may be
 #: added under one version; anything a consumer could trip on (a key removed,
 #: renamed or retyped, a new null, a new verdict, status or argument) raises it.
-SCHEMA_VERSION = 1
+#: Version 2 added ``step`` (blocks and models) and the bracket keys
+#: ``bracket_lower``, ``bracket_upper``, ``bracket_status`` and
+#: ``best_subset_size`` (blocks).
+SCHEMA_VERSION = 2
 
 #: The JSON Schema (draft 2020-12) of that document, inside the package.
 SCHEMA_RESOURCE = "schema/scan-report.schema.json"
@@ -87,6 +90,14 @@ class BlockReport:
     distance_bound : float or None
         A proven lower bound on every flip set's relative residual, from the
         certificate that decided (see :attr:`AbsorptionResult.distance_bound`).
+    step : int or None
+        The training step of the checkpoint, read from its directory's name
+        (``checkpoint-2000``, ``step1000``, ``global_step500``, ``step_1000``);
+        None when the name carries none.
+
+    The bracket of the result, when it has one, is in
+    :attr:`distance_bracket`, :attr:`bracket_status` and
+    :attr:`best_subset_size`.
     """
 
     model: str
@@ -106,6 +117,40 @@ class BlockReport:
     shared_with: tuple[str, ...] = ()
     path: str = ""
     distance_bound: Optional[float] = None
+    step: Optional[int] = None
+
+    @property
+    def distance_bracket(self) -> Optional[tuple[float, float]]:
+        """``(lower, upper)`` around the least relative residual
+        ``||I + c W_down[:, S] W_up[S, :]||_F / ||I||_F`` over all flip sets
+        (:attr:`AbsorptionResult.distance_bracket`), or None when the block
+        has no bracket (not asked for, not flip-linear, or beyond its size)."""
+        bracket = self.result.distance_bracket
+        if bracket is None:
+            return None
+        lower, upper = finite(bracket[0]), finite(bracket[1])
+        if lower is None or upper is None:
+            return None
+        return lower, upper
+
+    @property
+    def bracket_status(self) -> Optional[BracketStatus]:
+        """``"optimal"`` when the bracket is the proven optimum,
+        ``"bounds"`` when its search stopped early, None without a bracket
+        (``result.stats.bracket``)."""
+        if self.distance_bracket is None:
+            return None
+        status: Optional[BracketStatus] = getattr(self.result.stats, "bracket", None)
+        return status
+
+    @property
+    def best_subset_size(self) -> Optional[int]:
+        """How many neurons the best flip set found flips (``len(result.best_subset)``),
+        or None without a bracket."""
+        best = self.result.best_subset
+        if best is None or self.distance_bracket is None:
+            return None
+        return len(best)
 
     @property
     def distance_kind(self) -> Optional[DistanceKind]:
@@ -130,11 +175,15 @@ class BlockReport:
         """A JSON-ready dict: the fields above except ``result``, the shown
         ``distance`` with its ``distance_kind``, plus the argument, status,
         tolerance, residual, rounding allowance of the distance bound, flip
-        set and genericity check taken from the result (plain Python values;
-        non-finite floats become ``None``)."""
+        set and genericity check taken from the result, and the bracket
+        (``bracket_lower``, ``bracket_upper``, ``bracket_status``,
+        ``best_subset_size``; all None without one). Plain Python values;
+        non-finite floats become ``None``."""
         r = self.result
+        bracket = self.distance_bracket
         out: BlockReportDict = {
             "model": self.model,
+            "step": self.step,
             "family": self.family,
             "block": self.block,
             "layer": self.layer,
@@ -159,6 +208,10 @@ class BlockReport:
             "rounding_bound": finite(r.rounding_bound),
             "subset": None if r.subset is None else [int(i) for i in r.subset],
             "genericity_passed": None if r.genericity is None else bool(r.genericity.passed),
+            "bracket_lower": None if bracket is None else bracket[0],
+            "bracket_upper": None if bracket is None else bracket[1],
+            "bracket_status": self.bracket_status,
+            "best_subset_size": self.best_subset_size,
         }
         return out
 
@@ -196,6 +249,7 @@ def block_report(
         path=str(info.path),
         result=result,
         distance_bound=finite(result.distance_bound),
+        step=info.step,
     )
 
 
@@ -230,6 +284,7 @@ def scan_document(
         "models": [
             {
                 "name": info.name,
+                "step": info.step,
                 "path": str(info.path),
                 "config": None if info.config_path is None else str(info.config_path),
                 "model_type": info.model_type,
