@@ -321,3 +321,29 @@ def test_log_step_axis_only_for_geometric_steps():
     assert _log_steps(pythia_early)
     assert not _log_steps(list(range(0, 10_001, 500)))  # Trainer: every 500 steps
     assert not _log_steps([2, 5, 10])  # too few, too narrow
+
+
+def test_training_run_example(tmp_path, capsys):
+    """examples/training_run.py runs end to end on a short run."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "training_run.py"
+    spec = importlib.util.spec_from_file_location("training_run", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    png = tmp_path / "run.png"
+    argv = ["--out", str(tmp_path / "run"), "--plot", str(png), "--steps", "40", "--every", "20"]
+    assert module.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "scanned 9 blocks of 3 checkpoints" in out
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "checkpoint-0",
+        "checkpoint-20",
+        "checkpoint-40",
+    ]
+    reports = scan(tmp_path / "run", layout=module.LAYOUT, bracket=False, progress=False)
+    assert [r.step for r in reports] == [0, 0, 0, 20, 20, 20, 40, 40, 40]
+    assert {(r.d, r.m, r.activation) for r in reports} == {(16, 64, "relu")}
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert png.stat().st_size > 10_000 and f"plot: {png}" in out
