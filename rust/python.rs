@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::absorption::block::Block;
+use crate::absorption::bracket;
 use crate::absorption::genericity::GenericityCheck;
 use crate::absorption::{decide, Distance, Evidence, Finding, Options};
 use crate::error::Error;
@@ -447,6 +448,57 @@ fn feasibility_jump<'py>(
     Ok(d)
 }
 
+/// Bracket the least relative residual over all flip sets; see
+/// `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn flip_set_bracket<'py>(
+    py: Python<'py>,
+    w_up: PyReadonlyArray2<'py, f64>,
+    w_down: PyReadonlyArray2<'py, f64>,
+    skip: PyReadonlyArray2<'py, f64>,
+    flip_constant: f64,
+    known_lower: f64,
+    start: Option<Vec<usize>>,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if !(known_lower.is_finite() && known_lower >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "known_lower must be a finite non-negative number, got {known_lower}"
+        )));
+    }
+    let block = make_block(&w_up, &w_down, &skip, None, flip_constant)?;
+    let (balanced, _, exact) = block.balanced();
+    let start = start.unwrap_or_default();
+    let started = std::time::Instant::now();
+    let bracket = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+        if !exact {
+            // Rescaling under- or overflowed: no bracket beyond the trivial one.
+            return Ok(None);
+        }
+        // Only Ctrl-C stops it, and the waiting call raises KeyboardInterrupt.
+        Ok(bracket::flip_set_bracket(&balanced, known_lower, &start, limits, cancel).ok())
+    })?;
+    let d = PyDict::new(py);
+    let (subset, lower, upper, optimal, nodes) = match bracket {
+        Some(b) => (b.best_subset, b.lower, b.upper, b.optimal, b.nodes),
+        None => (Vec::new(), known_lower, 1.0, false, 0),
+    };
+    d.set_item(
+        "best_subset",
+        PyArray1::from_vec(py, subset.iter().map(|&i| i as i64).collect()),
+    )?;
+    d.set_item("lower", lower)?;
+    d.set_item("upper", upper)?;
+    d.set_item("optimal", optimal)?;
+    d.set_item("nodes", nodes)?;
+    d.set_item("seconds", started.elapsed().as_secs_f64())?;
+    Ok(d)
+}
+
 /// Elementwise error function (for GELU); see `skipsearch._core.pyi`.
 ///
 /// From the `libm` crate (a port of musl's `erf`, under one ulp), so that the
@@ -467,7 +519,7 @@ fn erf<'py>(py: Python<'py>, x: PyReadonlyArrayDyn<'py, f64>) -> Bound<'py, PyAr
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 6;
+const CORE_ABI: u32 = 7;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -478,6 +530,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
+    m.add_function(wrap_pyfunction!(flip_set_bracket, m)?)?;
     m.add_function(wrap_pyfunction!(erf, m)?)?;
     Ok(())
 }

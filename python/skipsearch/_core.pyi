@@ -5,6 +5,7 @@ Every array argument must already have the stated dtype (the bindings do not
 convert); the Python layer coerces before calling.
 """
 
+from collections.abc import Sequence
 from typing import Any, Literal, Optional, TypedDict
 
 import numpy as np
@@ -18,6 +19,7 @@ __all__ = [
     "schroeppel_shamir",
     "meet_in_the_middle",
     "feasibility_jump",
+    "flip_set_bracket",
     "erf",
 ]
 
@@ -153,6 +155,35 @@ def meet_in_the_middle(
     in the window is verified rigorously against ``||a @ x - b|| <= tol
     ||b||`` and the search goes on past those provably outside;
     ``unresolved`` says some subset sat on that bound to rounding.
+    """
+
+class _BracketDict(TypedDict):
+    best_subset: npt.NDArray[np.int64]
+    lower: float
+    upper: float
+    optimal: bool
+    nodes: int
+    seconds: float
+
+def flip_set_bracket(
+    w_up: npt.NDArray[np.float64],
+    w_down: npt.NDArray[np.float64],
+    skip: npt.NDArray[np.float64],
+    flip_constant: float,
+    known_lower: float = 0.0,
+    start: Optional[Sequence[int]] = None,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+) -> _BracketDict:
+    """The bracket ``(lower, upper)`` on the least relative residual
+    ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all flip sets, and
+    the best flip set found (``rust/absorption/bracket.rs``).
+
+    ``known_lower`` is a bound already proven; ``start`` a flip set to start
+    the local search from. ``time_limit`` and ``node_limit`` bound the branch
+    and bound only (blocks of up to 64 neurons); ``optimal`` says whether it
+    completed. ``skip`` must be nonzero.
     """
 
 def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -194,7 +194,7 @@ def find_absorbing_subset(
     threads: Optional[int] = None,
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
-    bracket: bool = False,
+    bracket: Optional[bool] = None,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -269,12 +269,20 @@ def find_absorbing_subset(
         the certificates, and say ``"undecided"`` with status
         ``"memory_limit"`` if none proves; ``distance=True`` raises
         ``MemoryError`` before allocating.
-    bracket : bool, default False
-        Also fill ``best_subset`` and ``distance_bracket = (lower, upper)``
-        around the least relative residual over all flip sets, both proven
-        (:mod:`skipsearch.bracket`; ours, not the paper's), for flip-linear
-        blocks of at most 2048 neurons. Small blocks get the proven optimum;
-        larger ones a local search, at several times the decision's cost.
+    bracket : bool or None, default None
+        Also fill ``best_subset`` and ``distance_bracket = (lower, upper)``,
+        proven bounds on the least relative residual ``||A + c W_down[:, S]
+        W_up[S, :]||_F / ||A||_F`` over all flip sets, for flip-linear blocks
+        (``rust/absorption/bracket.rs``: a box relaxation bounds it from
+        below, a local search from above, and a branch and bound proves the
+        optimum on blocks of up to 64 neurons; ``stats.bracket`` says
+        ``"optimal"`` when it completed). ``None`` (auto) computes it when
+        the Gram matrix fits ``memory_limit`` and either the decision built
+        it already or ``m <= 2048``, so that it costs about what the decision
+        does, and gives the branch and bound the larger of the decision's
+        time and 0.05 s; ``True`` always tries it, with the branch and bound
+        limited by ``time_limit`` (default 10 s); ``False`` skips it. The
+        bracket is this project's addition, not the paper's.
 
     Returns
     -------
@@ -318,8 +326,8 @@ def find_absorbing_subset(
     >>> skipsearch.find_absorbing_subset(rng.normal(size=(8, 4)), rng.normal(size=(4, 8))).verdict
     'not_absorbable'
     """
-    if not isinstance(bracket, (bool, np.bool_)):
-        raise TypeError(f"bracket must be True or False, got {bracket!r}")
+    if bracket is not None and not isinstance(bracket, (bool, np.bool_)):
+        raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
     result = _decide(
         W_up,
         W_down,
@@ -339,31 +347,81 @@ def find_absorbing_subset(
         ),
         backend="rust",
     )
-    if bracket and result.activation_class == FLIP_LINEAR:
+    if bracket is not False and result.activation_class == FLIP_LINEAR:
         w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
-        result = _with_bracket(result, w, get_activation(activation))
+        result = _with_bracket(
+            result,
+            w,
+            get_activation(activation),
+            auto=bracket is None,
+            time_limit=time_limit,
+            threads=threads,
+            memory_limit=check_memory_limit(memory_limit),
+        )
     return result
 
 
-def _with_bracket(result: AbsorptionResult, w: Weights, act: Activation) -> AbsorptionResult:
-    """``result`` with ``best_subset`` and ``distance_bracket`` (skipsearch.bracket)."""
-    from skipsearch.bracket import BRACKET_MAX_NEURONS, flip_set_bracket
+#: Widest block the automatic bracket takes on when the decision did not
+#: build the Gram matrix itself (the bracket builds it: ``O(m^2 d)``).
+BRACKET_AUTO_NEURONS = 2048
+#: The branch and bound's time when ``bracket=True`` and no ``time_limit``.
+BRACKET_SECONDS = 10.0
 
+
+def _with_bracket(
+    result: AbsorptionResult,
+    w: Weights,
+    act: Activation,
+    *,
+    auto: bool,
+    time_limit: Optional[float],
+    threads: Optional[int],
+    memory_limit: int,
+) -> AbsorptionResult:
+    """``result`` with ``best_subset`` and ``distance_bracket`` (see
+    ``find_absorbing_subset``'s ``bracket``)."""
     m = w.W_up.shape[0]
+    c = act.flip_constant
+    if c is None or result.status not in ("complete",):
+        return result
     if not np.any(w.A):
+        stats = dataclasses.replace(result.stats, bracket="optimal")
         return dataclasses.replace(
-            result, best_subset=np.zeros(0, dtype=np.int64), distance_bracket=(0.0, 0.0)
+            result,
+            best_subset=np.zeros(0, dtype=np.int64),
+            distance_bracket=(0.0, 0.0),
+            stats=stats,
         )
-    if m > BRACKET_MAX_NEURONS or act.flip_constant is None:
+    if 8 * m * m > memory_limit:
+        return result
+    if auto and result.stats.gram_rank is None and m > BRACKET_AUTO_NEURONS:
         return result
     if result.verdict == "absorbable":
         lower = 0.0
     else:
         lower = max(result.distance_bound or 0.0, result.relaxation_distance or 0.0)
-    best, low, up = flip_set_bracket(
-        w.W_up, w.W_down, w.A, act.flip_constant, lower=lower, start=result.subset
+    if auto:
+        seconds: Optional[float] = max(result.stats.seconds, 0.05)
+    elif time_limit is not None:
+        seconds = max(time_limit - result.stats.seconds, 0.0)
+    else:
+        seconds = BRACKET_SECONDS
+    start = None if result.subset is None else result.subset.tolist()
+    found = _core.flip_set_bracket(
+        w.W_up, w.W_down, w.A, c, lower, start, time_limit=seconds, threads=threads
     )
-    return dataclasses.replace(result, best_subset=best, distance_bracket=(low, up))
+    stats = dataclasses.replace(
+        result.stats,
+        bracket="optimal" if found["optimal"] else "bounds",
+        bracket_nodes=found["nodes"],
+        bracket_seconds=found["seconds"],
+    )
+    return dataclasses.replace(
+        result,
+        best_subset=found["best_subset"],
+        distance_bracket=(found["lower"], found["upper"]),
+        stats=stats,
+    )
 
 
 class _Common(TypedDict):

@@ -209,12 +209,20 @@ class AbsorptionResult:
     block : SkipFreeBlock or None
         The skip-free block built from ``subset``, when absorbable.
     best_subset : ndarray of int64 or None
-        With ``bracket=True``: the best flip set a local search found, whose
-        relative residual is ``distance_bracket[1]``.
+        The best flip set found for flip-linear blocks (see
+        ``find_absorbing_subset``'s ``bracket``); its relative residual is at
+        most ``distance_bracket[1]``. The decision's ``subset`` when the
+        block is absorbable.
     distance_bracket : tuple of float or None
-        With ``bracket=True``: ``(lower, upper)`` around the least relative
-        residual ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all
-        flip sets ``S``, both proven (see :mod:`skipsearch.bracket`).
+        ``(lower, upper)``, both proven with rigorous rounding bounds:
+        every flip set ``S`` has ``||A + c W_down[:, S] W_up[S, :]||_F /
+        ||A||_F >= lower``, and ``best_subset``'s is at most ``upper``
+        (exactly 1.0 for the empty set). With ``stats.bracket ==
+        "optimal"`` no flip set beats ``best_subset`` by more than
+        ``upper - lower``. ``None`` when no bracket was computed (gated or
+        homogeneous activations, ``bracket=False``, a limit hit, or the Gram
+        matrix too large for the automatic mode). This project's addition,
+        not the paper's.
     """
 
     verdict: Verdict

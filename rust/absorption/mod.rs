@@ -46,6 +46,7 @@
 //! is decided by the Python layer, which knows the activation registry.
 
 pub mod block;
+pub mod bracket;
 pub mod branch_and_bound;
 pub mod certificate;
 pub mod cholesky;

@@ -95,10 +95,16 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
 pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix<'static>, Stop> {
     let m = block.width();
     let mut g = gram_lower(block, budget)?;
-    // Column-major lower = row-major upper; mirror it below the diagonal.
-    for i in 0..m {
-        for j in 0..i {
-            g[i * m + j] = g[j * m + i];
+    // Column-major lower = row-major upper; mirror it below the diagonal,
+    // in square tiles so the strided reads stay in cache.
+    const TILE: usize = 64;
+    for i0 in (0..m).step_by(TILE) {
+        for j0 in (0..=i0).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(m) {
+                for j in j0..(j0 + TILE).min(i) {
+                    g[i * m + j] = g[j * m + i];
+                }
+            }
         }
     }
     budget.check()?;

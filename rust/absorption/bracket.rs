@@ -1,0 +1,584 @@
+//! How far from absorbable: a proven bracket on the least relative residual
+//! over all flip sets, and the best flip set found.
+//!
+//! For a flip-linear activation the skip-free block built from a flip set
+//! `S` misses `A x + f(x)` by exactly `E_S x`, with
+//! `E_S = A + c W_down[:, S] W_up[S, :]`. With `s` the 0/1 indicator of `S`,
+//!
+//! ```text
+//! f(s) = ||E_S||_F^2 = ||A||_F^2 + 2 h.s + s.G s,
+//! G_ij = c^2 (v_i.v_j)(u_i.u_j),   h_i = c v_i^T A u_i,
+//! ```
+//!
+//! a convex quadratic (`G` is a Gram matrix). This stage brackets
+//! `min over s in {0,1}^m of f(s)`:
+//!
+//! - **Lower bound: the box relaxation.** Over the box `[0,1]^m` the
+//!   quadratic is solved by projected coordinate descent, which keeps the
+//!   gradient `g = h + G s` (a coordinate step costs `O(m)`). Any point `t`
+//!   of the box proves, by convexity, `f(s) >= f(t) + 2 g.(s - t)` for every
+//!   `s` in the box, so `min f >= f(t) + sum_i (min(0, 2 g_i) - 2 g_i t_i)`
+//!   (the Frank-Wolfe bound). It needs no optimality of `t`: a rough
+//!   solution gives a weaker bound, never a wrong one.
+//! - **Upper bound: local search.** From the empty set, the decision's flip
+//!   set and the box solution rounded at three thresholds, best-improvement
+//!   moves flip one neuron (the value changes by `2 d g_i + G_ii` with
+//!   `d = 1 - 2 s_i`) or, when no single flip helps, two.
+//! - **Branch and bound** on blocks of up to [`EXACT_MAX_NEURONS`] neurons:
+//!   depth first, the box relaxation at each node with the node's neurons
+//!   fixed, pruned when its bound cannot beat the best flip set by more than
+//!   a tolerance `tau` (twice the rounding allowance plus `1e-9` of the
+//!   incumbent's value).
+//!   When it completes, the bracket encloses the optimum to that width.
+//!
+//! Rigour. Every value above is float64, so each bound carries one a-priori
+//! allowance `delta` on the rounding of `G`, `h`, `||A||^2` and of the
+//! evaluation of `f`, its gradient and the Frank-Wolfe bound at any point of
+//! the box. With `n_i = |c| ||v_i|| ||u_i||`, Cauchy-Schwarz bounds every
+//! magnitude the errors scale with: `|G_ij| <= n_i n_j` and
+//! `|h_i| <= n_i ||A||_F`, so with `M = (||A||_F + sum_i n_i)^2`,
+//! `delta = 16 gamma(d_out + d_in + 2m + 32) M + gamma(n + 2) ||A||^2`
+//! (Higham 2002, ch. 3; `gamma` as in `rounding`) covers them with room to
+//! spare. Lower bounds subtract `delta`, upper bounds add it; the best flip
+//! set's residual is also bracketed directly on the weights
+//! (`verification`) when that is cheap, and the tighter bound kept.
+//!
+//! The bracket, the box bound and the search are this project's additions;
+//! Mijoski & Karbevski (2026, arXiv:2604.23705) answer only whether the
+//! residual can be zero.
+
+use crate::absorption::block::Block;
+use crate::absorption::relaxation::gram_full;
+use crate::absorption::verification::residual_bounds;
+use crate::limits::{Budget, Limits, Stop};
+use crate::rounding::{down, gamma, norm_lower, norm_upper, up, TINY};
+use std::sync::atomic::AtomicBool;
+
+/// Widest block the branch and bound runs on (a node costs `O(m^2)` per
+/// sweep of the box relaxation).
+pub const EXACT_MAX_NEURONS: usize = 64;
+
+/// Work (multiply-adds) the pair moves of the local search may spend:
+/// about 7 pair scans at `m = 1536`, unlimited in practice below 150.
+const PAIR_WORK: usize = 1 << 24;
+
+/// Largest `|S| d_out d_in` for which the best flip set's residual is also
+/// bracketed directly on the weights (the Gram form's allowance is coarser).
+const DIRECT_WORK: usize = 1 << 26;
+
+/// Sweeps of coordinate descent for the root's box relaxation, and per node.
+const ROOT_SWEEPS: usize = 400;
+const NODE_SWEEPS: usize = 60;
+
+/// The bracket of one block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bracket {
+    /// The best flip set found, sorted.
+    pub best_subset: Vec<usize>,
+    /// Proven: every flip set's relative residual `||E_S||_F / ||A||_F` is at
+    /// least this.
+    pub lower: f64,
+    /// Proven: `best_subset`'s relative residual is at most this (exactly 1
+    /// for the empty set).
+    pub upper: f64,
+    /// Whether the branch and bound completed, so that no flip set beats
+    /// `best_subset` by more than the bracket's width.
+    pub optimal: bool,
+    /// Branch-and-bound nodes.
+    pub nodes: u64,
+}
+
+/// `f(s) = a0 + 2 h.s + s.G s` as computed, with the allowance `delta` on
+/// its rounding over the box.
+struct Quadratic {
+    m: usize,
+    /// Row-major `m x m`, symmetric.
+    g: Vec<f64>,
+    h: Vec<f64>,
+    a0: f64,
+    delta: f64,
+}
+
+impl Quadratic {
+    fn row(&self, i: usize) -> &[f64] {
+        &self.g[i * self.m..(i + 1) * self.m]
+    }
+
+    /// `h + G s`.
+    fn gradient(&self, s: &[f64]) -> Vec<f64> {
+        let mut grad = self.h.clone();
+        for (i, &si) in s.iter().enumerate() {
+            if si != 0.0 {
+                axpy(&mut grad, si, self.row(i));
+            }
+        }
+        grad
+    }
+
+    /// `f(s) = a0 + sum_i s_i (h_i + grad_i)` with `grad = h + G s`.
+    fn value(&self, s: &[f64], grad: &[f64]) -> f64 {
+        self.a0
+            + s.iter()
+                .zip(&self.h)
+                .zip(grad)
+                .map(|((si, hi), gi)| si * (hi + gi))
+                .sum::<f64>()
+    }
+
+    /// The Frank-Wolfe bound at `s` over the neurons marked free (the others
+    /// stay fixed at their values in `s`), before the allowance.
+    fn box_bound(&self, s: &[f64], grad: &[f64], free: &[usize]) -> f64 {
+        self.value(s, grad) + free.iter().map(|&i| fw_term(s[i], grad[i])).sum::<f64>()
+    }
+}
+
+/// `min(0, 2 g) - 2 g t`: what coordinate `i` can still gain over the box.
+fn fw_term(t: f64, g: f64) -> f64 {
+    2.0 * (g.min(0.0) - g * t)
+}
+
+#[inline]
+fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
+    }
+}
+
+/// Projected coordinate descent on the free neurons, keeping `grad` (fresh
+/// on return), until the Frank-Wolfe gap falls to `gap_target` or no
+/// coordinate moves.
+fn coordinate_descent(
+    q: &Quadratic,
+    s: &mut [f64],
+    grad: &mut Vec<f64>,
+    free: &[usize],
+    sweeps: usize,
+    gap_target: f64,
+) {
+    for sweep in 0..sweeps {
+        let mut moved = false;
+        for &i in free {
+            let gii = q.g[i * q.m + i];
+            if gii <= 0.0 || !gii.is_finite() {
+                continue;
+            }
+            let new = (s[i] - grad[i] / gii).clamp(0.0, 1.0);
+            let d = new - s[i];
+            if d != 0.0 && new.is_finite() {
+                s[i] = new;
+                axpy(grad, d, q.row(i));
+                moved = true;
+            }
+        }
+        if !moved || sweep % 8 == 7 || sweep + 1 == sweeps {
+            // Refresh the gradient (the updates drift) and test the gap.
+            *grad = q.gradient(s);
+            let gap: f64 = free.iter().map(|&i| -fw_term(s[i], grad[i])).sum();
+            if !moved || gap <= gap_target {
+                return;
+            }
+        }
+    }
+}
+
+/// Best-improvement local search over the free neurons from the 0/1 point
+/// `s`: single flips, then (while `pair_work` lasts) the best pair of flips
+/// when no single one helps. `grad` is fresh on return.
+fn local_search(
+    q: &Quadratic,
+    s: &mut [f64],
+    grad: &mut Vec<f64>,
+    free: &[usize],
+    pair_work: &mut usize,
+) {
+    let m = q.m;
+    let mut change = vec![0.0; free.len()];
+    for _ in 0..20 * free.len() + 20 {
+        let mut best = (0.0, usize::MAX);
+        for (k, &i) in free.iter().enumerate() {
+            let d = 1.0 - 2.0 * s[i];
+            let gii = q.g[i * m + i];
+            change[k] = 2.0 * d * grad[i] + gii;
+            // Below the rounding of the change itself, a move could cycle.
+            let noise = 1e-12 * (grad[i].abs() + gii) + 1e-300;
+            if change[k] < -noise && change[k] < best.0 {
+                best = (change[k], k);
+            }
+        }
+        if best.1 != usize::MAX {
+            let i = free[best.1];
+            let d = 1.0 - 2.0 * s[i];
+            s[i] += d;
+            axpy(grad, d, q.row(i));
+            continue;
+        }
+        let f = free.len();
+        if f < 2 || *pair_work < f * f {
+            break;
+        }
+        *pair_work -= f * f;
+        let mut best = (0.0, 0, 0);
+        for a in 0..f {
+            let i = free[a];
+            let di = 1.0 - 2.0 * s[i];
+            let row = q.row(i);
+            let noise_i = 1e-12 * (grad[i].abs() + row[i]);
+            for b in a + 1..f {
+                let j = free[b];
+                let dj = 1.0 - 2.0 * s[j];
+                let pair = change[a] + change[b] + 2.0 * di * dj * row[j];
+                let noise = noise_i + 1e-12 * (grad[j].abs() + q.g[j * m + j]) + 1e-300;
+                if pair < -noise && pair < best.0 {
+                    best = (pair, i, j);
+                }
+            }
+        }
+        if best.0 >= 0.0 {
+            break;
+        }
+        for i in [best.1, best.2] {
+            let d = 1.0 - 2.0 * s[i];
+            s[i] += d;
+            axpy(grad, d, q.row(i));
+        }
+    }
+    *grad = q.gradient(s);
+}
+
+/// The allowance `delta` (module notes): a rigorous bound on every rounding
+/// error a computed value, gradient or Frank-Wolfe bound carries.
+fn allowance(block: &Block, gram_diagonal: &[f64], a_up: f64) -> f64 {
+    let (d_out, d_in) = block.skip.shape();
+    let m = block.width();
+    // n_i = sqrt(G_ii), with G_ii's own rounding (and underflow) covered.
+    let k = d_out + d_in + 8;
+    let sum_n: f64 = gram_diagonal
+        .iter()
+        .map(|&x| (up(x.max(0.0), k) + (k as f64) * TINY).sqrt())
+        .sum();
+    let big = up(a_up + up(up(sum_n, m + 2), 2), 2);
+    let mag = up(big * big, 2);
+    let n = d_out * d_in;
+    16.0 * gamma(d_out + d_in + 2 * m + 32) * mag
+        + gamma(n + 2) * a_up * a_up
+        + ((m + 2) * (m + 2) * (d_out + d_in + 8) + n) as f64 * TINY
+}
+
+/// Depth-first branch and bound on the box relaxation.
+struct Search<'q, 'b> {
+    q: &'q Quadratic,
+    /// The incumbent and a rigorous upper bound on its `f`.
+    best: Vec<f64>,
+    best_upper: f64,
+    /// The least proven bound over the closed nodes.
+    closed: f64,
+    pair_work: usize,
+    budget: Budget<'b>,
+}
+
+impl Search<'_, '_> {
+    /// How much better than the incumbent a node must promise to be kept:
+    /// twice the allowance (so a leaf always closes) and 1e-9 relative.
+    fn tau(&self) -> f64 {
+        2.0 * self.q.delta + 1e-9 * self.best_upper
+    }
+
+    fn offer(&mut self, s: &[f64], grad: &[f64]) {
+        let upper = self.q.value(s, grad) + self.q.delta;
+        if upper < self.best_upper {
+            self.best_upper = upper;
+            self.best = s.to_vec();
+        }
+    }
+
+    fn node(&mut self, mut s: Vec<f64>, mut grad: Vec<f64>, free: Vec<usize>) -> Result<(), Stop> {
+        self.budget.tick()?;
+        let q = self.q;
+        coordinate_descent(q, &mut s, &mut grad, &free, NODE_SWEEPS, 0.25 * self.tau());
+        let bound = q.box_bound(&s, &grad, &free) - q.delta;
+        if bound >= self.best_upper - self.tau() {
+            self.closed = self.closed.min(bound);
+            return Ok(());
+        }
+        // A flip set from this node: its box point rounded, improved.
+        let mut t: Vec<f64> = s.iter().map(|&x| if x > 0.5 { 1.0 } else { 0.0 }).collect();
+        let mut tg = q.gradient(&t);
+        local_search(q, &mut t, &mut tg, &free, &mut self.pair_work);
+        self.offer(&t, &tg);
+        if bound >= self.best_upper - self.tau() || free.is_empty() {
+            self.closed = self.closed.min(bound);
+            return Ok(());
+        }
+        // Branch on the most fractional neuron, else on the one with the
+        // largest Frank-Wolfe gap.
+        let (mut pick, mut score) = (0, -1.0);
+        for (k, &i) in free.iter().enumerate() {
+            let frac = s[i].min(1.0 - s[i]);
+            let sc = if frac > 1e-9 {
+                1.0 + frac
+            } else {
+                -fw_term(s[i], grad[i]) / (1.0 + q.a0)
+            };
+            if sc > score {
+                (pick, score) = (k, sc);
+            }
+        }
+        let i = free[pick];
+        let rest: Vec<usize> = free.iter().copied().filter(|&j| j != i).collect();
+        let first = if s[i] > 0.5 { 1.0 } else { 0.0 };
+        for value in [first, 1.0 - first] {
+            let mut cs = s.clone();
+            let mut cg = grad.clone();
+            let d = value - cs[i];
+            cs[i] = value;
+            axpy(&mut cg, d, q.row(i));
+            self.node(cs, cg, rest.clone())?;
+        }
+        Ok(())
+    }
+}
+
+fn subset_of(s: &[f64]) -> Vec<usize> {
+    (0..s.len()).filter(|&i| s[i] > 0.5).collect()
+}
+
+/// Bracket the least relative residual over all flip sets of `block`.
+///
+/// `known_lower` is a lower bound already proven (the decision's
+/// certificate); `start` a flip set to start the local search from (the
+/// decision's). `limits` bound the branch and bound only; when they stop
+/// it, the bracket keeps the box relaxation's bound and `optimal` is false.
+/// Ctrl-C (`cancel`) stops everything with [`Stop::Interrupted`].
+pub fn flip_set_bracket(
+    block: &Block,
+    known_lower: f64,
+    start: &[usize],
+    limits: Limits,
+    cancel: &AtomicBool,
+) -> Result<Bracket, Stop> {
+    let m = block.width();
+    let trivial = Bracket {
+        best_subset: Vec::new(),
+        lower: known_lower,
+        upper: 1.0,
+        optimal: false,
+        nodes: 0,
+    };
+    let a_up = norm_upper(block.skip.data());
+    let a_low = norm_lower(block.skip.data());
+    if a_low == 0.0 || !a_up.is_finite() {
+        return Ok(trivial);
+    }
+    let root_budget = Budget::new(Limits::default(), cancel);
+    let gram = gram_full(block, &root_budget)?;
+    let mut h = block.inner_products(&block.skip);
+    let a0: f64 = block.skip.data().iter().map(|x| x * x).sum();
+    let diag: Vec<f64> = (0..m).map(|i| gram.get(i, i)).collect();
+    let q = Quadratic {
+        m,
+        g: gram.into_vec(),
+        h: std::mem::take(&mut h),
+        a0,
+        delta: allowance(block, &diag, a_up),
+    };
+    if !q.delta.is_finite() || !q.a0.is_finite() || q.g.iter().chain(&q.h).any(|x| !x.is_finite()) {
+        return Ok(trivial);
+    }
+    root_budget.check()?;
+
+    // The box relaxation at the root.
+    let all: Vec<usize> = (0..m).collect();
+    let mut s = vec![0.0; m];
+    let mut grad = q.h.clone();
+    coordinate_descent(&q, &mut s, &mut grad, &all, ROOT_SWEEPS, 1e-3 * q.a0);
+    let root_bound = q.box_bound(&s, &grad, &all) - q.delta;
+    root_budget.check()?;
+
+    // Local search from several starts; pairs from the best of them.
+    let mut starts: Vec<Vec<f64>> = vec![vec![0.0; m]];
+    if !start.is_empty() {
+        let mut t = vec![0.0; m];
+        start.iter().filter(|&&i| i < m).for_each(|&i| t[i] = 1.0);
+        starts.push(t);
+    }
+    for threshold in [0.3, 0.5, 0.7] {
+        starts.push(
+            s.iter()
+                .map(|&x| if x > threshold { 1.0 } else { 0.0 })
+                .collect(),
+        );
+    }
+    let mut no_pairs = 0;
+    let mut best: Option<(f64, Vec<f64>, Vec<f64>)> = None;
+    for mut t in starts {
+        let mut tg = q.gradient(&t);
+        local_search(&q, &mut t, &mut tg, &all, &mut no_pairs);
+        let v = q.value(&t, &tg);
+        if best.as_ref().is_none_or(|b| v < b.0) {
+            best = Some((v, t, tg));
+        }
+        root_budget.check()?;
+    }
+    let (_, mut t, mut tg) = best.expect("one start at least");
+    let mut pair_work = PAIR_WORK;
+    local_search(&q, &mut t, &mut tg, &all, &mut pair_work);
+
+    let mut search = Search {
+        q: &q,
+        best_upper: q.value(&t, &tg) + q.delta,
+        best: t,
+        closed: f64::INFINITY,
+        pair_work: PAIR_WORK,
+        budget: Budget::new(limits, cancel),
+    };
+    let mut optimal = false;
+    if m <= EXACT_MAX_NEURONS {
+        match search.node(vec![0.0; m], q.h.clone(), all) {
+            Ok(()) => optimal = true,
+            Err(Stop::Interrupted) => return Err(Stop::Interrupted),
+            Err(_) => {}
+        }
+    }
+    let nodes = search.budget.nodes();
+    let lower_sq = if optimal {
+        search.closed.min(search.best_upper)
+    } else {
+        root_bound
+    };
+    let subset = subset_of(&search.best);
+    let mut upper = if subset.is_empty() {
+        1.0
+    } else {
+        up(search.best_upper.max(0.0).sqrt() / a_low, 2)
+    };
+    let (d_out, d_in) = block.skip.shape();
+    if !subset.is_empty() && subset.len().saturating_mul(d_out * d_in) <= DIRECT_WORK {
+        let direct = residual_bounds(block, &subset, f64::INFINITY);
+        if direct.upper.is_finite() {
+            upper = upper.min(direct.upper);
+        }
+    }
+    let lower = down(lower_sq.max(0.0).sqrt() / a_up, 2).max(known_lower);
+    if upper >= 1.0 {
+        // The empty set is exact: E = A.
+        return Ok(Bracket {
+            best_subset: Vec::new(),
+            lower,
+            upper: 1.0,
+            optimal,
+            nodes,
+        });
+    }
+    Ok(Bracket {
+        best_subset: subset,
+        lower,
+        upper,
+        optimal,
+        nodes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        }
+    }
+
+    /// A planted block (`A = -W_down[:, S] W_up[S, :]`) with noise added to `A`.
+    fn planted(m: usize, d: usize, noise: f64, seed: u64) -> Block<'static> {
+        let mut rng = Rng(seed);
+        let u: Vec<f64> = (0..m * d).map(|_| rng.next()).collect();
+        let v: Vec<f64> = (0..d * m).map(|_| rng.next()).collect();
+        let mut a = vec![0.0; d * d];
+        for i in 0..m {
+            if rng.next() > 0.0 {
+                for p in 0..d {
+                    for q in 0..d {
+                        a[p * d + q] -= v[p * m + i] * u[i * d + q];
+                    }
+                }
+            }
+        }
+        a.iter_mut().for_each(|x| *x += noise * rng.next());
+        Block::new(
+            Matrix::from_vec("W_up", m, d, u).unwrap(),
+            Matrix::from_vec("W_down", d, m, v).unwrap(),
+            None,
+            Matrix::from_vec("skip", d, d, a).unwrap(),
+            1.0,
+        )
+        .unwrap()
+    }
+
+    fn brute_force(block: &Block) -> f64 {
+        let m = block.width();
+        let a = block.skip.frobenius_norm();
+        (0..1u64 << m)
+            .map(|code| {
+                let s: Vec<f64> = (0..m).map(|i| ((code >> i) & 1) as f64).collect();
+                block.residual(&s).frobenius_norm() / a
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    #[test]
+    fn the_bracket_encloses_the_optimum_and_proves_it_on_small_blocks() {
+        let cancel = AtomicBool::new(false);
+        for seed in 1..40 {
+            let m = 4 + (seed as usize % 11);
+            let d = 2 + (seed as usize % 4);
+            let block = planted(m, d, 0.3 * (seed % 5) as f64, seed);
+            let opt = brute_force(&block);
+            let b = flip_set_bracket(&block, 0.0, &[], Limits::default(), &cancel).unwrap();
+            assert!(b.optimal, "seed {seed}: {b:?}");
+            assert!(b.lower <= opt && opt <= b.upper, "seed {seed}: {opt} {b:?}");
+            assert!(
+                b.upper - b.lower <= 1e-6 * (1.0 + opt),
+                "seed {seed}: {b:?}"
+            );
+            let s: Vec<f64> = (0..m)
+                .map(|i| b.best_subset.contains(&i) as u8 as f64)
+                .collect();
+            let got = block.residual(&s).frobenius_norm() / block.skip.frobenius_norm();
+            assert!(got <= b.upper && got >= b.lower, "seed {seed}: {got} {b:?}");
+        }
+    }
+
+    #[test]
+    fn forty_neurons_are_proved_optimal() {
+        let cancel = AtomicBool::new(false);
+        for seed in [3, 8] {
+            let block = planted(40, 8, 0.5, seed);
+            let limits = Limits {
+                time_limit: Some(std::time::Duration::from_secs(10)),
+                node_limit: None,
+            };
+            let b = flip_set_bracket(&block, 0.0, &[], limits, &cancel).unwrap();
+            assert!(b.optimal, "seed {seed}: {b:?}");
+            assert!(b.upper - b.lower <= 1e-6, "seed {seed}: {b:?}");
+        }
+    }
+
+    #[test]
+    fn a_stopped_search_keeps_a_valid_bracket() {
+        let cancel = AtomicBool::new(false);
+        let block = planted(12, 3, 0.4, 5);
+        let opt = brute_force(&block);
+        let limits = Limits {
+            time_limit: None,
+            node_limit: Some(1),
+        };
+        let b = flip_set_bracket(&block, 0.0, &[], limits, &cancel).unwrap();
+        assert!(!b.optimal);
+        assert!(b.lower <= opt && opt <= b.upper, "{opt} {b:?}");
+    }
+}
