@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
-from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.absorption import PAPER
 from skipsearch.layouts import supported_model_types
 from skipsearch.result import VERDICTS
@@ -470,21 +469,17 @@ def _scan(args: argparse.Namespace) -> int:
     paths = _checkpoint_paths(args.paths or None)
     models = [describe_checkpoint(p, layout=layout, activation=args.activation) for p in paths]
     table = not (args.json or args.csv or args.markdown)
-    with warnings.catch_warnings():
-        # The paths are expanded already: what expanding them had to say
-        # about checkpoint series has been said.
-        warnings.simplefilter("ignore", CheckpointSeriesWarning)
-        reports = scan(
-            paths,
-            layout=layout,
-            activation=args.activation,
-            tol=args.tol,
-            time_limit=args.time_limit,
-            threads=args.threads,
-            distance=args.distance,
-            bracket=args.bracket,
-            progress=False if args.no_progress else None,
-        )
+    reports = scan(
+        paths,
+        layout=layout,
+        activation=args.activation,
+        tol=args.tol,
+        time_limit=args.time_limit,
+        threads=args.threads,
+        distance=args.distance,
+        bracket=args.bracket,
+        progress=False if args.no_progress else None,
+    )
     if args.json:
         from skipsearch._scan.report import scan_document
 
@@ -565,6 +560,20 @@ def _log_to_stderr(verbosity: int) -> Iterator[None]:
         logger.setLevel(previous)
 
 
+def _one_line_warnings() -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints each distinct warning once, as
+    one line on stderr (``skipsearch: warning: ...``)."""
+    seen: set[str] = set()
+
+    def show(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        line = f"{PROG}: warning: {message}"
+        if line not in seen:
+            seen.add(line)
+            print(line, file=sys.stderr)
+
+    return show
+
+
 def _error(message: object) -> None:
     text = " ".join(str(message).split())
     print(f"{PROG}: error: {text}", file=sys.stderr)
@@ -595,10 +604,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with warnings.catch_warnings(), _log_to_stderr(getattr(args, "verbose", 0)):
             # Warnings (e.g. unindexed shards) as one line each, without a
-            # source excerpt.
-            warnings.showwarning = lambda message, *args, **kwargs: print(
-                f"{PROG}: warning: {message}", file=sys.stderr
-            )
+            # source excerpt, and each once: the checkpoints are opened twice
+            # (described, then scanned).
+            warnings.showwarning = _one_line_warnings()
             return _scan(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
