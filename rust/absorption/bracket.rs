@@ -66,8 +66,11 @@ const PAIR_WORK: usize = 1 << 24;
 /// bracketed directly on the weights (the Gram form's allowance is coarser).
 const DIRECT_WORK: usize = 1 << 26;
 
-/// Sweeps of coordinate descent for the root's box relaxation, and per node.
+/// Sweeps of coordinate descent for the root's box relaxation: at least
+/// this many, more on narrow blocks, within about `ROOT_WORK` multiply-adds.
 const ROOT_SWEEPS: usize = 400;
+const ROOT_WORK: usize = 1 << 27;
+/// Sweeps per node of the branch and bound.
 const NODE_SWEEPS: usize = 60;
 
 /// The bracket of one block.
@@ -145,8 +148,8 @@ fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
 }
 
 /// Projected coordinate descent on the free neurons, keeping `grad` (fresh
-/// on return), until the Frank-Wolfe gap falls to `gap_target` or no
-/// coordinate moves.
+/// on return), until the Frank-Wolfe gap falls to `gap_target` times the
+/// value or no coordinate moves.
 fn coordinate_descent(
     q: &Quadratic,
     s: &mut [f64],
@@ -174,7 +177,7 @@ fn coordinate_descent(
             // Refresh the gradient (the updates drift) and test the gap.
             *grad = q.gradient(s);
             let gap: f64 = free.iter().map(|&i| -fw_term(s[i], grad[i])).sum();
-            if !moved || gap <= gap_target {
+            if !moved || gap <= gap_target * q.value(s, grad).max(0.0) {
                 return;
             }
         }
@@ -294,7 +297,8 @@ impl Search<'_, '_> {
     fn node(&mut self, mut s: Vec<f64>, mut grad: Vec<f64>, free: Vec<usize>) -> Result<(), Stop> {
         self.budget.tick()?;
         let q = self.q;
-        coordinate_descent(q, &mut s, &mut grad, &free, NODE_SWEEPS, 0.25 * self.tau());
+        let target = 0.25 * self.tau() / self.best_upper.max(f64::MIN_POSITIVE);
+        coordinate_descent(q, &mut s, &mut grad, &free, NODE_SWEEPS, target);
         let bound = q.box_bound(&s, &grad, &free) - q.delta;
         if bound >= self.best_upper - self.tau() {
             self.closed = self.closed.min(bound);
@@ -390,7 +394,8 @@ pub fn flip_set_bracket(
     let all: Vec<usize> = (0..m).collect();
     let mut s = vec![0.0; m];
     let mut grad = q.h.clone();
-    coordinate_descent(&q, &mut s, &mut grad, &all, ROOT_SWEEPS, 1e-3 * q.a0);
+    let sweeps = ROOT_SWEEPS.max(ROOT_WORK / (m * m).max(1));
+    coordinate_descent(&q, &mut s, &mut grad, &all, sweeps, 1e-3);
     let root_bound = q.box_bound(&s, &grad, &all) - q.delta;
     root_budget.check()?;
 
