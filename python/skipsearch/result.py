@@ -266,6 +266,15 @@ class AbsorptionResult:
             )
         if self.certificate is not None:
             rows.append(("certificate", f"Y, shape {self.certificate.shape}"))
+        if self.distance_bracket is not None and self.best_subset is not None:
+            lower, upper = self.distance_bracket
+            rows.append(
+                (
+                    "distance_bracket",
+                    f"[{lower:.6g}, {upper:.6g}] ({self.stats.bracket}; best_subset "
+                    f"{_short(self.best_subset.tolist())}, |S| = {len(self.best_subset)})",
+                )
+            )
         if self.tolerance is not None:
             rows.append(("tolerance", f"{self.tolerance:.3g}"))
         if self.genericity is not None:
