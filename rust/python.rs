@@ -451,7 +451,7 @@ fn feasibility_jump<'py>(
 /// Bracket the least relative residual over all flip sets; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None))]
+#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None))]
 #[allow(clippy::too_many_arguments)]
 fn flip_set_bracket<'py>(
     py: Python<'py>,
@@ -464,28 +464,43 @@ fn flip_set_bracket<'py>(
     time_limit: Option<f64>,
     node_limit: Option<u64>,
     threads: Option<usize>,
+    flip_constant_lo: f64,
+    search_time_limit: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(known_lower.is_finite() && known_lower >= 0.0) {
         return Err(PyValueError::new_err(format!(
             "known_lower must be a finite non-negative number, got {known_lower}"
         )));
     }
-    let block = make_block(&w_up, &w_down, &skip, None, flip_constant)?;
+    let seconds = |name: &str, t: Option<f64>| match t {
+        Some(t) if !(t.is_finite() && t >= 0.0) => Err(PyValueError::new_err(format!(
+            "{name} must be a non-negative number of seconds, got {t}"
+        ))),
+        _ => Ok(t.and_then(|t| Duration::try_from_secs_f64(t).ok())),
+    };
+    let search = Limits {
+        time_limit: seconds("search_time_limit", search_time_limit)?,
+        node_limit,
+    };
+    seconds("time_limit", time_limit)?;
+    let block = make_block(&w_up, &w_down, &skip, None, flip_constant)?
+        .with_flip_constant_lo(flip_constant_lo)
+        .map_err(to_py_err)?;
     let (balanced, _, exact) = block.balanced();
     let start = start.unwrap_or_default();
     let started = std::time::Instant::now();
-    let bracket = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
+    let bracket = run_on_pool(py, threads, time_limit, None, |limits, cancel| {
         if !exact {
             // Rescaling under- or overflowed: no bracket beyond the trivial one.
             return Ok(None);
         }
         // Only Ctrl-C stops it, and the waiting call raises KeyboardInterrupt.
-        Ok(bracket::flip_set_bracket(&balanced, known_lower, &start, limits, cancel).ok())
+        Ok(bracket::flip_set_bracket(&balanced, known_lower, &start, limits, search, cancel).ok())
     })?;
     let d = PyDict::new(py);
     let (subset, lower, upper, optimal, nodes) = match bracket {
         Some(b) => (b.best_subset, b.lower, b.upper, b.optimal, b.nodes),
-        None => (Vec::new(), known_lower, 1.0, false, 0),
+        None => (Vec::new(), known_lower.min(1.0), 1.0, false, 0),
     };
     d.set_item(
         "best_subset",

@@ -141,3 +141,54 @@ def test_the_output_error_of_the_best_flip_set_matches_its_residual(rng):
     E = np.eye(6) + V[:, S] @ U[S]
     want = np.linalg.norm(X @ E.T) / np.linalg.norm(X + np.maximum(X @ U.T, 0) @ V.T)
     assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_leaky_relu_brackets_use_the_exact_flip_constant():
+    # 1 + 0.1 is not a float64: the bracket must use the constant's rounding
+    # error too, or its upper end misses a residual made of that error alone.
+    from fractions import Fraction
+
+    x = np.array([3.0, 9.0, 3.0, 6.0])
+    A = np.zeros((2, 4))
+    A[0] = -(1.1 * x)
+    A[1, 0] = 5e-324
+    r = skipsearch.find_absorbing_subset(
+        x[None, :], np.array([[1.0], [0.0]]), activation="leaky_relu(0.1)", skip=A
+    )
+    assert r.best_subset.tolist() == [0]
+    c = 1 + Fraction(0.1)
+    E2 = sum((Fraction(A[0, j]) + c * Fraction(x[j])) ** 2 for j in range(4))
+    E2 += Fraction(A[1, 0]) ** 2
+    A2 = sum(Fraction(a) ** 2 for a in A.flat)
+    assert Fraction(r.distance_bracket[1]) ** 2 * A2 >= E2
+    assert Fraction(r.distance_bracket[0]) ** 2 * A2 <= E2
+
+
+def test_overflowing_gram_gives_no_panic():
+    big = [[1e155, 0.0], [0.0, 1.0]]
+    for kwargs in ({"distance": False}, {"memory_limit": 40, "bracket": True}):
+        r = skipsearch.find_absorbing_subset(np.eye(2), big, **kwargs)
+        assert r.verdict in ("not_absorbable", "undecided")
+        if r.distance_bracket is not None:
+            lower, upper = r.distance_bracket
+            assert lower <= upper
+    found = _core.flip_set_bracket(np.ones((6, 3)), np.ones((3, 6)), 1e-300 * np.eye(3), 1.0)
+    assert found["lower"] <= found["upper"] == 1.0
+
+
+def test_bracket_options_and_limits(rng):
+    U, V = perturbed_block(rng, 12, 3)
+    assert skipsearch.find_absorbing_subset(U, V, bracket=np.False_).stats.bracket is None
+    r = skipsearch.find_absorbing_subset(U, V, bracket=np.True_)
+    assert r.stats.bracket == "optimal"
+    with pytest.raises(ValueError):
+        r.best_subset[0] = 5  # read-only, like the rest of the result
+    # No time at all: the trivial bracket, still proven.
+    found = _core.flip_set_bracket(U, V, np.eye(3), 1.0, 0.0, None, time_limit=0.0)
+    assert not found["optimal"] and found["upper"] == 1.0 and found["lower"] == 0.0
+    # A "known" lower bound above what a flip set reaches was not proven: ignored.
+    found = _core.flip_set_bracket(U, V, np.eye(3), 1.0, 5.0)
+    assert found["lower"] <= found["upper"] < 1.0
+    for bad in (float("nan"), -1.0):
+        with pytest.raises(ValueError, match="time_limit"):
+            _core.flip_set_bracket(U, V, np.eye(3), 1.0, time_limit=bad)

@@ -175,15 +175,20 @@ def flip_set_bracket(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    flip_constant_lo: float = 0.0,
+    search_time_limit: Optional[float] = None,
 ) -> _BracketDict:
     """The bracket ``(lower, upper)`` on the least relative residual
     ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all flip sets, and
     the best flip set found (``rust/absorption/bracket.rs``).
 
     ``known_lower`` is a bound already proven; ``start`` a flip set to start
-    the local search from. ``time_limit`` and ``node_limit`` bound the branch
-    and bound only (blocks of up to 64 neurons); ``optimal`` says whether it
-    completed. ``skip`` must be nonzero.
+    the local search from. ``time_limit`` bounds the whole bracket (what is
+    proved by then is returned); ``search_time_limit`` and ``node_limit`` the
+    branch and bound (blocks of up to 64 neurons) as well; ``optimal`` says
+    whether it completed. ``flip_constant_lo`` is the flip constant's
+    rounding error, as in ``search_flip_set``. A zero ``skip`` gives the
+    trivial bracket.
     """
 
 def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -278,11 +278,13 @@ def find_absorbing_subset(
         optimum on blocks of up to 64 neurons; ``stats.bracket`` says
         ``"optimal"`` when it completed). ``None`` (auto) computes it when
         the Gram matrix fits ``memory_limit`` and either the decision built
-        it already or ``m <= 2048``, so that it costs about what the decision
-        does, and gives the branch and bound the larger of the decision's
-        time and 0.05 s; ``True`` always tries it, with the branch and bound
-        limited by ``time_limit`` (default 10 s); ``False`` skips it. The
-        bracket is this project's addition, not the paper's.
+        it already or ``m <= 2048``, within the larger of 1.5 times the
+        decision's own time and 0.05 s (what is proved by then is kept,
+        ``stats.bracket == "bounds"``); ``True`` always computes it, within
+        what is left of ``time_limit``, or without a limit but 10 s for the
+        branch and bound; ``False`` skips it. A zero skip gives ``(0.0,
+        0.0)`` with the empty set. The bracket is this project's addition,
+        not the paper's.
 
     Returns
     -------
@@ -326,8 +328,10 @@ def find_absorbing_subset(
     >>> skipsearch.find_absorbing_subset(rng.normal(size=(8, 4)), rng.normal(size=(4, 8))).verdict
     'not_absorbable'
     """
-    if bracket is not None and not isinstance(bracket, (bool, np.bool_)):
-        raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
+    if bracket is not None:
+        if not isinstance(bracket, (bool, np.bool_)):
+            raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
+        bracket = bool(bracket)
     result = _decide(
         W_up,
         W_down,
@@ -382,7 +386,7 @@ def _with_bracket(
     ``find_absorbing_subset``'s ``bracket``)."""
     m = w.W_up.shape[0]
     c = act.flip_constant
-    if c is None or result.status not in ("complete",):
+    if c is None or result.status != "complete":
         return result
     if not np.any(w.A):
         stats = dataclasses.replace(result.stats, bracket="optimal")
@@ -400,16 +404,29 @@ def _with_bracket(
         lower = 0.0
     else:
         lower = max(result.distance_bound or 0.0, result.relaxation_distance or 0.0)
+    search: Optional[float] = None
     if auto:
-        seconds: Optional[float] = max(result.stats.seconds, 0.05)
+        # The whole bracket within about 1.5 times the decision's own time.
+        seconds: Optional[float] = max(1.5 * result.stats.seconds, 0.05)
     elif time_limit is not None:
         seconds = max(time_limit - result.stats.seconds, 0.0)
     else:
-        seconds = BRACKET_SECONDS
+        seconds, search = None, BRACKET_SECONDS
     start = None if result.subset is None else result.subset.tolist()
     found = _core.flip_set_bracket(
-        w.W_up, w.W_down, w.A, c, lower, start, time_limit=seconds, threads=threads
+        w.W_up,
+        w.W_down,
+        w.A,
+        c,
+        lower,
+        start,
+        time_limit=seconds,
+        threads=threads,
+        flip_constant_lo=act.flip_constant_lo,
+        search_time_limit=search,
     )
+    best_subset = found["best_subset"]
+    best_subset.flags.writeable = False
     stats = dataclasses.replace(
         result.stats,
         bracket="optimal" if found["optimal"] else "bounds",
@@ -418,7 +435,7 @@ def _with_bracket(
     )
     return dataclasses.replace(
         result,
-        best_subset=found["best_subset"],
+        best_subset=best_subset,
         distance_bracket=(found["lower"], found["upper"]),
         stats=stats,
     )

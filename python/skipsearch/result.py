@@ -217,7 +217,7 @@ class AbsorptionResult:
         ``(lower, upper)``, both proven with rigorous rounding bounds:
         every flip set ``S`` has ``||A + c W_down[:, S] W_up[S, :]||_F /
         ||A||_F >= lower``, and ``best_subset``'s is at most ``upper``
-        (exactly 1.0 for the empty set). With ``stats.bracket ==
+        (exactly 1.0 for the empty set; ``(0.0, 0.0)`` for a zero skip). With ``stats.bracket ==
         "optimal"`` no flip set beats ``best_subset`` by more than
         ``upper - lower``. ``None`` when no bracket was computed (gated or
         homogeneous activations, ``bracket=False``, a limit hit, or the Gram

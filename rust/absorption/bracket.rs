@@ -48,7 +48,7 @@
 //! residual can be zero.
 
 use crate::absorption::block::Block;
-use crate::absorption::relaxation::gram_full;
+use crate::absorption::relaxation::{gram_lower, mirror_lower};
 use crate::absorption::verification::residual_bounds;
 use crate::limits::{Budget, Limits, Stop};
 use crate::rounding::{down, gamma, norm_lower, norm_upper, up, TINY};
@@ -66,8 +66,9 @@ const PAIR_WORK: usize = 1 << 24;
 /// bracketed directly on the weights (the Gram form's allowance is coarser).
 const DIRECT_WORK: usize = 1 << 26;
 
-/// Sweeps of coordinate descent for the root's box relaxation: at least
-/// this many, more on narrow blocks, within about `ROOT_WORK` multiply-adds.
+/// Sweeps of coordinate descent for the root's box relaxation: from this
+/// many to twenty times as many on narrow blocks, within about `ROOT_WORK`
+/// multiply-adds.
 const ROOT_SWEEPS: usize = 400;
 const ROOT_WORK: usize = 1 << 27;
 /// Sweeps per node of the branch and bound.
@@ -149,7 +150,7 @@ fn axpy(y: &mut [f64], a: f64, x: &[f64]) {
 
 /// Projected coordinate descent on the free neurons, keeping `grad` (fresh
 /// on return), until the Frank-Wolfe gap falls to `gap_target` times the
-/// value or no coordinate moves.
+/// value (at least `1e-12 ||A||^2`) or no coordinate moves.
 fn coordinate_descent(
     q: &Quadratic,
     s: &mut [f64],
@@ -157,8 +158,10 @@ fn coordinate_descent(
     free: &[usize],
     sweeps: usize,
     gap_target: f64,
-) {
+    budget: &Budget,
+) -> Result<(), Stop> {
     for sweep in 0..sweeps {
+        budget.check()?;
         let mut moved = false;
         for &i in free {
             let gii = q.g[i * q.m + i];
@@ -177,11 +180,12 @@ fn coordinate_descent(
             // Refresh the gradient (the updates drift) and test the gap.
             *grad = q.gradient(s);
             let gap: f64 = free.iter().map(|&i| -fw_term(s[i], grad[i])).sum();
-            if !moved || gap <= gap_target * q.value(s, grad).max(0.0) {
-                return;
+            if !moved || gap <= gap_target * q.value(s, grad).max(1e-12 * q.a0) {
+                return Ok(());
             }
         }
     }
+    Ok(())
 }
 
 /// Best-improvement local search over the free neurons from the 0/1 point
@@ -298,7 +302,15 @@ impl Search<'_, '_> {
         self.budget.tick()?;
         let q = self.q;
         let target = 0.25 * self.tau() / self.best_upper.max(f64::MIN_POSITIVE);
-        coordinate_descent(q, &mut s, &mut grad, &free, NODE_SWEEPS, target);
+        coordinate_descent(
+            q,
+            &mut s,
+            &mut grad,
+            &free,
+            NODE_SWEEPS,
+            target,
+            &self.budget,
+        )?;
         let bound = q.box_bound(&s, &grad, &free) - q.delta;
         if bound >= self.best_upper - self.tau() {
             self.closed = self.closed.min(bound);
@@ -350,54 +362,116 @@ fn subset_of(s: &[f64]) -> Vec<usize> {
 ///
 /// `known_lower` is a lower bound already proven (the decision's
 /// certificate); `start` a flip set to start the local search from (the
-/// decision's). `limits` bound the branch and bound only; when they stop
-/// it, the bracket keeps the box relaxation's bound and `optimal` is false.
-/// Ctrl-C (`cancel`) stops everything with [`Stop::Interrupted`].
+/// decision's). `limits` bound the whole stage and `search` the branch and
+/// bound as well: when either stops it, the bracket keeps what was proved
+/// so far (at worst `(known_lower, 1)` with the empty set) and `optimal` is
+/// false. Ctrl-C (`cancel`) stops everything with [`Stop::Interrupted`].
 pub fn flip_set_bracket(
     block: &Block,
     known_lower: f64,
     start: &[usize],
     limits: Limits,
+    search: Limits,
     cancel: &AtomicBool,
 ) -> Result<Bracket, Stop> {
-    let m = block.width();
-    let trivial = Bracket {
-        best_subset: Vec::new(),
-        lower: known_lower,
-        upper: 1.0,
+    let a_up = norm_upper(block.skip.data());
+    let a_low = norm_lower(block.skip.data());
+    let mut found = Found {
+        best: Vec::new(),
+        best_upper: f64::INFINITY,
+        lower_sq: 0.0,
         optimal: false,
         nodes: 0,
     };
-    let a_up = norm_upper(block.skip.data());
-    let a_low = norm_lower(block.skip.data());
-    if a_low == 0.0 || !a_up.is_finite() {
-        return Ok(trivial);
+    if a_low > 0.0 && a_up.is_finite() {
+        let mut budget = Budget::new(limits, cancel);
+        match run(block, start, search, &mut budget, &mut found) {
+            Ok(()) | Err(Stop::TimeLimit | Stop::NodeLimit | Stop::MemoryLimit) => {}
+            Err(Stop::Interrupted) => return Err(Stop::Interrupted),
+        }
     }
-    let root_budget = Budget::new(Limits::default(), cancel);
-    let gram = gram_full(block, &root_budget)?;
-    let mut h = block.inner_products(&block.skip);
+    let subset = subset_of(&found.best);
+    let mut upper = if subset.is_empty() {
+        1.0
+    } else {
+        up(found.best_upper.max(0.0).sqrt() / a_low, 2)
+    };
+    let (d_out, d_in) = block.skip.shape();
+    if !subset.is_empty() && subset.len().saturating_mul(d_out * d_in) <= DIRECT_WORK {
+        let direct = residual_bounds(block, &subset, f64::INFINITY);
+        if direct.upper.is_finite() {
+            upper = upper.min(direct.upper);
+        }
+    }
+    let (subset, upper) = if upper >= 1.0 {
+        // The empty set is exact: E = A.
+        (Vec::new(), 1.0)
+    } else {
+        (subset, upper)
+    };
+    let mut lower = down(found.lower_sq.max(0.0).sqrt() / a_up, 2);
+    if known_lower <= upper {
+        // Proven bounds cannot contradict each other: one that does was
+        // not proven, and is not used.
+        lower = lower.max(known_lower);
+    }
+    Ok(Bracket {
+        best_subset: subset,
+        lower: lower.min(upper),
+        upper,
+        optimal: found.optimal,
+        nodes: found.nodes,
+    })
+}
+
+/// What the stage has proved so far: the incumbent with a rigorous upper
+/// bound on its `f`, and a lower bound on `min f`.
+struct Found {
+    best: Vec<f64>,
+    best_upper: f64,
+    lower_sq: f64,
+    optimal: bool,
+    nodes: u64,
+}
+
+fn run(
+    block: &Block,
+    start: &[usize],
+    search: Limits,
+    budget: &mut Budget,
+    found: &mut Found,
+) -> Result<(), Stop> {
+    let m = block.width();
+    let a_up = norm_upper(block.skip.data());
+    let mut gram = gram_lower(block, budget)?;
+    if gram.iter().any(|x| !x.is_finite()) {
+        return Ok(());
+    }
+    mirror_lower(&mut gram, m);
+    budget.check()?;
+    let h = block.inner_products(&block.skip);
     let a0: f64 = block.skip.data().iter().map(|x| x * x).sum();
-    let diag: Vec<f64> = (0..m).map(|i| gram.get(i, i)).collect();
+    let diag: Vec<f64> = (0..m).map(|i| gram[i * m + i]).collect();
     let q = Quadratic {
         m,
-        g: gram.into_vec(),
-        h: std::mem::take(&mut h),
+        g: gram,
+        h,
         a0,
         delta: allowance(block, &diag, a_up),
     };
-    if !q.delta.is_finite() || !q.a0.is_finite() || q.g.iter().chain(&q.h).any(|x| !x.is_finite()) {
-        return Ok(trivial);
+    if !q.delta.is_finite() || !q.a0.is_finite() || q.h.iter().any(|x| !x.is_finite()) {
+        return Ok(());
     }
-    root_budget.check()?;
+    found.best = vec![0.0; m];
+    found.best_upper = q.a0 + q.delta;
 
     // The box relaxation at the root.
     let all: Vec<usize> = (0..m).collect();
     let mut s = vec![0.0; m];
     let mut grad = q.h.clone();
-    let sweeps = ROOT_SWEEPS.max(ROOT_WORK / (m * m).max(1));
-    coordinate_descent(&q, &mut s, &mut grad, &all, sweeps, 1e-3);
-    let root_bound = q.box_bound(&s, &grad, &all) - q.delta;
-    root_budget.check()?;
+    let sweeps = (ROOT_WORK / (m * m).max(1)).clamp(ROOT_SWEEPS, 20 * ROOT_SWEEPS);
+    coordinate_descent(&q, &mut s, &mut grad, &all, sweeps, 1e-3, budget)?;
+    found.lower_sq = q.box_bound(&s, &grad, &all) - q.delta;
 
     // Local search from several starts; pairs from the best of them.
     let mut starts: Vec<Vec<f64>> = vec![vec![0.0; m]];
@@ -414,73 +488,64 @@ pub fn flip_set_bracket(
         );
     }
     let mut no_pairs = 0;
-    let mut best: Option<(f64, Vec<f64>, Vec<f64>)> = None;
+    let keep = |found: &mut Found, t: &[f64], tg: &[f64]| {
+        let upper = q.value(t, tg) + q.delta;
+        if upper < found.best_upper {
+            found.best_upper = upper;
+            found.best = t.to_vec();
+        }
+    };
     for mut t in starts {
+        budget.check()?;
         let mut tg = q.gradient(&t);
         local_search(&q, &mut t, &mut tg, &all, &mut no_pairs);
-        let v = q.value(&t, &tg);
-        if best.as_ref().is_none_or(|b| v < b.0) {
-            best = Some((v, t, tg));
-        }
-        root_budget.check()?;
+        keep(found, &t, &tg);
     }
-    let (_, mut t, mut tg) = best.expect("one start at least");
+    budget.check()?;
+    let mut t = found.best.clone();
+    let mut tg = q.gradient(&t);
     let mut pair_work = PAIR_WORK;
     local_search(&q, &mut t, &mut tg, &all, &mut pair_work);
+    keep(found, &t, &tg);
 
-    let mut search = Search {
+    if m > EXACT_MAX_NEURONS {
+        return Ok(());
+    }
+    // The branch and bound, within what is left of both limits.
+    let left = budget.remaining();
+    let limits = Limits {
+        time_limit: tighter(left.time_limit, search.time_limit),
+        node_limit: tighter(left.node_limit, search.node_limit),
+    };
+    let mut tree = Search {
         q: &q,
-        best_upper: q.value(&t, &tg) + q.delta,
-        best: t,
+        best: found.best.clone(),
+        best_upper: found.best_upper,
         closed: f64::INFINITY,
         pair_work: PAIR_WORK,
-        budget: Budget::new(limits, cancel),
+        budget: Budget::new(limits, budget.cancel_flag()),
     };
-    let mut optimal = false;
-    if m <= EXACT_MAX_NEURONS {
-        match search.node(vec![0.0; m], q.h.clone(), all) {
-            Ok(()) => optimal = true,
-            Err(Stop::Interrupted) => return Err(Stop::Interrupted),
-            Err(_) => {}
+    let outcome = tree.node(vec![0.0; m], q.h.clone(), all);
+    found.nodes = tree.budget.nodes();
+    found.best = tree.best;
+    found.best_upper = tree.best_upper;
+    match outcome {
+        Ok(()) => {
+            found.optimal = true;
+            found.lower_sq = tree.closed.min(tree.best_upper);
+            Ok(())
         }
+        Err(Stop::Interrupted) => Err(Stop::Interrupted),
+        Err(_) => Ok(()),
     }
-    let nodes = search.budget.nodes();
-    let lower_sq = if optimal {
-        search.closed.min(search.best_upper)
-    } else {
-        root_bound
-    };
-    let subset = subset_of(&search.best);
-    let mut upper = if subset.is_empty() {
-        1.0
-    } else {
-        up(search.best_upper.max(0.0).sqrt() / a_low, 2)
-    };
-    let (d_out, d_in) = block.skip.shape();
-    if !subset.is_empty() && subset.len().saturating_mul(d_out * d_in) <= DIRECT_WORK {
-        let direct = residual_bounds(block, &subset, f64::INFINITY);
-        if direct.upper.is_finite() {
-            upper = upper.min(direct.upper);
-        }
+}
+
+/// The tighter of two optional limits.
+fn tighter<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
     }
-    let lower = down(lower_sq.max(0.0).sqrt() / a_up, 2).max(known_lower);
-    if upper >= 1.0 {
-        // The empty set is exact: E = A.
-        return Ok(Bracket {
-            best_subset: Vec::new(),
-            lower,
-            upper: 1.0,
-            optimal,
-            nodes,
-        });
-    }
-    Ok(Bracket {
-        best_subset: subset,
-        lower,
-        upper,
-        optimal,
-        nodes,
-    })
 }
 
 #[cfg(test)]
@@ -543,7 +608,15 @@ mod tests {
             let d = 2 + (seed as usize % 4);
             let block = planted(m, d, 0.3 * (seed % 5) as f64, seed);
             let opt = brute_force(&block);
-            let b = flip_set_bracket(&block, 0.0, &[], Limits::default(), &cancel).unwrap();
+            let b = flip_set_bracket(
+                &block,
+                0.0,
+                &[],
+                Limits::default(),
+                Limits::default(),
+                &cancel,
+            )
+            .unwrap();
             assert!(b.optimal, "seed {seed}: {b:?}");
             assert!(b.lower <= opt && opt <= b.upper, "seed {seed}: {opt} {b:?}");
             assert!(
@@ -567,7 +640,7 @@ mod tests {
                 time_limit: Some(std::time::Duration::from_secs(10)),
                 node_limit: None,
             };
-            let b = flip_set_bracket(&block, 0.0, &[], limits, &cancel).unwrap();
+            let b = flip_set_bracket(&block, 0.0, &[], Limits::default(), limits, &cancel).unwrap();
             assert!(b.optimal, "seed {seed}: {b:?}");
             assert!(b.upper - b.lower <= 1e-6, "seed {seed}: {b:?}");
         }
@@ -582,7 +655,7 @@ mod tests {
             time_limit: None,
             node_limit: Some(1),
         };
-        let b = flip_set_bracket(&block, 0.0, &[], limits, &cancel).unwrap();
+        let b = flip_set_bracket(&block, 0.0, &[], Limits::default(), limits, &cancel).unwrap();
         assert!(!b.optimal);
         assert!(b.lower <= opt && opt <= b.upper, "{opt} {b:?}");
     }

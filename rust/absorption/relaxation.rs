@@ -92,11 +92,21 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
 }
 
 /// The full symmetric Gram matrix (row-major, equal to its transpose).
+/// Callers check that the lower triangle is finite first (the decision
+/// does, before factoring it); an overflowed entry is an error here.
 pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix<'static>, Stop> {
     let m = block.width();
     let mut g = gram_lower(block, budget)?;
-    // Column-major lower = row-major upper; mirror it below the diagonal,
-    // in square tiles so the strided reads stay in cache.
+    mirror_lower(&mut g, m);
+    budget.check()?;
+    Ok(Matrix::from_vec("gram", m, m, g).expect("finite, and the shape matches"))
+}
+
+/// Turn `gram_lower`'s column-major lower triangle into the full symmetric
+/// matrix (row-major, equal to its transpose): column-major lower is
+/// row-major upper, mirrored below the diagonal in square tiles so the
+/// strided reads stay in cache.
+pub fn mirror_lower(g: &mut [f64], m: usize) {
     const TILE: usize = 64;
     for i0 in (0..m).step_by(TILE) {
         for j0 in (0..=i0).step_by(TILE) {
@@ -107,8 +117,6 @@ pub fn gram_full(block: &Block, budget: &Budget) -> Result<Matrix<'static>, Stop
             }
         }
     }
-    budget.check()?;
-    Ok(Matrix::from_vec("gram", m, m, g).expect("shape matches"))
 }
 
 /// The right-hand side `h_i = <R_i, -A> = -c v_i^T A u_i`.
