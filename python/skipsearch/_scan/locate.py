@@ -147,7 +147,7 @@ class CheckpointInfo:
 STEP_NAME = re.compile(r"(?:checkpoint|global[-_]?step|step)[-_]?([0-9]+)", re.IGNORECASE)
 
 #: The names :data:`STEP_NAME` accepts, in words, for error messages.
-STEP_NAMES = "checkpoint-<step>, step<step>, step_<step> or global_step<step>"
+STEP_NAMES = "checkpoint-<step>, step<step>, step_<step>, step-<step> or global_step<step>"
 
 
 def checkpoint_step(name: str) -> Optional[int]:
