@@ -115,6 +115,17 @@ fn run_interruptible<T: Send>(
     })
 }
 
+/// A time limit in seconds: `None` or a non-negative number (one too large
+/// for a `Duration` is no limit).
+fn seconds(name: &str, t: Option<f64>) -> PyResult<Option<Duration>> {
+    match t {
+        Some(t) if !(t.is_finite() && t >= 0.0) => Err(PyValueError::new_err(format!(
+            "{name} must be a non-negative number of seconds, got {t}"
+        ))),
+        _ => Ok(t.and_then(|t| Duration::try_from_secs_f64(t).ok())),
+    }
+}
+
 /// Run `work(limits, cancel)` on a fresh rayon pool of `threads` workers
 /// (all cores when None), interruptibly, as the exact-engine bindings do.
 fn run_on_pool<T: Send>(
@@ -128,7 +139,7 @@ fn run_on_pool<T: Send>(
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
     let limits = Limits {
-        time_limit: time_limit.and_then(|t| Duration::try_from_secs_f64(t).ok()),
+        time_limit: seconds("time_limit", time_limit)?,
         node_limit,
     };
     let cancel = AtomicBool::new(false);
@@ -164,11 +175,7 @@ fn search_flip_set<'py>(
         .map_err(to_py_err)?;
     let mut options = Options::new(tol, parse_check(check)?);
     if let Some(t) = time_limit {
-        if !(t.is_finite() && t >= 0.0) {
-            return Err(PyValueError::new_err(format!(
-                "time_limit must be a non-negative number of seconds, got {t}"
-            )));
-        }
+        seconds("time_limit", Some(t))?;
         options = options.with_time_limit(t);
     }
     if let Some(n) = node_limit {
@@ -472,17 +479,10 @@ fn flip_set_bracket<'py>(
             "known_lower must be a finite non-negative number, got {known_lower}"
         )));
     }
-    let seconds = |name: &str, t: Option<f64>| match t {
-        Some(t) if !(t.is_finite() && t >= 0.0) => Err(PyValueError::new_err(format!(
-            "{name} must be a non-negative number of seconds, got {t}"
-        ))),
-        _ => Ok(t.and_then(|t| Duration::try_from_secs_f64(t).ok())),
-    };
     let search = Limits {
         time_limit: seconds("search_time_limit", search_time_limit)?,
         node_limit,
     };
-    seconds("time_limit", time_limit)?;
     let block = make_block(&w_up, &w_down, &skip, None, flip_constant)?
         .with_flip_constant_lo(flip_constant_lo)
         .map_err(to_py_err)?;

@@ -332,7 +332,11 @@ def find_absorbing_subset(
         if not isinstance(bracket, (bool, np.bool_)):
             raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
         bracket = bool(bracket)
-    result = _decide(
+    memory_limit = check_memory_limit(memory_limit)
+    finish = None
+    if bracket is not False:
+        finish = functools.partial(_with_bracket, auto=bracket is None, memory_limit=memory_limit)
+    return _decide(
         W_up,
         W_down,
         activation=activation,
@@ -345,25 +349,18 @@ def find_absorbing_subset(
         node_limit=node_limit,
         threads=threads,
         search=functools.partial(
-            _rust_search,
-            distance=check_distance(distance),
-            memory_limit=check_memory_limit(memory_limit),
+            _rust_search, distance=check_distance(distance), memory_limit=memory_limit
         ),
         backend="rust",
+        finish=finish,
     )
-    if bracket is not False and result.activation_class == FLIP_LINEAR:
-        w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
-        result = _with_bracket(
-            result,
-            w,
-            get_activation(activation),
-            auto=bracket is None,
-            time_limit=time_limit,
-            threads=threads,
-            memory_limit=check_memory_limit(memory_limit),
-        )
-    return result
 
+
+#: What completes a flip-linear result: ``(result, weights, activation,
+#: time_limit, threads) -> result``.
+_Finish = Callable[
+    [AbsorptionResult, Weights, Activation, Optional[float], Optional[int]], AbsorptionResult
+]
 
 #: Widest block the automatic bracket takes on when the decision did not
 #: build the Gram matrix itself (the bracket builds it: ``O(m^2 d)``).
@@ -376,10 +373,10 @@ def _with_bracket(
     result: AbsorptionResult,
     w: Weights,
     act: Activation,
-    *,
-    auto: bool,
     time_limit: Optional[float],
     threads: Optional[int],
+    *,
+    auto: bool,
     memory_limit: int,
 ) -> AbsorptionResult:
     """``result`` with ``best_subset`` and ``distance_bracket`` (see
@@ -477,7 +474,11 @@ def _decide(
     threads: Optional[int],
     search: Callable[..., dict[str, Any]],
     backend: Backend,
+    finish: Optional[_Finish] = None,
 ) -> AbsorptionResult:
+    """The decision; ``finish``, when given, completes a flip-linear block's
+    result (the bracket) from the validated weights, the activation and the
+    checked ``time_limit`` and ``threads``."""
     act = get_activation(activation)
     tol = check_tol(tol)
     time_limit = check_limit("time_limit", time_limit, integer=False)
@@ -504,7 +505,7 @@ def _decide(
             block = build_skip_free_block(
                 w.W_up, w.W_down, [], activation=act, b_up=w.b_up, b_down=w.b_down
             )
-        return AbsorptionResult(
+        result = AbsorptionResult(
             verdict="absorbable",
             reason="The skip A is zero, so the block is already skip-free (empty flip set).",
             argument="zero_skip",
@@ -514,6 +515,9 @@ def _decide(
             block=block,
             **common,
         )
+        if finish is None or act.kind != FLIP_LINEAR:
+            return result
+        return finish(result, w, act, time_limit, threads)
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None:
         return _no_search(
             act,
@@ -574,7 +578,8 @@ def _decide(
         node_limit,
         threads,
     )
-    return _from_search(raw, act, w, tol, common, backend)
+    result = _from_search(raw, act, w, tol, common, backend)
+    return result if finish is None else finish(result, w, act, time_limit, threads)
 
 
 def _no_search(

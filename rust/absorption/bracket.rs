@@ -385,7 +385,7 @@ pub fn flip_set_bracket(
     };
     if a_low > 0.0 && a_up.is_finite() {
         let mut budget = Budget::new(limits, cancel);
-        match run(block, start, search, &mut budget, &mut found) {
+        match run(block, a_up, start, search, &mut budget, &mut found) {
             Ok(()) | Err(Stop::TimeLimit | Stop::NodeLimit | Stop::MemoryLimit) => {}
             Err(Stop::Interrupted) => return Err(Stop::Interrupted),
         }
@@ -436,13 +436,13 @@ struct Found {
 
 fn run(
     block: &Block,
+    a_up: f64,
     start: &[usize],
     search: Limits,
     budget: &mut Budget,
     found: &mut Found,
 ) -> Result<(), Stop> {
     let m = block.width();
-    let a_up = norm_upper(block.skip.data());
     let mut gram = gram_lower(block, budget)?;
     if gram.iter().any(|x| !x.is_finite()) {
         return Ok(());
