@@ -192,3 +192,27 @@ def test_bracket_options_and_limits(rng):
     for bad in (float("nan"), -1.0):
         with pytest.raises(ValueError, match="time_limit"):
             _core.flip_set_bracket(U, V, np.eye(3), 1.0, time_limit=bad)
+
+
+def test_the_automatic_bracket_stays_within_time_limit(rng, monkeypatch):
+    # The decision pretends to have used all but 0.01 s of a 1 s limit: the
+    # bracket may only take the rest, not its usual 1.5 times the decision.
+    import skipsearch.absorption as absorption
+
+    seen = {}
+    real = _core.flip_set_bracket
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(absorption._core, "flip_set_bracket", spy)
+    U, V = perturbed_block(rng, 12, 3)
+    result = skipsearch.find_absorbing_subset(U, V, bracket=False)
+    result = absorption.dataclasses.replace(
+        result, stats=absorption.dataclasses.replace(result.stats, seconds=0.99)
+    )
+    w = absorption.Weights(U, V, None, None, None, None)
+    act = skipsearch.get_activation("relu")
+    absorption._with_bracket(result, w, act, 1.0, None, auto=True, memory_limit=1 << 30)
+    assert seen["time_limit"] == pytest.approx(0.01)

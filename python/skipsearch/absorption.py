@@ -279,7 +279,8 @@ def find_absorbing_subset(
         ``"optimal"`` when it completed). ``None`` (auto) computes it when
         the Gram matrix fits ``memory_limit`` and either the decision built
         it already or ``m <= 2048``, within the larger of 1.5 times the
-        decision's own time and 0.05 s (what is proved by then is kept,
+        decision's own time and 0.05 s, and within what is left of
+        ``time_limit`` (what is proved by then is kept,
         ``stats.bracket == "bounds"``); ``True`` always computes it, within
         what is left of ``time_limit``, or without a limit but 10 s for the
         branch and bound; ``False`` skips it. A zero skip gives ``(0.0,
@@ -402,11 +403,15 @@ def _with_bracket(
     else:
         lower = max(result.distance_bound or 0.0, result.relaxation_distance or 0.0)
     search: Optional[float] = None
+    left = None if time_limit is None else max(time_limit - result.stats.seconds, 0.0)
     if auto:
-        # The whole bracket within about 1.5 times the decision's own time.
+        # The whole bracket within about 1.5 times the decision's own time,
+        # and within what is left of time_limit.
         seconds: Optional[float] = max(1.5 * result.stats.seconds, 0.05)
-    elif time_limit is not None:
-        seconds = max(time_limit - result.stats.seconds, 0.0)
+        if left is not None:
+            seconds = min(seconds, left)
+    elif left is not None:
+        seconds = left
     else:
         seconds, search = None, BRACKET_SECONDS
     start = None if result.subset is None else result.subset.tolist()
