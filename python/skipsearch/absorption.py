@@ -407,9 +407,8 @@ def _with_bracket(
     if auto:
         # The whole bracket within about 1.5 times the decision's own time,
         # and within what is left of time_limit.
-        seconds: Optional[float] = max(1.5 * result.stats.seconds, 0.05)
-        if left is not None:
-            seconds = min(seconds, left)
+        budget = max(1.5 * result.stats.seconds, 0.05)
+        seconds: Optional[float] = budget if left is None else min(budget, left)
     elif left is not None:
         seconds = left
     else:
