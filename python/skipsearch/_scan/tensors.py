@@ -1,11 +1,13 @@
 """Read one FFN block's tensors, and recognise blocks with the same weights.
 
 Each tensor is read on its own (:meth:`skipsearch.checkpoints.Checkpoint.get`
-maps only its bytes), widened to float32 (float16, bfloat16, float8) or
+reads only its bytes), widened to float32 (float16, bfloat16, float8) or
 dequantized with its FP8 scale (float64), and transposed for layouts stored
 ``(in, out)``. Nothing but the current block is held: the scan drops a
 block's tensors before it reads the next one, and compares a possible twin
-(tied layers) one tensor at a time.
+(tied layers) one tensor at a time. A file that changes after its header
+was read (a checkpoint saved again while it is scanned) stops the read with
+:class:`~skipsearch.checkpoints.CheckpointChangedError`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from skipsearch._scan.locate import BlockKeys, CheckpointInfo
 from skipsearch.checkpoints import Checkpoint, CheckpointError, stored_tolerance
 from skipsearch.quantization import dequantize
 
-__all__ = ["ROLES", "block_tolerance", "fingerprint", "read_block", "read_tensor", "same_weights"]
+__all__ = [
+    "ROLES",
+    "block_keys",
+    "block_tolerance",
+    "fingerprint",
+    "read_block",
+    "read_tensor",
+    "same_weights",
+]
 
 #: The tensors of a block, in the order of the decision's arguments.
 ROLES = ("W_up", "W_down", "W_gate", "b_up", "b_down", "b_gate")
@@ -58,11 +68,40 @@ def read_tensor(
     return array
 
 
+def block_keys(block: BlockKeys) -> tuple[str, ...]:
+    """Every tensor name the block's tensors are read from, scales included."""
+    keys = (
+        block.up,
+        block.down,
+        block.gate,
+        block.b_up,
+        block.b_down,
+        block.b_gate,
+        block.up_scale,
+        block.down_scale,
+        block.gate_scale,
+    )
+    return tuple(k for k in keys if k is not None)
+
+
 def read_block(
     info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys
 ) -> dict[str, Optional[npt.NDArray[Any]]]:
-    """The block's tensors by role (:data:`ROLES`), read one at a time."""
-    return {role: read_tensor(info, ckpt, block, role) for role in ROLES}
+    """The block's tensors by role (:data:`ROLES`), read one at a time.
+
+    Each read checks its file before and after (see
+    :meth:`skipsearch.checkpoints.Checkpoint.get`), and once all are read
+    every file they came from is checked again, so that a block never mixes
+    tensors from before and after a checkpoint was saved again.
+
+    Raises
+    ------
+    CheckpointChangedError
+        A file of the block changed after its header was read.
+    """
+    tensors = {role: read_tensor(info, ckpt, block, role) for role in ROLES}
+    ckpt.check_unchanged(block_keys(block))
+    return tensors
 
 
 def block_tolerance(ckpt: Checkpoint, block: BlockKeys) -> Optional[float]:
