@@ -235,3 +235,29 @@ def test_changed_while_located_is_caught_at_the_first_read(ckpt, monkeypatch):
     monkeypatch.setattr(safetensors, "safe_open", saving_first)
     with pytest.raises(CheckpointChangedError, match="while its header was read"):
         scan_module.scan(ckpt, progress=False)
+
+
+@pytest.mark.parametrize("when", ["before the scan", "after the scan"])
+def test_cli_header_describes_the_checkpoint_decided(ckpt, monkeypatch, capsys, when):
+    # The command line describes each checkpoint (its header lines, the JSON
+    # "models") before the scan locates it again: a file saved again between
+    # the two, or after the scan's last read, would pair the description of
+    # one version with the verdicts of another.
+    scan = scan_module.scan
+
+    def changing(*args, **kwargs):
+        if when == "before the scan":
+            _save_again(ckpt / "model.safetensors")
+        reports = scan(*args, **kwargs)
+        if when == "after the scan":
+            _save_again(ckpt / "model.safetensors")
+        return reports
+
+    monkeypatch.setattr(scan_module, "scan", changing)
+    code = cli.main(["scan", str(ckpt), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_CHANGED
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("skipsearch: error: tiny-bert (")
+    assert "written again" in lines[0]

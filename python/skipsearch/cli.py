@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
+from skipsearch.checkpoints import CheckpointChangedError
 from skipsearch.layouts import supported_model_types
 from skipsearch.result import VERDICTS
 
@@ -482,7 +483,7 @@ def _layout(args: argparse.Namespace) -> Optional[Layout]:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from skipsearch.scan import _checkpoint_paths, describe_checkpoint, scan
+    from skipsearch.scan import _checkpoint_paths, _locate, scan
 
     if args.plot is not None:
         from skipsearch.plot import check_plot_path
@@ -490,7 +491,8 @@ def _scan(args: argparse.Namespace) -> int:
         check_plot_path(args.plot)
     layout = _layout(args)
     paths = _checkpoint_paths(args.paths or None)
-    models = [describe_checkpoint(p, layout=layout, activation=args.activation) for p in paths]
+    located = [_locate(p, layout, args.activation) for p in paths]
+    models = [info for info, _ in located]
     table = not (args.json or args.csv or args.markdown)
     reports = scan(
         paths,
@@ -503,6 +505,13 @@ def _scan(args: argparse.Namespace) -> int:
         bracket=args.bracket,
         progress=False if args.no_progress else None,
     )
+    # The models described above are those the scan decided: no file
+    # changed from their description to the scan's last read.
+    for info, ckpt in located:
+        try:
+            ckpt.check_unchanged()
+        except CheckpointChangedError as e:
+            raise CheckpointChangedError(f"{info.name} ({info.path}): {e}", e.path) from None
     if args.json:
         from skipsearch._scan.report import scan_document
 
@@ -681,8 +690,6 @@ def _failure(e: Exception, verbosity: int) -> int:
     if verbosity >= 2 and sys.stderr is not None:
         with contextlib.suppress(Exception):
             traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
-    from skipsearch.checkpoints import CheckpointChangedError
-
     if isinstance(e, _OutputError):
         _error(e)
         return EXIT_NO_OUTPUT
@@ -699,7 +706,10 @@ def _failure(e: Exception, verbosity: int) -> int:
         )
         return EXIT_USAGE
     if isinstance(e, MemoryError):
-        _error(f"out of memory{f': {e}' if str(e) else ''}")
+        hint = ""
+        if str(e).startswith("memory_limit"):  # the core's limit on the exact distance
+            hint = " (on the command line: without --distance, or with --no-distance)"
+        _error(f"out of memory{f': {e}' if str(e) else ''}{hint}")
         return EXIT_RESOURCES
     if isinstance(e, RuntimeError) and any(w in str(e) for w in _THREAD_FAILURES):
         _error(
