@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,9 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
+from skipsearch._depth import depth_class_problem, skip_product_nonzero
 from skipsearch._types import Argument, Backend, FloatArray, RankDecision, UInt8Array
 from skipsearch._validation import (
     Weights,
+    as_float_array,
     check_distance,
     check_limit,
     check_memory_limit,
@@ -37,7 +40,13 @@ from skipsearch.activations import (
     get_activation,
 )
 from skipsearch.construction import build_skip_free_block
-from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
+from skipsearch.result import (
+    AbsorptionResult,
+    FieldEquality,
+    GenericityChecks,
+    SearchStats,
+    StackResult,
+)
 
 __all__ = ["find_absorbing_subset", "decide_stack", "MLPBlock"]
 
@@ -522,7 +531,9 @@ def _decide(
         if finish is None or act.kind != FLIP_LINEAR:
             return result
         return finish(result, w, act, time_limit, threads)
-    if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None:
+    # The degree argument needs k != 1 (x - relu(x) = -relu(-x) is skip-free);
+    # get_activation refuses degree 1, and this branch never relies on it.
+    if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
         return _no_search(
             act,
             w,
@@ -810,9 +821,17 @@ def _from_search(
 
 
 @dataclass(frozen=True, eq=False)
-class MLPBlock:
+class MLPBlock(FieldEquality):
     """One residual block of a stack, with the arguments of
-    :func:`find_absorbing_subset`."""
+    :func:`find_absorbing_subset`.
+
+    Two blocks are equal when every field is: numpy arrays by dtype, shape
+    and values, anything else (lists, names, activations) by ``==``. A block
+    pickles when its fields do (numpy arrays, registry activations and
+    ``leaky_relu(a)`` always).
+    """
+
+    _HASH_FIELDS = ()
 
     W_up: npt.ArrayLike
     W_down: npt.ArrayLike
@@ -826,6 +845,83 @@ class MLPBlock:
 _BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip"}
 
 
+def _widths(W_up: Any, W_down: Any) -> Optional[tuple[int, int]]:
+    """``(d_in, d_out)`` of a block from its arrays' shapes, or None when
+    they are not 2-D arrays (validation then names the problem)."""
+    try:
+        up, down = np.shape(W_up), np.shape(W_down)
+    except Exception:  # ragged or exotic input: find_absorbing_subset says what is wrong
+        return None
+    if len(up) != 2 or len(down) != 2:
+        return None
+    return int(up[1]), int(down[0])
+
+
+def _check_widths(widths: Sequence[Optional[tuple[int, int]]]) -> None:
+    """Raise ``ValueError`` where block ``k``'s output width is not block
+    ``k + 1``'s input width."""
+    for k in range(len(widths) - 1):
+        here, there = widths[k], widths[k + 1]
+        if here is not None and there is not None and here[1] != there[0]:
+            raise ValueError(
+                f"blocks[{k}] and blocks[{k + 1}] do not compose: blocks[{k}] maps width "
+                f"{here[0]} to {here[1]} (W_down has {here[1]} rows), but blocks[{k + 1}] takes "
+                f"width {there[0]} (W_up has {there[0]} columns)"
+            )
+
+
+def _stack_skip(skip: Any) -> Union[float, FloatArray]:
+    """The skip of a validated block: a float for ``None`` (1.0) or a
+    scalar, else its float64 matrix."""
+    if skip is None:
+        return 1.0
+    if (isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_))) or (
+        isinstance(skip, np.ndarray) and skip.ndim == 0
+    ):
+        return float(skip)
+    return as_float_array("skip", skip, 2, "(d_out, d_in)")[0]
+
+
+def _depth_hypotheses(blocks: Sequence[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether the depth theorem proves the stack not absorbable: True
+    with the proof's words, or False with the hypothesis that failed."""
+    last = len(blocks) - 1
+    for k, kw in enumerate(blocks):
+        act = get_activation(kw.get("activation", "relu"))
+        problem = depth_class_problem(act, first=k == 0)
+        if problem is not None:
+            return False, f"blocks[{k}]: {problem}"
+    for k, kw in enumerate(blocks):
+        if kw.get("b_up") is not None:
+            return False, (
+                f"blocks[{k}] has inner biases (b_up was given), so its skip-free rivals may "
+                "have them too and need not have Jacobian 0 at 0"
+            )
+    for k, kw in enumerate(blocks[:last]):
+        b_down = kw.get("b_down")
+        if b_down is not None and np.any(as_float_array("b_down", b_down, 1, "(d_out,)")[0]):
+            return False, (
+                f"blocks[{k}] has a nonzero b_down and is not the last block: it moves the "
+                "point where the later blocks are evaluated away from 0, so the stack's Jacobian "
+                "at 0 is the chain-rule product of their Jacobians there, not the product of "
+                "the skips, and skipsearch does not bound that product rigorously"
+            )
+    nonzero, how = skip_product_nonzero([_stack_skip(kw.get("skip")) for kw in blocks])
+    if nonzero is None:
+        return False, f"the product A_L ... A_1 of the skips could not be proved nonzero ({how})"
+    if not nonzero:
+        return False, (
+            f"the product A_L ... A_1 of the skips is zero ({how}), so the stack's Jacobian at 0 "
+            "is 0, like a skip-free stack's"
+        )
+    return True, (
+        "every block is gated with gate(0) = 0 or homogeneous of degree k >= 2, without inner "
+        "biases and with no nonzero b_down before the last block, so a skip-free stack of these "
+        "kinds has Jacobian 0 at 0 while the residual stack's is the product A_L ... A_1 of the "
+        f"skips, proved nonzero: {how}"
+    )
+
+
 def decide_stack(
     blocks: Sequence[Union[MLPBlock, Mapping[str, Any]]],
     *,
@@ -836,29 +932,47 @@ def decide_stack(
 ) -> StackResult:
     """Decide absorption for a composition of residual blocks.
 
+    The stack is ``x -> r_L(... r_1(x))`` with ``r_k(x) = A_k x + f_k(x)``;
+    the question is whether it equals ``L`` skip-free blocks of the same
+    kinds and widths, composed.
+
     Parameters
     ----------
     blocks : sequence of MLPBlock or mapping
-        The blocks in order; a mapping uses the keyword names of
-        :func:`find_absorbing_subset` (``W_up``, ``W_down``, ``activation``,
-        ``b_up``, ``b_down``, ``W_gate``, ``skip``).
+        The blocks in order, ``blocks[0]`` applied first; a mapping uses the
+        keyword names of :func:`find_absorbing_subset` (``W_up``,
+        ``W_down``, ``activation``, ``b_up``, ``b_down``, ``W_gate``,
+        ``skip``). Block ``k``'s output width (rows of ``W_down``) must be
+        block ``k + 1``'s input width (columns of ``W_up``).
     tol, time_limit, node_limit, threads
         As for :func:`find_absorbing_subset`, applied to each block.
 
     Returns
     -------
     StackResult
-        ``not_absorbable`` when every block is gated with ``gate(0) = 0`` or
-        homogeneous of degree ``k != 1`` and was proved not absorbable by
-        that argument (Mijoski & Karbevski 2026, the depth theorem);
-        ``absorbable`` when every block is (compose the absorbed blocks);
-        otherwise ``undecided``: deep ReLU/GELU stacks are an open problem.
+        ``absorbable`` when every block is (compose the absorbed blocks).
+        ``not_absorbable`` by the depth theorem (Mijoski & Karbevski 2026)
+        when its hypotheses are checked on the input: every block is gated
+        with ``gate(0) = 0`` and a gate differentiable at 0 (after the
+        first block a registry gate, known to be locally Lipschitz) or
+        homogeneous (or gated) of degree ``k >= 2``; no block has inner
+        biases (``b_up=None``); no block before the last has a nonzero
+        ``b_down`` (it would move the point where the later blocks'
+        Jacobians are taken, and skipsearch does not bound that chain-rule
+        product: such stacks are undecided); and the product ``A_L ... A_1``
+        of the skips is proved nonzero: scalar and identity skips exactly,
+        matrices by a float64 product with a rigorous rounding bound on
+        every entry (Higham 2002, ch. 3), else exactly in integers when at
+        most 250,000 multiply-adds. Otherwise ``undecided``, with the reason
+        naming the hypothesis that failed; deep ReLU/GELU stacks are an open
+        problem.
 
     Raises
     ------
     ValueError, TypeError
         As :func:`find_absorbing_subset`, naming the block index; an empty
-        stack or an unknown mapping key.
+        stack, an unknown mapping key, or consecutive blocks whose widths
+        do not compose (naming both blocks and their widths).
     """
     if isinstance(blocks, (MLPBlock, Mapping)) or not isinstance(blocks, Sequence):
         raise TypeError("blocks must be a sequence (list or tuple) of MLPBlock or mappings")
@@ -868,7 +982,7 @@ def decide_stack(
     check_limit("time_limit", time_limit, integer=False)
     check_limit("node_limit", node_limit, integer=True)
     check_threads(threads)
-    results: list[AbsorptionResult] = []
+    parsed: list[dict[str, Any]] = []
     for k, blk in enumerate(blocks):
         kwargs: dict[str, Any]
         if isinstance(blk, MLPBlock):
@@ -885,32 +999,32 @@ def decide_stack(
             raise TypeError(
                 f"blocks[{k}] must be an MLPBlock or a mapping, got {type(blk).__name__}"
             )
-        try:
-            W_up, W_down = kwargs.pop("W_up"), kwargs.pop("W_down")
-        except KeyError as e:
-            raise ValueError(f"blocks[{k}] needs {e.args[0]}") from None
+        for key in ("W_up", "W_down"):
+            if key not in kwargs:
+                raise ValueError(f"blocks[{k}] needs {key}")
+        parsed.append(kwargs)
+    # Before any decision: the widths must compose.
+    _check_widths([_widths(kw["W_up"], kw["W_down"]) for kw in parsed])
+    results: list[AbsorptionResult] = []
+    for k, kwargs in enumerate(parsed):
+        rest = {name: v for name, v in kwargs.items() if name not in ("W_up", "W_down")}
         try:
             results.append(
                 find_absorbing_subset(
-                    W_up,
-                    W_down,
+                    kwargs["W_up"],
+                    kwargs["W_down"],
                     tol=tol,
                     time_limit=time_limit,
                     node_limit=node_limit,
                     threads=threads,
-                    **kwargs,
+                    **rest,
                 )
             )
         except (ValueError, TypeError) as e:
             raise type(e)(f"blocks[{k}]: {e}") from None
+    # Validated now: every shape is a 2-D array's.
+    _check_widths([_widths(kw["W_up"], kw["W_down"]) for kw in parsed])
     decided = tuple(results)
-    if all(r.argument in ("linearization", "degree") for r in decided):
-        return StackResult(
-            "not_absorbable",
-            f"Every block is gated with gate(0) = 0 or homogeneous of degree k != 1, so the "
-            f"stack is not L skip-free blocks of the same widths ({PAPER}, the depth theorem).",
-            decided,
-        )
     if all(r.verdict == "absorbable" for r in decided):
         return StackResult(
             "absorbable",
@@ -918,9 +1032,16 @@ def decide_stack(
             "(flip construction per block).",
             decided,
         )
+    proved, why = _depth_hypotheses(parsed)
+    if proved:
+        return StackResult(
+            "not_absorbable",
+            f"Not absorbable by the depth theorem ({PAPER}): {why}.",
+            decided,
+        )
     return StackResult(
         "undecided",
-        "Undecided: per-block absorption is only sufficient for a stack, and deep ReLU/GELU "
-        f"stacks are an open problem ({PAPER}).",
+        f"Undecided: the depth theorem ({PAPER}) does not apply: {why}; per-block absorption is "
+        "only sufficient for a stack, and deep ReLU/GELU stacks are an open problem.",
         decided,
     )

@@ -77,7 +77,11 @@ class Activation:
         ``flip_constant + flip_constant_lo`` (nonzero for LeakyReLU slopes
         whose ``1 + slope`` is not a float64). The rigorous checks use both.
     degree : int or None
-        Degree ``k`` of positive homogeneity, where it is ``!= 1``.
+        Degree ``k`` of positive homogeneity (``act(t z) = t^k act(z)`` for
+        ``t > 0``; for gated activations, of the whole block
+        ``gate(W_gate x) * (W_up x)``), an integer ``!= 1``: the degree
+        argument needs ``k != 1``, and the depth theorem of
+        :func:`skipsearch.decide_stack` ``k >= 2``.
     gate_at_zero : float or None
         ``gate(0)`` for gated activations.
     gate_differentiable : bool
@@ -91,6 +95,27 @@ class Activation:
         ``"distinct_up_to_sign"`` or ``"none"``.
     rule : str
         The verdict rule, in one sentence.
+
+    Notes
+    -----
+    Two activations are equal when every field but ``function`` is equal
+    (``function`` is left out of comparisons, the hash and the repr).
+    Every registry activation and ``leaky_relu(a)`` pickles (its function is
+    a module-level function or class) and compares equal to the original
+    after ``pickle`` or ``cloudpickle``; a hand-made activation pickles
+    when its ``function`` does (a module-level function with ``pickle``, a
+    lambda or closure with ``cloudpickle``).
+
+    Fields that contradict each other are refused with a ``ValueError``
+    naming them when the activation is used (:func:`get_activation`, and so
+    every function that takes one): ``degree`` must be an integer other
+    than 1, required for ``"homogeneous"`` and allowed for ``"gated"``
+    only (and a gated degree ``k >= 2`` needs ``gate(0) = 0``);
+    ``flip_constant``, ``necessity`` and ``genericity`` belong to
+    ``"flip_linear"`` only, and a necessity claim needs its row test
+    (``"genericity_checked"`` needs ``"non_proportional"``,
+    ``"generic_weights"`` ``"distinct_up_to_sign"`` or stronger);
+    ``gate_at_zero`` and ``gate_differentiable`` belong to ``"gated"`` only.
     """
 
     name: str
@@ -223,6 +248,18 @@ def _exact(x: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+@dataclass(frozen=True)
+class _LeakyReLU:
+    """LeakyReLU's function: a module-level class rather than a closure, so
+    that the activation (and every result and block holding it) pickles."""
+
+    slope: float
+
+    def __call__(self, z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out: npt.NDArray[np.float64] = np.where(z >= 0, z, self.slope * z)
+        return out
+
+
 def leaky_relu(negative_slope: float = 0.01) -> Activation:
     """LeakyReLU with the given negative slope; flip constant ``1 + slope``.
 
@@ -261,7 +298,7 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
     c_lo = (1.0 - (c - (c - 1.0))) + (slope - (c - 1.0))
     return _flip(
         f"leaky_relu({_exact(slope)})",
-        lambda z: np.where(z >= 0, z, slope * z),
+        _LeakyReLU(slope),
         necessity="genericity_checked",
         genericity="non_proportional",
         rule=_RULE_RELU,
@@ -427,9 +464,121 @@ def _checked(act: Activation) -> Activation:
             raise ValueError(
                 f"{where}: a flip-linear activation needs a finite nonzero flip_constant"
             )
+        _check_flip_fields(act, where, float(c))
+    else:
+        _check_not_flip_linear(act, where)
+    _check_degree(act, where)
+    _check_gate(act, where)
     if not callable(act.function):
         raise TypeError(f"{where}: function must be callable")
     return act
+
+
+#: The row test each necessity claim needs: the kink-hyperplane argument
+#: needs pairwise non-proportional rows, the generic-weights theorem rows
+#: distinct up to sign (which non-proportional rows are too).
+_NEEDED_GENERICITY = {
+    "genericity_checked": ("non_proportional",),
+    "generic_weights": ("distinct_up_to_sign", "non_proportional"),
+}
+
+
+def _check_flip_fields(act: Activation, where: str, c: float) -> None:
+    """The fields of a flip-linear activation: no degree (``act(z) - act(-z)
+    = c z`` with ``c != 0`` and ``k``-homogeneity force ``k = 1``), no gate,
+    a rounding error below half an ulp of ``c``, and a necessity claim only
+    with the row test its argument needs."""
+    lo = act.flip_constant_lo
+    if (
+        isinstance(lo, bool)
+        or not isinstance(lo, (int, float))
+        or not math.isfinite(lo)
+        or c + lo != c
+    ):
+        raise ValueError(
+            f"{where}: flip_constant_lo must be the rounding error of flip_constant (a finite "
+            f"float below half an ulp of {c!r}), got {lo!r}"
+        )
+    if act.degree is not None:
+        raise ValueError(
+            f"{where}: a flip-linear activation has no degree (act(z) - act(-z) = c z with c != 0 "
+            f"holds for a k-homogeneous act only if k = 1), got degree={act.degree!r}"
+        )
+    needed = _NEEDED_GENERICITY.get(act.necessity or "")
+    if needed is not None and act.genericity not in needed:
+        raise ValueError(
+            f"{where}: necessity={act.necessity!r} rests on the row test "
+            f"genericity={needed[0]!r}, got genericity={act.genericity!r}: without that test "
+            '"no flip set" would be reported as a proof it is not'
+        )
+
+
+def _check_not_flip_linear(act: Activation, where: str) -> None:
+    """A class other than flip-linear carries no flip constant, necessity
+    claim or row test (they concern the flip condition only)."""
+    if act.flip_constant is not None or act.flip_constant_lo != 0.0:
+        raise ValueError(
+            f"{where}: flip_constant is only for flip-linear activations, but kind is "
+            f"{act.kind!r} (a homogeneous activation of degree k != 1 or a bounded one has "
+            "act(z) - act(-z) = c z only with c = 0)"
+        )
+    if act.necessity is not None or act.genericity != "none":
+        raise ValueError(
+            f"{where}: necessity and genericity concern the flip condition of flip-linear "
+            f"activations, but kind is {act.kind!r}"
+        )
+
+
+def _check_degree(act: Activation, where: str) -> None:
+    """``degree``: an integer other than 1, for homogeneous (where it is
+    required) and gated activations only."""
+    k = act.degree
+    if k is None:
+        if act.kind == HOMOGENEOUS:
+            raise ValueError(
+                f"{where}: a homogeneous activation needs its degree (an integer k != 1)"
+            )
+        return
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise ValueError(f"{where}: degree must be an integer k != 1 or None, got {k!r}")
+    if k == 1:
+        raise ValueError(
+            f"{where}: degree=1 is not a degree the degree argument can use (it needs k != 1: "
+            "a 1-homogeneous activation such as relu may well absorb a skip, x - relu(x) = "
+            "-relu(-x)); give a flip-linear activation with its flip_constant instead"
+        )
+    if act.kind not in (HOMOGENEOUS, GATED):
+        raise ValueError(
+            f"{where}: degree is only for homogeneous and gated activations, but kind is "
+            f"{act.kind!r}, got degree={k!r}"
+        )
+    if act.kind == GATED and k >= 2 and act.gate_at_zero not in (None, 0.0):
+        raise ValueError(
+            f"{where}: a gated block of degree {k} has a gate homogeneous of degree {k - 1} >= 1, "
+            f"so gate(0) = 0, but gate_at_zero={act.gate_at_zero!r}"
+        )
+
+
+def _check_gate(act: Activation, where: str) -> None:
+    """``gate_at_zero`` and ``gate_differentiable``: gated activations only."""
+    g = act.gate_at_zero
+    if act.kind != GATED:
+        if g is not None or act.gate_differentiable:
+            raise ValueError(
+                f"{where}: gate_at_zero and gate_differentiable are only for gated activations, "
+                f"but kind is {act.kind!r}"
+            )
+        return
+    if g is not None and (
+        isinstance(g, (bool, np.bool_))
+        or not isinstance(g, (int, float, np.integer, np.floating))
+        or not math.isfinite(g)
+    ):
+        raise ValueError(f"{where}: gate_at_zero must be a finite number or None, got {g!r}")
+    if not isinstance(act.gate_differentiable, (bool, np.bool_)):
+        raise ValueError(
+            f"{where}: gate_differentiable must be True or False, got {act.gate_differentiable!r}"
+        )
 
 
 def get_activation(activation: Union[str, Activation]) -> Activation:

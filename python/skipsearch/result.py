@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, get_args
+
+import numpy as np
 
 from skipsearch._types import (
     Argument,
@@ -24,8 +27,76 @@ if TYPE_CHECKING:  # pragma: no cover
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two field values are equal, the way the result records
+    compare them.
+
+    numpy arrays are equal when their dtype, shape and values are (``NaN``
+    is equal to nothing, as in ``==``); tuples, lists and dicts item by
+    item; instances of a dataclass that compares by identity (such as
+    :class:`skipsearch.SkipFreeBlock`) field by field; anything else by
+    ``==`` (a comparison that does not give a single bool counts as
+    unequal).
+    """
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if (
+        dataclasses.is_dataclass(a)
+        and not isinstance(a, type)
+        and type(a) is type(b)
+        and type(a).__eq__ is object.__eq__
+    ):
+        return all(
+            same_value(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+        )
+    try:
+        equal = a == b
+    except Exception:  # an exotic value whose == raises: unequal
+        return False
+    return bool(equal) if isinstance(equal, (bool, np.bool_)) else False
+
+
+class FieldEquality:
+    """Equality field by field for the records that hold numpy arrays.
+
+    Two records are equal when they have the same type and every field is
+    equal by :func:`same_value` (arrays by dtype, shape and values). The
+    hash covers only the immutable fields named in ``_HASH_FIELDS``, so
+    equal records hash alike while the arrays stay out of the hash.
+    """
+
+    _HASH_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(
+            same_value(getattr(self, f.name), getattr(other, f.name))
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((type(self).__qualname__, *(getattr(self, n) for n in self._HASH_FIELDS)))
+
+
 @dataclass(frozen=True, eq=False)
-class GenericityChecks:
+class GenericityChecks(FieldEquality):
     """The genericity checks run on the neurons.
 
     Attributes
@@ -44,7 +115,12 @@ class GenericityChecks:
         ``j`` then ``i``, whose rows ``(u_i, b_i)`` fail the check.
     offending_pair_count : int
         Number of offending pairs in all.
+
+    Two checks are equal when every field is, the arrays by dtype, shape and
+    values; they pickle and compare equal to the original afterwards.
     """
+
+    _HASH_FIELDS = ("check", "passed", "offending_pair_count")
 
     check: GenericityCheck
     passed: bool
@@ -70,7 +146,7 @@ class GenericityChecks:
 
 
 @dataclass(frozen=True, eq=False)
-class SearchStats:
+class SearchStats(FieldEquality):
     """How the answer was reached.
 
     Attributes
@@ -108,7 +184,12 @@ class SearchStats:
         Branch-and-bound nodes of the bracket's search.
     bracket_seconds : float
         Wall time of the bracket, in seconds (not part of ``seconds``).
+
+    Two records are equal when every field is (``seconds`` too, so two
+    runs rarely compare equal; a pickled copy does).
     """
+
+    _HASH_FIELDS = ("method", "nodes", "backend")
 
     method: tuple[str, ...] = ()
     nodes: int = 0
@@ -125,7 +206,7 @@ class SearchStats:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class AbsorptionResult:
+class AbsorptionResult(FieldEquality):
     """The verdict on one residual block ``x -> A x + f(x)``.
 
     Attributes
@@ -223,7 +304,22 @@ class AbsorptionResult:
         homogeneous activations, ``bracket=False``, a limit hit, or the Gram
         matrix too large for the automatic mode). This project's addition,
         not the paper's.
+
+    Notes
+    -----
+    Equality: two results are equal when they have the same type and every
+    field is equal; numpy arrays (``subset``, ``certificate``,
+    ``best_subset``, the genericity arrays) when their dtype, shape and
+    values are, ``block`` field by field (its arrays likewise, its
+    activation by :class:`skipsearch.Activation`'s equality), and ``stats``
+    field by field, timings included. So a result equals its copy through
+    ``pickle``, ``cloudpickle`` or a process pool, while two runs of the
+    same block usually differ in ``stats.seconds``: compare ``verdict``,
+    ``subset`` and the bounds for that. The hash covers ``verdict``,
+    ``reason``, ``argument``, ``activation`` and ``status`` only.
     """
+
+    _HASH_FIELDS = ("verdict", "reason", "argument", "activation", "status")
 
     verdict: Verdict
     reason: str
@@ -294,7 +390,7 @@ class AbsorptionResult:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class StackResult:
+class StackResult(FieldEquality):
     """The verdict on a stack of residual blocks.
 
     Attributes

@@ -46,6 +46,7 @@ from skipsearch._validation import (
     check_tol,
     default_memory_limit,
 )
+from skipsearch.result import FieldEquality
 
 __all__ = ["SubsetSumResult", "subset_sum"]
 
@@ -87,7 +88,7 @@ _BKZ_BLOCK = 20
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SubsetSumResult:
+class SubsetSumResult(FieldEquality):
     """Outcome of :func:`subset_sum`.
 
     Attributes
@@ -121,7 +122,13 @@ class SubsetSumResult:
         ``max |A s - b|`` of the solution, computed in float64.
     tolerance : float or None
         Relative tolerance used (float data only).
+
+    Two results are equal when every field is, ``solution`` by dtype, shape
+    and values (``seconds`` too: a pickled copy is equal, a second run
+    rarely); the hash covers ``status``, ``exact``, ``method`` and ``nodes``.
     """
+
+    _HASH_FIELDS = ("status", "exact", "method", "nodes")
 
     status: SubsetSumStatus
     solution: Optional[UInt8Array]
