@@ -33,7 +33,7 @@ DOCUMENTED = {
     2: "usage or input error",
     3: "an optional component is not installed",
     4: "a checkpoint file changed while it was scanned",
-    5: "out of memory, or the worker threads could not be started",
+    5: "out of memory, or the worker threads could not be started",  # or the float env
     70: "an unexpected error: a bug in skipsearch",
     130: "interrupted",
 }
@@ -186,6 +186,19 @@ def test_python_threads_that_cannot_start(ckpt):
     proc = _patched_main(ckpt, 'RuntimeError("can\'t start new thread")')
     assert proc.returncode == cli.EXIT_RESOURCES
     _one_error_line(proc, "can't start new thread")
+
+
+def test_floating_point_environment_that_cannot_be_set(ckpt):
+    # What the core raises (rust/error.rs, FloatEnvironment): an environment
+    # problem, named as such, not reported as a bug.
+    message = (
+        "the floating-point environment is not the IEEE default and could not be set "
+        "(flush-to-zero is on); every bound skipsearch proves assumes round-to-nearest"
+    )
+    proc = _patched_main(ckpt, f"RuntimeError({message!r})")
+    assert proc.returncode == cli.EXIT_RESOURCES
+    line = _one_error_line(proc, "floating-point environment", "flush-to-zero")
+    assert "bug" not in line
 
 
 @pytest.mark.skipif(

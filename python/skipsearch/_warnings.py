@@ -10,7 +10,9 @@ pipeline can filter all of them at once, or one kind by its subclass::
     warnings.simplefilter("ignore", skipsearch.PrecisionWarning)   # just this kind
 
 All derive from :class:`UserWarning`, so existing filters on ``UserWarning``
-keep working.
+keep working. On the command line, a warning turned into an error
+(``python -W error``, ``PYTHONWARNINGS=error``) ends ``skipsearch scan``
+with exit code 2 and the warning's message on one line.
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ EXIT_MISSING = 3
 #: A checkpoint file changed (saved again, replaced, truncated, deleted)
 #: while the scan read it: scan again once nothing writes to it.
 EXIT_CHANGED = 4
-#: The machine ran out of a resource: memory, or the threads the decision
-#: needs (a process or user thread limit).
+#: The machine cannot run the decision: out of memory, worker threads that
+#: cannot start (a process or user thread limit), or a floating-point
+#: environment that cannot be made the IEEE default.
 EXIT_RESOURCES = 5
 #: An unexpected exception: a bug in skipsearch (EX_SOFTWARE of sysexits.h).
 EXIT_BUG = 70
@@ -75,7 +76,8 @@ exit codes:
        replaced, truncated or deleted): no report; scan it again once
        nothing writes to it
   5    out of memory, or the worker threads could not be started (a thread
-       or process limit: ulimit -u, a container's pids limit)
+       or process limit: ulimit -u, a container's pids limit), or the
+       floating-point environment could not be made the IEEE default
   70   an unexpected error: a bug in skipsearch; the message names the
        exception, -vv adds the traceback
   130  interrupted (Ctrl-C)
@@ -675,6 +677,10 @@ def _error(message: object, kind: str = "error") -> None:
 #: What the core and Python say when a thread cannot be started.
 _THREAD_FAILURES = ("could not start worker threads", "can't start new thread")
 
+#: How the core's message begins when the floating-point environment that
+#: its bounds assume cannot be set (rust/error.rs).
+_FLOAT_ENVIRONMENT = "the floating-point environment"
+
 #: OSError numbers that mean the machine, not the input, ran short.
 _RESOURCE_ERRNOS = frozenset(
     getattr(errno, name)
@@ -717,6 +723,9 @@ def _failure(e: Exception, verbosity: int) -> int:
             "container's pids limit; fewer --threads need fewer)"
         )
         return EXIT_RESOURCES
+    if isinstance(e, RuntimeError) and str(e).startswith(_FLOAT_ENVIRONMENT):
+        _error(e)  # the message says what to look for
+        return EXIT_RESOURCES
     if isinstance(e, OSError) and e.errno in _RESOURCE_ERRNOS:
         _error(e)
         return EXIT_RESOURCES
@@ -758,7 +767,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         into an error (``-W error``, ``PYTHONWARNINGS``); 3 when an optional
         component is not installed (matplotlib for ``--plot``, the default
         checkpoint's package); 4 when a checkpoint file changed while it
-        was scanned; 5 when memory or worker threads ran out; 70 on any
+        was scanned; 5 when memory or worker threads ran out (or the
+        floating-point environment cannot be set); 70 on any
         other exception (``skipsearch: internal error: ...``: a bug); 130
         when interrupted. Characters stdout cannot encode are written
         escaped (``\\xe8``), never fail the report.

@@ -6,7 +6,9 @@ user :class:`~skipsearch.Layout`), finds the tensor names of every FFN
 block, and checks shapes, dtypes and quantization against the config from
 the safetensors headers alone. Everything that can be wrong with a
 checkpoint, except NaN/Inf in its weights, is found here, before any block
-is decided.
+is decided. The identity of every file is recorded as its header is read,
+so that a file changed afterwards is refused when a block is read
+(:class:`~skipsearch.checkpoints.CheckpointChangedError`).
 """
 
 from __future__ import annotations
