@@ -381,3 +381,43 @@ def test_float_bound_never_claims_a_zero_product_nonzero(seed):
     if _depth._float_product_nonzero([A1, A2]):
         assert truth
     assert _depth.skip_product_nonzero([A1, A2])[0] is truth
+
+
+def _adversarial_matrix(rng, rows, cols):
+    """Entries that round: near 1 +- ulps, cancelling pairs, tiny and huge
+    powers of two (within 2^900 of each other), exact zeros."""
+    kind = rng.integers(4)
+    if kind == 0:
+        a = 1.0 + rng.integers(-4, 5, size=(rows, cols)) * 2.0**-52
+        a *= rng.choice([-1.0, 1.0], size=(rows, cols))
+    elif kind == 1:
+        a = rng.standard_normal((rows, cols)) * 2.0 ** rng.integers(-60, 61, size=(rows, cols))
+    elif kind == 2:
+        a = rng.integers(-3, 4, size=(rows, cols)) * 2.0**-1074
+    else:
+        a = rng.standard_normal((rows, cols))
+        a[rng.random((rows, cols)) < 0.4] = 0.0
+    return a * 2.0 ** int(rng.integers(-900, 901)) if kind != 2 else a
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_float_product_bound_holds_in_exact_arithmetic(seed):
+    # |Q - 2^-s A_L ... A_1| <= E entry by entry, checked in rationals.
+    rng = np.random.default_rng(4000 + seed)
+    L = int(rng.integers(2, 5))
+    dims = [int(rng.integers(1, 6)) for _ in range(L + 1)]
+    mats = [_adversarial_matrix(rng, dims[k + 1], dims[k]) for k in range(L)]
+    if any(not np.any(a) for a in mats):
+        mats = [a + (a == 0) * 0.5 * np.max(np.abs(a), initial=1.0) for a in mats]
+    bounded = _depth._float_product_bound(mats)
+    if bounded is None:  # a matrix that could not be scaled exactly: nothing claimed
+        return
+    q, err, shift = bounded
+    product = None
+    for a in mats:
+        product = exact(a) if product is None else exact_matmul(exact(a), product)
+    scale = Fraction(2) ** -shift
+    for i, row in enumerate(product):
+        for j, value in enumerate(row):
+            gap = abs(Fraction(float(q[i, j])) - scale * value)
+            assert gap <= Fraction(float(err[i, j])), (i, j, float(gap), float(err[i, j]))

@@ -323,3 +323,37 @@ def test_process_pool_scan_returns_absorbed_leaky_relu_blocks(tmp_path):
     for x in ([0.5, -1.25], [-3.0, 2.0], [0.0, 0.0], [7.75, 7.5], [-0.125, -6.0]):
         got = block(np.array(x)).tolist()
         assert [Fraction(v) for v in got] == _exact_residual(W_up, W_down, x)
+
+
+#: The exported classes whose instances the tests above round-trip.
+COVERED = {
+    "AbsorptionResult",
+    "Activation",
+    "BlockReport",
+    "CheckpointSeriesWarning",
+    "GenericityChecks",
+    "LayerReport",
+    "Layout",
+    "MLPBlock",
+    "PrecisionWarning",
+    "SearchStats",
+    "SkipFreeBlock",
+    "SkipsearchWarning",
+    "StackResult",
+    "SubsetSumResult",
+    "UnindexedShardWarning",
+}
+
+
+def test_every_exported_class_is_covered():
+    exported = {
+        name
+        for name in skipsearch.__all__
+        if isinstance(getattr(skipsearch, name), type)
+        # TypedDicts (BlockReportDict, RankDecision): their instances are plain dicts.
+        and not hasattr(getattr(skipsearch, name), "__total__")
+    }
+    assert exported == COVERED
+    registry = skipsearch.ACTIVATIONS
+    for copy in _round_trips(registry):
+        assert copy == registry

@@ -156,15 +156,15 @@ def skip_product_nonzero(skips: Sequence[Skip]) -> tuple[Optional[bool], str]:
     )
 
 
-def _scaled(a: FloatArray) -> Optional[FloatArray]:
-    """``a`` times the power of two that puts its largest magnitude in
-    ``[1/2, 1)``, or None when that scaling is not exact."""
+def _scaled(a: FloatArray) -> Optional[tuple[FloatArray, int]]:
+    """``a`` times ``2^-e``, the power of two that puts its largest magnitude
+    in ``[1/2, 1)``, and ``e``; None when that scaling is not exact."""
     top = float(np.max(np.abs(a)))
     _, e = math.frexp(top)
     out = np.ldexp(a, -e)
     if not np.array_equal(np.ldexp(out, e), a):
         return None
-    return out
+    return out, e
 
 
 def _up(x: FloatArray) -> FloatArray:
@@ -174,31 +174,46 @@ def _up(x: FloatArray) -> FloatArray:
 
 
 def _float_product_nonzero(mats: Sequence[FloatArray]) -> bool:
-    """Whether the float64 product, with a running bound ``E`` on
-    ``|Q - P|`` entry by entry, proves some entry of ``P`` nonzero.
+    """Whether the float64 product with its rounding bound proves some
+    entry of ``A_L ... A_1`` nonzero: ``|Q| > E`` there."""
+    bounded = _float_product_bound(mats)
+    if bounded is None:
+        return False
+    q, err, _ = bounded
+    return bool(np.any(np.abs(q) > err))
+
+
+def _float_product_bound(
+    mats: Sequence[FloatArray],
+) -> Optional[tuple[FloatArray, FloatArray, int]]:
+    """``(Q, E, s)`` with ``|Q - 2^-s A_L ... A_1| <= E`` entry by entry, in
+    exact arithmetic; None when float64 cannot bound it (a matrix that
+    cannot be scaled exactly, or a bound that overflows).
 
     With ``P`` the exact product of the matrices scaled by powers of two
-    (which changes no entry's sign or zeroness) and ``Q`` its float64
-    evaluation: ``Q_1 = A_1`` exactly; for ``Q' = fl(B Q)`` with ``B`` of
-    inner dimension ``k``, ``|Q' - B P| <= |B| E + gamma_k |B| |Q| + k eta``
-    (any order of summation, fused multiply-adds included; ``eta`` covers
-    underflow), so the new ``E'`` is that bound, evaluated in float64 and
-    inflated for its own rounding. After each step ``Q'`` and ``E'`` are
-    rescaled by the same power of two (overflow never arises). ``P`` is
-    nonzero where ``|Q| > E``.
+    and ``Q`` its float64 evaluation: ``Q_1 = A_1`` exactly; for ``Q' =
+    fl(B Q)`` with ``B`` of inner dimension ``k``, ``|Q' - B P| <= |B| E +
+    gamma_k |B| |Q| + k eta`` (any order of summation, fused multiply-adds
+    included; ``eta`` covers underflow), so the new ``E'`` is that bound,
+    evaluated in float64 and inflated for its own rounding. After each step
+    ``Q'`` and ``E'`` are rescaled by the same power of two (overflow never
+    arises), and ``s`` sums the powers.
     """
     scaled = [_scaled(a) for a in mats]
-    if any(s is None for s in scaled):
-        return False
-    q = scaled[0]
-    assert q is not None
+    if any(x is None for x in scaled):
+        return None
+    first = scaled[0]
+    assert first is not None
+    q, shift = first
     err = np.zeros_like(q)
     with np.errstate(all="ignore"):
-        for b in scaled[1:]:
-            assert b is not None
+        for item in scaled[1:]:
+            assert item is not None
+            b, e_b = item
+            shift += e_b
             k = b.shape[1]
             if k * _U > 1e-3:
-                return False
+                return None
             gamma = 1.01 * k * _U / (1.0 - k * _U)  # >= gamma_k with unit roundoff _U
             abs_b = np.abs(b)
             new_q = b @ q
@@ -211,15 +226,18 @@ def _float_product_nonzero(mats: Sequence[FloatArray]) -> bool:
             err = _up((t + (3 * k + 4) * _ETA) * factor)
             top = float(np.max(np.abs(new_q)))
             if not (math.isfinite(top) and np.all(np.isfinite(err))):
-                return False
+                return None
             if top > 0.0:
                 _, e = math.frexp(top)
                 # The rescaled Q' loses at most eta per entry; E' is rounded up.
                 q = np.ldexp(new_q, -e)
                 err = _up(np.ldexp(err, -e)) + _ETA
+                shift += e
             else:
                 q = new_q
-    return bool(np.any(np.abs(q) > err))
+    if not np.all(np.isfinite(err)):
+        return None
+    return q, err, shift
 
 
 def _exact_product(mats: Sequence[FloatArray]) -> list[list[int]]:

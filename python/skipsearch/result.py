@@ -397,15 +397,23 @@ class StackResult(FieldEquality):
     ----------
     verdict : Verdict
         ``"absorbable"`` when every block is (compose the absorbed blocks);
-        ``"not_absorbable"`` when every block is gated with ``gate(0) = 0``
-        or homogeneous of degree ``k != 1`` and was proved not absorbable
-        (Mijoski & Karbevski 2026, the depth theorem); ``"undecided"``
-        otherwise, since deep ReLU/GELU stacks are an open problem.
+        ``"not_absorbable"`` when the depth theorem's hypotheses are checked
+        on the input (Mijoski & Karbevski 2026; see
+        :func:`skipsearch.decide_stack`: gated with ``gate(0) = 0`` or
+        homogeneous of degree ``k >= 2`` blocks, no inner biases, no nonzero
+        ``b_down`` before the last block, and the product ``A_L ... A_1`` of
+        the skips proved nonzero); ``"undecided"`` otherwise, with the
+        failed hypothesis in ``reason``.
     reason : str
-        One sentence naming the argument.
+        One sentence naming the argument, or the hypothesis that failed.
     blocks : tuple of AbsorptionResult
         The per-block results, in order.
+
+    Two stack results are equal when their verdicts, reasons and per-block
+    results are (see :class:`AbsorptionResult` for the latter).
     """
+
+    _HASH_FIELDS = ("verdict", "reason")
 
     verdict: Verdict
     reason: str
