@@ -20,6 +20,9 @@ pub enum Error {
     },
     /// The worker pool could not be built.
     ThreadPool(String),
+    /// The calling thread's floating-point environment is not IEEE
+    /// round-to-nearest with subnormals, and could not be made so.
+    FloatEnvironment(String),
     /// The exact path was required but needs more memory than allowed.
     MemoryLimit { needed: u128, limit: u128 },
 }
@@ -37,6 +40,13 @@ impl fmt::Display for Error {
             }
             Error::InvalidOption { option, message } => write!(f, "{option}: {message}"),
             Error::ThreadPool(message) => write!(f, "could not start worker threads: {message}"),
+            Error::FloatEnvironment(why) => write!(
+                f,
+                "the floating-point environment is not the IEEE default and could not be set \
+                 ({why}); every bound skipsearch proves assumes round-to-nearest with subnormal \
+                 numbers kept, so no verdict is given (a library built with -ffast-math, or one \
+                 that changes the rounding mode, may have changed it)"
+            ),
             Error::MemoryLimit { needed, limit } => write!(
                 f,
                 "memory_limit: the exact relaxation distance needs about {} (16 m^2 bytes: \

@@ -11,12 +11,14 @@
 //!
 //! Shared pieces sit at the top: [`matrix`] (row-major storage and the
 //! bridge to faer's dense kernels), [`rounding`] (rigorous error bounds and
-//! exact expansions), [`limits`] (deadlines, cancellation) and [`error`].
+//! exact expansions), [`float_env`] (the IEEE environment those bounds
+//! assume), [`limits`] (deadlines, cancellation, worker pools) and [`error`].
 //! The PyO3 bindings live in their own module, `python`, built only with the
 //! `python` feature.
 
 pub mod absorption;
 pub mod error;
+pub mod float_env;
 pub mod limits;
 pub mod matrix;
 pub mod rounding;

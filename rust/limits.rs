@@ -1,4 +1,5 @@
-//! Time and node limits and the cancel flag, checked by every long loop.
+//! Time and node limits and the cancel flag, checked by every long loop,
+//! and the worker pools the long loops run on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -56,6 +57,10 @@ pub struct Budget<'a> {
     node_limit: Option<u64>,
     nodes: u64,
     cancel: &'a AtomicBool,
+    /// Tests only: the checks left before the budget reports a time limit,
+    /// so a test can stop a stage at every point it polls.
+    #[cfg(test)]
+    checks_left: Option<std::sync::atomic::AtomicI64>,
 }
 
 impl<'a> Budget<'a> {
@@ -68,12 +73,51 @@ impl<'a> Budget<'a> {
             node_limit: limits.node_limit,
             nodes: 0,
             cancel,
+            #[cfg(test)]
+            checks_left: None,
         }
     }
 
+    /// Tests only: a budget without limits whose `n + 1`-th check (and
+    /// every later one) reports [`Stop::TimeLimit`], as if the deadline
+    /// fell just after the `n`-th.
+    #[cfg(test)]
+    pub fn expiring_after_checks(n: i64, cancel: &'a AtomicBool) -> Self {
+        let mut budget = Budget::new(Limits::default(), cancel);
+        budget.checks_left = Some(std::sync::atomic::AtomicI64::new(n));
+        budget
+    }
+
+    /// Tests only: the checks made so far by a budget from
+    /// [`Budget::expiring_after_checks`] with `n` checks.
+    #[cfg(test)]
+    pub fn checks_made(&self, n: i64) -> i64 {
+        self.checks_left
+            .as_ref()
+            .map_or(0, |c| n - c.load(Ordering::Relaxed))
+    }
+
+    /// A budget without limits whose cancel flag is never set, for callers
+    /// of the polled kernels that have no limits to keep (their results are
+    /// the same bits either way: polling only decides whether to go on).
+    pub fn unlimited() -> Budget<'static> {
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        Budget::new(Limits::default(), &NEVER)
+    }
+
     /// Stop if the caller cancelled or the deadline passed. Cheap enough to
-    /// call once per row or pivot; shared by parallel loops.
+    /// call once per row or pivot (an atomic load and, with a deadline, one
+    /// read of the monotonic clock, some 20 ns); shared by parallel loops.
+    /// The long kernels call it between tiles of their GEMMs, so a limit or
+    /// a cancel takes effect within one tile's work (see
+    /// [`crate::matrix::gemm_polled`]).
     pub fn check(&self) -> Result<(), Stop> {
+        #[cfg(test)]
+        if let Some(left) = &self.checks_left {
+            if left.fetch_sub(1, Ordering::Relaxed) <= 0 {
+                return Err(Stop::TimeLimit);
+            }
+        }
         if self.cancel.load(Ordering::Relaxed) {
             return Err(Stop::Interrupted);
         }
@@ -132,27 +176,52 @@ impl<'a> Budget<'a> {
 /// per size and shared by every later call: a scan of many blocks reuses
 /// its threads, and with them their allocator arenas and GEMM buffers,
 /// instead of starting fresh ones each time.
+///
+/// The pools belong to the process that built them. A child made by
+/// `fork` inherits the table but none of the threads, and a call waiting
+/// on threads that do not exist would hang for ever; so the table records
+/// the process id, and a child finds it foreign and builds pools of its
+/// own (the parent's are forgotten, never dropped: their threads are not
+/// there to join).
+///
+/// Every worker starts in the standard floating-point environment
+/// ([`crate::float_env`]), whatever the thread that built the pool had.
 pub fn worker_pool(
     threads: Option<usize>,
 ) -> Result<std::sync::Arc<rayon::ThreadPool>, crate::error::Error> {
     use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock};
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    use std::sync::{Arc, Mutex};
+    struct Pools {
+        pid: u32,
+        by_size: HashMap<usize, Arc<rayon::ThreadPool>>,
+    }
+    static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
     let n = threads.unwrap_or(0);
-    let mut pools = POOLS
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pool) = pools.get(&n) {
+    let pid = std::process::id();
+    let mut guard = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pools = match guard.take() {
+        Some(pools) if pools.pid == pid => guard.insert(pools),
+        inherited => {
+            if let Some(foreign) = inherited {
+                std::mem::forget(foreign);
+            }
+            guard.insert(Pools {
+                pid,
+                by_size: HashMap::new(),
+            })
+        }
+    };
+    if let Some(pool) = pools.by_size.get(&n) {
         return Ok(pool.clone());
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .stack_size(16 << 20)
+        .start_handler(|_| crate::float_env::set_standard())
         .build()
         .map_err(|e| crate::error::Error::ThreadPool(e.to_string()))?;
     let pool = Arc::new(pool);
-    pools.insert(n, pool.clone());
+    pools.by_size.insert(n, pool.clone());
     Ok(pool)
 }
 

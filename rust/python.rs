@@ -26,13 +26,14 @@ use crate::absorption::bracket;
 use crate::absorption::genericity::GenericityCheck;
 use crate::absorption::{decide, Distance, Evidence, Finding, Options};
 use crate::error::Error;
+use crate::float_env::{self, FloatEnv};
 use crate::limits::Limits;
 use crate::matrix::Matrix;
 use crate::subset_sum::lattice;
 
 fn to_py_err(e: Error) -> PyErr {
     match e {
-        Error::ThreadPool(_) => PyRuntimeError::new_err(e.to_string()),
+        Error::ThreadPool(_) | Error::FloatEnvironment(_) => PyRuntimeError::new_err(e.to_string()),
         Error::MemoryLimit { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
@@ -127,7 +128,8 @@ fn seconds(name: &str, t: Option<f64>) -> PyResult<Option<Duration>> {
 }
 
 /// Run `work(limits, cancel)` on a fresh rayon pool of `threads` workers
-/// (all cores when None), interruptibly, as the exact-engine bindings do.
+/// (all cores when None), interruptibly, as the exact-engine bindings do,
+/// in the standard floating-point environment (`crate::float_env`).
 fn run_on_pool<T: Send>(
     py: Python<'_>,
     threads: Option<usize>,
@@ -145,7 +147,12 @@ fn run_on_pool<T: Send>(
     let cancel = AtomicBool::new(false);
     run_interruptible(py, &cancel, || {
         let pool = crate::limits::worker_pool(threads)?;
-        pool.install(|| work(limits, &cancel))
+        pool.install(|| {
+            // The workers start in the standard environment; this checks
+            // the one that runs the top of `work`, and refuses if it is not.
+            let _env = FloatEnv::enter()?;
+            work(limits, &cancel)
+        })
     })?
     .map_err(to_py_err)
 }
@@ -458,7 +465,7 @@ fn feasibility_jump<'py>(
 /// Bracket the least relative residual over all flip sets; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None))]
+#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None, start_residual=None))]
 #[allow(clippy::too_many_arguments)]
 fn flip_set_bracket<'py>(
     py: Python<'py>,
@@ -473,11 +480,24 @@ fn flip_set_bracket<'py>(
     threads: Option<usize>,
     flip_constant_lo: f64,
     search_time_limit: Option<f64>,
+    start_residual: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(known_lower.is_finite() && known_lower >= 0.0) {
         return Err(PyValueError::new_err(format!(
             "known_lower must be a finite non-negative number, got {known_lower}"
         )));
+    }
+    if let Some(r) = start_residual {
+        if r.is_nan() || r < 0.0 {
+            return Err(PyValueError::new_err(format!(
+                "start_residual must be a non-negative number, got {r}"
+            )));
+        }
+        if start.as_ref().is_none_or(|s| s.is_empty()) {
+            return Err(PyValueError::new_err(
+                "start_residual bounds the residual of start: pass a non-empty start with it",
+            ));
+        }
     }
     let search = Limits {
         time_limit: seconds("search_time_limit", search_time_limit)?,
@@ -486,8 +506,16 @@ fn flip_set_bracket<'py>(
     let block = make_block(&w_up, &w_down, &skip, None, flip_constant)?
         .with_flip_constant_lo(flip_constant_lo)
         .map_err(to_py_err)?;
+    let mut start = start.unwrap_or_default();
+    let m = block.width();
+    if let Some(&i) = start.iter().find(|&&i| i >= m) {
+        return Err(PyValueError::new_err(format!(
+            "start holds neuron {i}, but the block has {m} neurons (W_up has {m} rows)"
+        )));
+    }
+    start.sort_unstable();
+    start.dedup();
     let (balanced, _, exact) = block.balanced();
-    let start = start.unwrap_or_default();
     let started = std::time::Instant::now();
     let bracket = run_on_pool(py, threads, time_limit, None, |limits, cancel| {
         if !exact {
@@ -495,12 +523,25 @@ fn flip_set_bracket<'py>(
             return Ok(None);
         }
         // Only Ctrl-C stops it, and the waiting call raises KeyboardInterrupt.
-        Ok(bracket::flip_set_bracket(&balanced, known_lower, &start, limits, search, cancel).ok())
+        Ok(bracket::flip_set_bracket(
+            &balanced,
+            known_lower,
+            &start,
+            start_residual,
+            limits,
+            search,
+            cancel,
+        )
+        .ok())
     })?;
     let d = PyDict::new(py);
     let (subset, lower, upper, optimal, nodes) = match bracket {
         Some(b) => (b.best_subset, b.lower, b.upper, b.optimal, b.nodes),
-        None => (Vec::new(), known_lower.min(1.0), 1.0, false, 0),
+        // The trivial bracket, or the caller's own verified flip set.
+        None => match start_residual.filter(|r| *r < 1.0) {
+            Some(r) => (start.clone(), known_lower.min(r), r, false, 0),
+            None => (Vec::new(), known_lower.min(1.0), 1.0, false, 0),
+        },
     };
     d.set_item(
         "best_subset",
@@ -512,6 +553,22 @@ fn flip_set_bracket<'py>(
     d.set_item("nodes", nodes)?;
     d.set_item("seconds", started.elapsed().as_secs_f64())?;
     Ok(d)
+}
+
+/// Put the calling thread into the standard floating-point environment and
+/// return the state to restore; see `skipsearch._core.pyi`.
+#[pyfunction]
+fn enter_float_env() -> PyResult<Option<u64>> {
+    FloatEnv::enter()
+        .map(FloatEnv::into_saved)
+        .map_err(to_py_err)
+}
+
+/// Restore a state returned by `enter_float_env`; see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (saved))]
+fn restore_float_env(saved: Option<u64>) {
+    float_env::restore(saved);
 }
 
 /// Elementwise error function (for GELU); see `skipsearch._core.pyi`.
@@ -534,7 +591,7 @@ fn erf<'py>(py: Python<'py>, x: PyReadonlyArrayDyn<'py, f64>) -> Bound<'py, PyAr
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 7;
+const CORE_ABI: u32 = 8;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -547,5 +604,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;
     m.add_function(wrap_pyfunction!(flip_set_bracket, m)?)?;
     m.add_function(wrap_pyfunction!(erf, m)?)?;
+    m.add_function(wrap_pyfunction!(enter_float_env, m)?)?;
+    m.add_function(wrap_pyfunction!(restore_float_env, m)?)?;
     Ok(())
 }

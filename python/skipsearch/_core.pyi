@@ -194,3 +194,14 @@ def flip_set_bracket(
 def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """The error function, elementwise, as a new float64 array of the shape
     of ``x`` (any shape; from the ``libm`` crate, under one ulp)."""
+
+def enter_float_env() -> Optional[int]:
+    """Put the calling thread into IEEE round-to-nearest with subnormal
+    numbers kept (on x86_64 MXCSR, on aarch64 FPCR; all exceptions masked)
+    and return the previous control state for :func:`restore_float_env`
+    (``None`` where no register is written). Raises ``RuntimeError`` when
+    the environment cannot be made standard (checked by arithmetic)."""
+
+def restore_float_env(saved: Optional[int]) -> None:
+    """Restore a state returned by :func:`enter_float_env` on the same
+    thread."""

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from skipsearch import _core
 from skipsearch._depth import depth_class_problem, skip_product_nonzero
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import Argument, Backend, FloatArray, RankDecision, UInt8Array
 from skipsearch._validation import (
     Weights,
@@ -39,7 +40,7 @@ from skipsearch.activations import (
     Activation,
     get_activation,
 )
-from skipsearch.construction import build_skip_free_block
+from skipsearch.construction import SkipFreeBlock, build_skip_free_block
 from skipsearch.result import (
     AbsorptionResult,
     FieldEquality,
@@ -188,6 +189,7 @@ def _exact_proof(step: str) -> str:
     return "a complete lattice enumeration; Aardal, Hurkens & Lenstra 2000"
 
 
+@in_standard_float_env
 def find_absorbing_subset(
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
@@ -423,6 +425,9 @@ def _with_bracket(
     else:
         seconds, search = None, BRACKET_SECONDS
     start = None if result.subset is None else result.subset.tolist()
+    # The decision's flip set and its verified residual: the bracket keeps
+    # them unless it proves another flip set strictly better.
+    start_residual = result.residual if start else None
     found = _core.flip_set_bracket(
         w.W_up,
         w.W_down,
@@ -434,6 +439,7 @@ def _with_bracket(
         threads=threads,
         flip_constant_lo=act.flip_constant_lo,
         search_time_limit=search,
+        start_residual=start_residual,
     )
     best_subset = found["best_subset"]
     best_subset.flags.writeable = False
@@ -675,16 +681,24 @@ def _from_search(
     finding = raw["finding"]
     if finding == "subset":
         subset = np.asarray(raw["subset"], dtype=np.int64)
-        block = build_skip_free_block(
-            w.W_up, w.W_down, subset, activation=act, b_up=w.b_up, b_down=w.b_down
-        )
+        # The block's b_down is the float64 nearest b_down + c W_down[:, S]
+        # b_up[S], the rest exact: when that bias overflows float64 the
+        # verdict stands but no block is given.
+        block: Optional[SkipFreeBlock] = None
+        built = "which builds a skip-free block of the same width"
+        try:
+            block = build_skip_free_block(
+                w.W_up, w.W_down, subset, activation=act, b_up=w.b_up, b_down=w.b_down
+            )
+        except ValueError as e:
+            built = f"so a skip-free block of the same width exists, but none is returned: {e}"
         return AbsorptionResult(
             verdict="absorbable",
             reason=(
                 f"Absorbable: flipping the {len(subset)} neuron(s) of S gives "
                 f"c W_down[:, S] W_up[S, :] = -A to relative residual at most "
-                f"{raw['residual']:.2e} (a rigorous bound), which builds a skip-free block of "
-                f"the same width ({PAPER}, the flip construction)."
+                f"{raw['residual']:.2e} (a rigorous bound), {built} ({PAPER}, the flip "
+                "construction)."
             ),
             argument="flip_construction",
             subset=subset,

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import rounding
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray, IntArray
 from skipsearch.absorption import _decide
 from skipsearch.activations import Activation
@@ -246,6 +247,7 @@ def _enumerate(
     return out
 
 
+@in_standard_float_env
 def find_absorbing_subset(
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,

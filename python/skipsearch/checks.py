@@ -8,12 +8,14 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import rounding
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._validation import Weights, as_float_array
 from skipsearch.activations import Activation, get_activation
 
 __all__ = ["check_certificate"]
 
 
+@in_standard_float_env
 def check_certificate(
     certificate: npt.ArrayLike,
     W_up: npt.ArrayLike,

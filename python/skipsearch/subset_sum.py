@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core, rounding
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray, IntArray, SubsetSumStatus, UInt8Array
 from skipsearch._validation import (
     as_float_array,
@@ -172,6 +173,7 @@ def _as_integers(name: str, raw: npt.ArrayLike, widened: FloatArray) -> Optional
     return None
 
 
+@in_standard_float_env
 def subset_sum(
     A: npt.ArrayLike,
     b: npt.ArrayLike,
