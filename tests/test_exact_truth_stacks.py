@@ -421,3 +421,68 @@ def test_the_float_product_bound_holds_in_exact_arithmetic(seed):
         for j, value in enumerate(row):
             gap = abs(Fraction(float(q[i, j])) - scale * value)
             assert gap <= Fraction(float(err[i, j])), (i, j, float(gap), float(err[i, j]))
+
+
+def exact_det(a):
+    """The determinant of a float64 matrix, exactly (Gaussian elimination in
+    rationals)."""
+    m = exact(a)
+    n, det = len(m), Fraction(1)
+    for c in range(n):
+        pivot = next((r for r in range(c, n) if m[r][c] != 0), None)
+        if pivot is None:
+            return Fraction(0)
+        if pivot != c:
+            m[c], m[pivot] = m[pivot], m[c]
+            det = -det
+        det *= m[c][c]
+        for r in range(c + 1, n):
+            f = m[r][c] / m[c][c]
+            m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return det
+
+
+def test_long_chains_of_nonsingular_skips_are_proved_nonzero():
+    # A_l = (signed permutation) (I + strictly upper triangular integers):
+    # det A_l = +-1 by structure, so the product is nonsingular, hence
+    # nonzero. The chain is too long for the entrywise bound and too large
+    # for the exact product; the inverses prove it.
+    rng = np.random.default_rng(12)
+    d, L = 40, 40
+    mats = []
+    for _ in range(L):
+        upper = np.triu(rng.integers(-3, 4, size=(d, d)), 1).astype(float)
+        perm = np.eye(d)[rng.permutation(d)] * rng.choice([-1.0, 1.0], size=(d, 1))
+        mats.append(perm @ (np.eye(d) + upper) * 2.0 ** int(rng.integers(-300, 301)))
+    assert (L - 1) * d**3 > _depth.EXACT_MAX_OPS
+    nonzero, how = _depth.skip_product_nonzero(mats)
+    assert nonzero is True
+    blocks = [
+        dict(W_up=np.ones((2, d)), W_down=np.ones((d, 2)), activation="relu2", skip=a) for a in mats
+    ]
+    assert skipsearch.decide_stack(blocks).verdict == "not_absorbable"
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_nonsingularity_is_claimed_only_for_nonsingular_matrices(seed):
+    # Nearly singular matrices (a row that is, in float64, a combination of
+    # others, a rank-deficient product, a column copied to an ulp) and
+    # ordinary ones: a claim must agree with the exact determinant.
+    rng = np.random.default_rng(300 + seed)
+    d = int(rng.integers(2, 7))
+    a = rng.standard_normal((d, d)) * 2.0 ** rng.integers(-30, 31, size=(d, 1))
+    kind = seed % 4
+    if kind == 0:
+        a[-1] = a[0] * 3.0 - a[1] * 0.7 if d > 2 else a[0] * 0.1
+    elif kind == 1:
+        a = a[:, : d - 1] @ rng.standard_normal((d - 1, d))
+    elif kind == 2:
+        a[:, 0] = a[:, 1] * (1.0 + 2.0**-52)
+    if _depth._nonsingular(a):
+        assert exact_det(a) != 0
+    elif kind == 3:  # a random, well-conditioned matrix: proved
+        assert np.linalg.cond(a) > 1e12
+    # Exactly singular: two equal rows.
+    b = a.copy()
+    b[-1] = b[0]
+    assert exact_det(b) == 0 and not _depth._nonsingular(b)

@@ -13,7 +13,7 @@ when that product is nonzero, and this module decides that rigorously:
 
 * identity and scalar skips factor out: the product is nonzero iff every
   scalar is and the product of the matrix skips is;
-* the matrix skips are multiplied in float64, first with a few random sign
+* the matrix skips are multiplied in float64, first with a few random
   vectors (``P X != 0`` proves ``P != 0``) and then in full, with a running bound on the
   rounding of every entry (each float product of inner dimension ``k`` is
   off by at most ``gamma_k |B| |Q|`` plus ``k`` underflow units, Higham
@@ -21,6 +21,9 @@ when that product is nonzero, and this module decides that rigorously:
   whose magnitude exceeds its bound proves the product nonzero. The bound
   assumes only IEEE 754 arithmetic in some rounding mode, with or without
   subnormals (unit roundoff ``2^-52``, underflow unit ``2^-1020``);
+* square skip matrices that are each proved nonsingular (an approximate
+  inverse ``R`` with ``||R A - I||_inf < 1/2``, rounding bounded the same
+  way) have a nonzero product, however long the chain;
 * when no entry clears its bound and the product is small enough
   (:data:`EXACT_MAX_OPS` multiply-adds), it is computed exactly in Python
   integers (each float64 is an integer times a power of two);
@@ -42,10 +45,11 @@ __all__ = ["EXACT_MAX_OPS", "FLOAT_MAX_OPS", "depth_class_problem", "skip_produc
 
 #: Largest number of multiply-adds of the exact integer product.
 EXACT_MAX_OPS = 250_000
-#: Largest number of multiply-adds of the whole float64 product (after the
-#: product with a few sign vectors proved nothing).
+#: Largest number of multiply-adds of the whole float64 product, and of the
+#: inversions that prove square skips nonsingular (after the product with a
+#: few random vectors proved nothing).
 FLOAT_MAX_OPS = 10**10
-#: Sign vectors the product is applied to first.
+#: Random vectors the product is applied to first.
 _PROBES = 4
 
 #: Unit roundoff, for any IEEE 754 rounding mode (twice round-to-nearest's).
@@ -134,11 +138,18 @@ def skip_product_nonzero(skips: Sequence[Skip]) -> tuple[Optional[bool], str]:
         return True, "the one skip matrix is nonzero and the other skips are nonzero scalars"
     bound = "exceeds its rigorous rounding bound (Higham 2002, ch. 3)"
     # A few columns first: P X != 0 proves P != 0, at O(L d^2) instead of
-    # O(L d^3), and random signs leave P X = 0 only in special cases.
-    probe = np.random.default_rng(0).choice([-1.0, 1.0], size=(mats[0].shape[1], _PROBES))
+    # O(L d^3), and for Gaussian X, P X = 0 only where P = 0 (almost surely).
+    probe = np.random.default_rng(0).standard_normal((mats[0].shape[1], _PROBES))
     if _float_product_nonzero([probe, *mats]):
-        return True, f"an entry of the float64 product with {_PROBES} sign vectors {bound}"
+        return True, f"an entry of the float64 product with {_PROBES} random vectors {bound}"
     ops = sum(b.shape[0] * b.shape[1] * mats[0].shape[1] for b in mats[1:])
+    square = all(a.shape[0] == a.shape[1] for a in mats)
+    inversion_ops = sum(3 * a.shape[0] ** 3 for a in mats)
+    if square and inversion_ops <= FLOAT_MAX_OPS and all(_nonsingular(a) for a in mats):
+        return True, (
+            "every skip matrix is proved nonsingular (an approximate inverse R gives "
+            "||R A - I||_inf < 1/2 with a rigorous rounding bound), so their product is too"
+        )
     if ops <= FLOAT_MAX_OPS and _float_product_nonzero(mats):
         return True, f"an entry of the float64 product {bound}"
     if ops <= EXACT_MAX_OPS:
@@ -150,7 +161,7 @@ def skip_product_nonzero(skips: Sequence[Skip]) -> tuple[Optional[bool], str]:
         "no entry of the float64 product clears its rigorous rounding bound, and the product is "
         f"too large ({ops} multiply-adds, more than {EXACT_MAX_OPS}) to compute exactly"
         if ops <= FLOAT_MAX_OPS
-        else f"no entry of the float64 product with {_PROBES} sign vectors clears its rigorous "
+        else f"no entry of the float64 product with {_PROBES} random vectors clears its rigorous "
         f"rounding bound, and the whole product ({ops} multiply-adds) is beyond "
         f"{FLOAT_MAX_OPS} in float64 and {EXACT_MAX_OPS} exactly"
     )
@@ -238,6 +249,36 @@ def _float_product_bound(
     if not np.all(np.isfinite(err)):
         return None
     return q, err, shift
+
+
+def _nonsingular(a: FloatArray) -> bool:
+    """Whether the square matrix ``a`` is proved nonsingular: with ``R`` a
+    float64 inverse of ``a`` scaled by a power of two, ``||R a - I||_inf <
+    1`` (then ``R a`` is invertible, so ``a`` is). ``fl(R a)`` is off by at
+    most ``gamma_d |R| |a|`` plus ``d`` underflow units per entry; the norm
+    is bounded with every sum inflated for its own rounding, and must come
+    out below 1/2."""
+    item = _scaled(a)
+    if item is None:
+        return False
+    b = item[0]
+    d = b.shape[0]
+    if d * _U > 1e-3:
+        return False
+    with np.errstate(all="ignore"):
+        try:
+            r = np.linalg.inv(b)
+        except np.linalg.LinAlgError:
+            return False
+        if not np.all(np.isfinite(r)):
+            return False
+        gap = np.abs(r @ b - np.eye(d))
+        spread = np.abs(r) @ np.abs(b)
+        gamma = 1.01 * d * _U / (1.0 - d * _U)
+        grow = 1.0 + 4.0 * (d + 4) * _U
+        rows = (gap.sum(axis=1) * grow + gamma * spread.sum(axis=1) * grow) * grow
+        bound = float(np.max(rows)) + (3 * d * d + 8) * _ETA
+    return math.isfinite(bound) and bound < 0.5
 
 
 def _exact_product(mats: Sequence[FloatArray]) -> list[list[int]]:

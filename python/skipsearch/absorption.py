@@ -976,8 +976,10 @@ def decide_stack(
         product: such stacks are undecided); and the product ``A_L ... A_1``
         of the skips is proved nonzero: scalar and identity skips exactly,
         matrices by a float64 product with a rigorous rounding bound on
-        every entry (Higham 2002, ch. 3), else exactly in integers when at
-        most 250,000 multiply-adds. Otherwise ``undecided``, with the reason
+        every entry (Higham 2002, ch. 3), or square ones each proved
+        nonsingular (an approximate inverse ``R`` with ``||R A - I||_inf <
+        1/2``), else exactly in integers when at most 250,000
+        multiply-adds (:mod:`skipsearch._depth`). Otherwise ``undecided``, with the reason
         naming the hypothesis that failed; deep ReLU/GELU stacks are an open
         problem.
 
