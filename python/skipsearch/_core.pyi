@@ -177,18 +177,29 @@ def flip_set_bracket(
     threads: Optional[int] = None,
     flip_constant_lo: float = 0.0,
     search_time_limit: Optional[float] = None,
+    start_residual: Optional[float] = None,
 ) -> _BracketDict:
     """The bracket ``(lower, upper)`` on the least relative residual
     ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all flip sets, and
     the best flip set found (``rust/absorption/bracket.rs``).
 
-    ``known_lower`` is a bound already proven; ``start`` a flip set to start
-    the local search from. ``time_limit`` bounds the whole bracket (what is
-    proved by then is returned); ``search_time_limit`` and ``node_limit`` the
-    branch and bound (blocks of up to 64 neurons) as well; ``optimal`` says
-    whether it completed. ``flip_constant_lo`` is the flip constant's
-    rounding error, as in ``search_flip_set``. A zero ``skip`` gives the
-    trivial bracket.
+    ``lower`` bounds every flip set's residual, ``upper`` that of
+    ``best_subset`` (both proven; each candidate's residual is bracketed on
+    the weights, with exact sums where the a-priori bound is coarse).
+    ``known_lower`` is a bound already proven; ``start`` a flip set (indices
+    below ``m``, in any order) to start the local search from, and
+    ``start_residual`` a proven upper bound on its relative residual (the
+    decision's verified one; needs ``start``). A ``start`` is reported
+    unless another flip set is proven strictly better, and then
+    ``upper <= start_residual``. ``time_limit`` bounds the whole bracket
+    (what is proved by then is returned); ``search_time_limit`` and
+    ``node_limit`` the branch and bound (blocks of up to 64 neurons) as
+    well. ``optimal`` says that it completed and that the bracket is narrow,
+    ``upper - lower <= 1e-3 upper + 1e-12``. ``flip_constant_lo`` is the
+    flip constant's rounding error, as in ``search_flip_set``. A zero
+    ``skip`` gives the trivial bracket. Raises ``ValueError`` for a
+    ``start`` index out of range, or a negative, NaN or start-less
+    ``start_residual``.
     """
 
 def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

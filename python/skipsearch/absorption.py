@@ -287,7 +287,8 @@ def find_absorbing_subset(
         (``rust/absorption/bracket.rs``: a box relaxation bounds it from
         below, a local search from above, and a branch and bound proves the
         optimum on blocks of up to 64 neurons; ``stats.bracket`` says
-        ``"optimal"`` when it completed). ``None`` (auto) computes it when
+        ``"optimal"`` when it completed and ``upper - lower <= 1e-3 upper +
+        1e-12``). ``None`` (auto) computes it when
         the Gram matrix fits ``memory_limit`` and either the decision built
         it already or ``m <= 2048``, within the larger of 1.5 times the
         decision's own time and 0.05 s, and within what is left of
