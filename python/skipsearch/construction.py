@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from skipsearch import _error_free
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray
 from skipsearch._validation import RaggedWarning, Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
@@ -96,6 +98,7 @@ class SkipFreeBlock:
         return out
 
 
+@in_standard_float_env
 def build_skip_free_block(
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
@@ -157,7 +160,7 @@ def build_skip_free_block(
     b_down_arr = w.b_down if w.b_down is not None else np.zeros(w.d_out)
     sign = np.ones(w.m)
     sign[idx] = -1.0
-    new_b_down = b_down_arr + act.flip_constant * (w.W_down[:, idx] @ b_up_arr[idx])
+    new_b_down = _flipped_b_down(w.W_down, b_up_arr, b_down_arr, idx, act)
     return SkipFreeBlock(
         W_up=w.W_up * sign[:, None] + 0.0,  # + 0.0 turns -0.0 into 0.0
         b_up=b_up_arr * sign + 0.0,
@@ -165,6 +168,36 @@ def build_skip_free_block(
         b_down=new_b_down,
         activation=act,
     )
+
+
+def _flipped_b_down(
+    W_down: FloatArray,
+    b_up: FloatArray,
+    b_down: FloatArray,
+    idx: npt.NDArray[np.int64],
+    act: Activation,
+) -> FloatArray:
+    """``b_down + c W_down[:, S] b_up[S]``, each entry the float64 nearest
+    its exact value, with ``c = flip_constant + flip_constant_lo`` exact.
+
+    Raises
+    ------
+    ValueError
+        When an exact entry lies beyond float64's range.
+    """
+    keep = idx[b_up[idx] != 0]
+    if len(keep) == 0:
+        out: FloatArray = b_down.copy()
+        return out
+    c_hi, c_lo = float(cast(float, act.flip_constant)), float(act.flip_constant_lo)
+    try:
+        return _error_free.rounded_flip_sum(W_down, keep, b_up, c_hi, c_lo, [b_down])
+    except OverflowError as e:
+        raise ValueError(
+            "the skip-free block's b_down = b_down + c W_down[:, S] b_up[S] lies beyond "
+            f"float64's range in {e}, so the block cannot be stored in float64 (rescale the "
+            "block)"
+        ) from None
 
 
 def residual_block_output(
@@ -280,6 +313,7 @@ def max_abs_difference(
     return float(np.max(np.abs(block(x) - want)))
 
 
+@in_standard_float_env
 def relative_output_error(
     block: SkipFreeBlock,
     X: npt.ArrayLike,
@@ -295,15 +329,42 @@ def relative_output_error(
     """What replacing the residual block by ``block`` costs on the inputs ``X``.
 
     Returns ``||g(X) - (A X + f(X))||_F / ||A X + f(X)||_F`` over the rows of
-    ``X``, where ``g`` is ``block``. For a block built from any flip set
-    ``S`` of a flip-linear activation (:func:`build_skip_free_block`), the
-    difference is exactly the linear map ``-E_S x`` with
-    ``E_S = A + c W_down[:, S] W_up[S, :]``, so the error is
-    ``||X E_S^T||_F / ||A X + f(X)||_F``; for isotropic inputs the
-    numerator is proportional to ``||E_S||_F``, the relative residual that
-    ``find_absorbing_subset`` reports times ``||A||_F``. This measure is
-    ours, not Mijoski & Karbevski's (2026, arXiv:2604.23705), whose results
-    are exact yes/no answers.
+    ``X``, where ``g`` is ``block``. This measure is ours, not Mijoski &
+    Karbevski's (2026, arXiv:2604.23705), whose results are exact yes/no
+    answers.
+
+    **Flip blocks.** When ``block`` is the flip of a set ``S`` of the same
+    weights (the same ``W_down``, each row of ``W_up`` and ``b_up`` equal
+    to the original or to its negation, the same flip-linear activation, as
+    :func:`build_skip_free_block` makes them, whatever ``b_down``), the gap
+    is exactly ``g(x) - (A x + f(x)) = delta - E_S x`` with
+    ``E_S = A + c W_down[:, S] W_up[S, :]`` and ``delta = block.b_down -
+    (b_down + c W_down[:, S] b_up[S])``. The numerator is evaluated from
+    that identity, not as the difference of two float64 outputs (which
+    loses every digit when large neurons cancel): ``E_S`` and ``delta``
+    are computed exactly and rounded to the nearest float64 (error-free
+    slice products, Ozaki et al. 2012, and error-free sums, Ogita, Rump &
+    Oishi 2005), then multiplied by ``X`` in float64. So the numerator is 0
+    exactly when ``E_S`` and ``delta`` are, and otherwise off by at most
+    ``(d_in + 2) u`` times ``|| |delta| + |X| |E_S|^T ||_F``
+    (``u = 2^-53``; plus ``2^-100`` times ``|| |X| |W_down[:, S]|
+    |W_up[S, :]| ||_F`` for weights whose entries span more than about
+    110 bits, whose slices are bounded rather than summed). For isotropic
+    inputs the numerator is proportional to ``||E_S||_F``, the relative
+    residual that ``find_absorbing_subset`` reports times ``||A||_F``.
+
+    **Other blocks** (another activation, different weights, weights whose
+    exponents leave the range of the exact products): the numerator is the
+    float64 norm of ``g(X) - (A X + f(X))``, each output evaluated in
+    float64. Its error per entry is at most about ``(m + d_in) u`` times the
+    magnitudes the two outputs are summed from (``|W_down| |act(W_up x +
+    b_up)|``, ``|A| |x|``, ``|b_down|``, and the same for ``g``; Higham,
+    *Accuracy and Stability of Numerical Algorithms*, 2002, ch. 3), which
+    exceeds the gap itself when those magnitudes cancel.
+
+    **The denominator** ``||A X + f(X)||_F`` is a float64 evaluation in
+    every case, accurate to the same ``(m + d_in) u`` relative to those
+    magnitudes.
 
     Parameters
     ----------
@@ -321,7 +382,7 @@ def relative_output_error(
     Returns
     -------
     float
-        The relative error, a float64 evaluation (not a rigorous bound).
+        The relative error, dimensionless.
 
     Raises
     ------
@@ -341,4 +402,59 @@ def relative_output_error(
     scale = float(np.linalg.norm(want))
     if scale == 0.0:
         raise ValueError("A X + f(X) is zero on X: the relative error is undefined")
+    act = block.activation if activation is None else get_activation(activation)
+    w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+    gap = _flip_gap(block, act, w)
+    if gap is not None:
+        E, delta = gap
+        return float(np.linalg.norm(delta - xs @ E.T)) / scale
     return float(np.linalg.norm(block(xs) - want)) / scale
+
+
+def _flip_set(block: SkipFreeBlock, act: Activation, w: Weights) -> Optional[npt.NDArray[np.int64]]:
+    """The set ``S`` when ``block`` is the flip of ``S`` of the weights
+    ``w`` with activation ``act``, else None."""
+    same_act = act == block.activation and act.function == block.activation.function
+    if not same_act or act.flip_constant is None or block.W_gate is not None:
+        return None
+    if w.W_gate is not None or block.W_up.shape != w.W_up.shape:
+        return None
+    if block.W_down.shape != w.W_down.shape or not np.array_equal(block.W_down, w.W_down):
+        return None
+    b_up = w.b_up if w.b_up is not None else np.zeros(w.m)
+    if block.b_up.shape != b_up.shape:
+        return None
+    kept = np.all(block.W_up == w.W_up, axis=1) & (block.b_up == b_up)
+    flipped = np.all(block.W_up == -w.W_up, axis=1) & (block.b_up == -b_up)
+    if not np.all(kept | flipped):
+        return None
+    return np.flatnonzero(~kept).astype(np.int64)
+
+
+def _flip_gap(
+    block: SkipFreeBlock, act: Activation, w: Weights
+) -> Optional[tuple[FloatArray, FloatArray]]:
+    """``(E_S, delta)`` rounded to the nearest float64, entry by entry, when
+    ``block`` is a flip block of ``w``: ``g(x) - (A x + f(x)) = delta -
+    E_S x`` exactly. None when it is not, or when the exponents leave the
+    range of the exact products."""
+    S = _flip_set(block, act, w)
+    if S is None:
+        return None
+    c_hi, c_lo = float(cast(float, act.flip_constant)), float(act.flip_constant_lo)
+    P = np.ascontiguousarray(w.W_down[:, S])
+    Q = np.ascontiguousarray(w.W_up[S, :])
+    terms = _error_free.exact_product_slices(P, Q)
+    if terms is None:
+        return None
+    b_up = w.b_up if w.b_up is not None else np.zeros(w.m)
+    b_down = w.b_down if w.b_down is not None else np.zeros(w.d_out)
+    keep = S[b_up[S] != 0]
+    try:
+        E = _error_free.rounded_sums([t.ravel() for t in terms], c_hi, c_lo, w.A.ravel())
+        delta = _error_free.rounded_flip_sum(
+            w.W_down, keep, b_up, -c_hi, -c_lo, [block.b_down, -b_down]
+        )
+    except OverflowError:
+        return None
+    return E.reshape(w.A.shape), delta
