@@ -37,6 +37,8 @@ class SkipFreeBlock:
     """A skip-free MLP block ``x -> W_down act(W_up x + b_up) + b_down``.
 
     For gated activations it is ``W_down (gate(W_gate x) * (W_up x + b_up)) + b_down``.
+    Calling it evaluates that in float64; the block built by
+    :func:`build_skip_free_block` is exact in its weights (see there).
 
     Attributes
     ----------
@@ -126,15 +128,23 @@ def build_skip_free_block(
     Returns
     -------
     SkipFreeBlock
-        Equal to ``A x + f(x)`` for every ``x`` exactly when
-        ``c W_down[:, S] W_up[S, :] = -A``; check it with
-        :func:`max_abs_difference`.
+        ``W_up`` and ``b_up`` with the rows of ``S`` negated (exact),
+        ``W_down`` copied, and ``b_down' = b_down + c W_down[:, S] b_up[S]``
+        with each entry the float64 nearest its exact value (``c =
+        flip_constant + flip_constant_lo``, exact; error-free sums with an
+        a-priori bound, and exact integer sums for the entries that bound
+        leaves open, so cancelling neurons cannot make it wrong). Its
+        function is exactly ``A x + f(x) - E_S x + (b_down' - exact)`` with
+        ``E_S = A + c W_down[:, S] W_up[S, :]``: equal to ``A x + f(x)`` up
+        to half an ulp of each ``b_down'`` entry when ``E_S = 0``. Measure
+        the gap on data with :func:`relative_output_error`.
 
     Raises
     ------
     ValueError
-        If the activation is not flip-linear, or an index is out of range or
-        repeated.
+        If the activation is not flip-linear, an index is out of range or
+        repeated, or an entry of ``b_down'`` lies beyond float64's range
+        (no float64 block exists then).
 
     References
     ----------
@@ -346,25 +356,25 @@ def relative_output_error(
     slice products, Ozaki et al. 2012, and error-free sums, Ogita, Rump &
     Oishi 2005), then multiplied by ``X`` in float64. So the numerator is 0
     exactly when ``E_S`` and ``delta`` are, and otherwise off by at most
-    ``(d_in + 2) u`` times ``|| |delta| + |X| |E_S|^T ||_F``
-    (``u = 2^-53``; plus ``2^-100`` times ``|| |X| |W_down[:, S]|
-    |W_up[S, :]| ||_F`` for weights whose entries span more than about
-    110 bits, whose slices are bounded rather than summed). For isotropic
-    inputs the numerator is proportional to ``||E_S||_F``, the relative
-    residual that ``find_absorbing_subset`` reports times ``||A||_F``.
+    about ``(d_in + 2) u || |delta| + |X| |E_S|^T ||_F`` (to first order
+    in ``u = 2^-53``). For isotropic inputs the numerator is proportional to
+    ``||E_S||_F``, the relative residual that ``find_absorbing_subset``
+    reports times ``||A||_F``.
 
-    **Other blocks** (another activation, different weights, weights whose
-    exponents leave the range of the exact products): the numerator is the
-    float64 norm of ``g(X) - (A X + f(X))``, each output evaluated in
-    float64. Its error per entry is at most about ``(m + d_in) u`` times the
-    magnitudes the two outputs are summed from (``|W_down| |act(W_up x +
-    b_up)|``, ``|A| |x|``, ``|b_down|``, and the same for ``g``; Higham,
-    *Accuracy and Stability of Numerical Algorithms*, 2002, ch. 3), which
-    exceeds the gap itself when those magnitudes cancel.
+    **Other blocks** (another activation, different weights, weights with a
+    row of ``W_down[:, S]`` or a column of ``W_up[S, :]`` spanning more than
+    160 bits, or exponents beyond the range of the exact slice products):
+    the numerator is the float64 norm of ``g(X) - (A X + f(X))``, both
+    outputs evaluated in float64. Each output entry is then off by up to
+    about ``(m + d_in) u`` times the magnitudes it is summed from,
+    ``|W_down| (|h| + L (|W_up| |x| + |b_up|)) + |A| |x| + |b_down|`` with
+    ``h`` the hidden activations and ``L`` the activation's Lipschitz
+    constant, plus ``|W_down|`` times the activation's own evaluation error
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, ch. 3):
+    more than the gap itself when those magnitudes cancel.
 
     **The denominator** ``||A X + f(X)||_F`` is a float64 evaluation in
-    every case, accurate to the same ``(m + d_in) u`` relative to those
-    magnitudes.
+    every case, with that same error per entry.
 
     Parameters
     ----------
