@@ -4,7 +4,8 @@ use faer::{Accum, MatMut};
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::matrix::{gemm, par, Matrix};
+use crate::limits::{Budget, Stop};
+use crate::matrix::{gemm_polled, par, Matrix};
 
 /// Neurons per step in the products below: temporaries stay at
 /// `NEURON_BLOCK x d`, never `m x d`.
@@ -114,13 +115,32 @@ impl<'a> Block<'a> {
     /// over blocks of neurons (`O(m d_out d_in)`). Its rounding is not
     /// bounded here: it serves as a certificate `Y`, which any matrix may be.
     pub fn residual(&self, s: &[f64]) -> Matrix<'static> {
+        self.residual_within(s, &Budget::unlimited())
+            .expect("an unlimited budget never stops")
+    }
+
+    /// [`Block::residual`], stopping within one GEMM tile when `budget` says so.
+    pub fn residual_within(&self, s: &[f64], budget: &Budget) -> Result<Matrix<'static>, Stop> {
         let mut e = self.skip.clone().into_owned();
-        self.add_combination(&mut e, s);
-        e
+        self.add_combination_within(&mut e, s, budget)?;
+        Ok(e)
     }
 
     /// `e += c W_down diag(s) W_up`, over blocks of neurons.
     pub fn add_combination(&self, e: &mut Matrix, s: &[f64]) {
+        self.add_combination_within(e, s, &Budget::unlimited())
+            .expect("an unlimited budget never stops")
+    }
+
+    /// [`Block::add_combination`], with `budget` checked between tiles of
+    /// each GEMM (see [`gemm_polled`]); the same bits when it does not stop.
+    /// On a stop `e` is partly updated.
+    pub fn add_combination_within(
+        &self,
+        e: &mut Matrix,
+        s: &[f64],
+        budget: &Budget,
+    ) -> Result<(), Stop> {
         let (m, d_in) = self.w_up.shape();
         let c = self.flip_constant;
         let mut scaled = vec![0.0; NEURON_BLOCK.min(m) * d_in];
@@ -142,8 +162,17 @@ impl<'a> Block<'a> {
                 continue;
             }
             let rhs = faer::MatRef::from_row_major_slice(&scaled[..n * d_in], n, d_in);
-            gemm(e.view_mut(), Accum::Add, wd.subcols(i0, n), rhs, 1.0, par());
+            gemm_polled(
+                e.view_mut(),
+                Accum::Add,
+                wd.subcols(i0, n),
+                rhs,
+                1.0,
+                par(),
+                budget,
+            )?;
         }
+        Ok(())
     }
 
     /// The diagonal of the Gram matrix, `c^2 |v_i|^2 |u_i|^2` (`O(m d)`).
@@ -171,6 +200,13 @@ impl<'a> Block<'a> {
     /// multiplication by `c`: whatever the GEMM's order, its error is at most
     /// `gamma(d_in + d_out + 1) |c| |v_i|^T |Y| |u_i|` (Higham 2002, ch. 3).
     pub fn inner_products(&self, y: &Matrix) -> Vec<f64> {
+        self.inner_products_within(y, &Budget::unlimited())
+            .expect("an unlimited budget never stops")
+    }
+
+    /// [`Block::inner_products`], with `budget` checked between tiles of
+    /// each GEMM (see [`gemm_polled`]); the same bits when it does not stop.
+    pub fn inner_products_within(&self, y: &Matrix, budget: &Budget) -> Result<Vec<f64>, Stop> {
         let m = self.w_up.rows();
         let d_out = self.w_down.rows();
         let c = self.flip_constant;
@@ -190,21 +226,22 @@ impl<'a> Block<'a> {
                     *gi = c * a;
                 }
             });
-            return g;
+            return Ok(g);
         }
         let mut z = vec![0.0; d_out * NEURON_BLOCK.min(m)];
         for i0 in (0..m).step_by(NEURON_BLOCK) {
             let n = NEURON_BLOCK.min(m - i0);
             // Z = Y U_blk^T, d_out x n, row-major.
             let dst = MatMut::from_row_major_slice_mut(&mut z[..d_out * n], d_out, n);
-            gemm(
+            gemm_polled(
                 dst,
                 Accum::Replace,
                 y.view(),
                 self.w_up.view().subrows(i0, n).transpose(),
                 1.0,
                 par(),
-            );
+                budget,
+            )?;
             let mut acc = vec![0.0; n];
             for p in 0..d_out {
                 let zp = &z[p * n..(p + 1) * n];
@@ -217,7 +254,7 @@ impl<'a> Block<'a> {
                 *gi = c * a;
             }
         }
-        g
+        Ok(g)
     }
 
     /// The same problem rescaled by powers of two, the exponent `k` with
@@ -299,4 +336,111 @@ pub fn ldexp(mut x: f64, mut k: i32) -> f64 {
         k += 1000;
     }
     x * 2f64.powi(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::gemm;
+
+    fn noise(rows: usize, cols: usize, seed: u64) -> Matrix<'static> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let data = (0..rows * cols)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            })
+            .collect();
+        Matrix::from_vec("M", rows, cols, data).unwrap()
+    }
+
+    #[test]
+    fn polled_products_give_the_bits_of_whole_gemms() {
+        // d_out = 1024, d_in = 1100: each GEMM of 512 neurons is split
+        // into two tiles of rows by the polling. The reference is one GEMM
+        // per block of neurons over the whole output.
+        let (d_out, d_in, m) = (1024, 1100, 600);
+        let block = Block::new(
+            noise(m, d_in, 1),
+            noise(d_out, m, 2),
+            None,
+            noise(d_out, d_in, 3),
+            1.5,
+        )
+        .unwrap();
+        let s: Vec<f64> = (0..m).map(|i| (i % 7) as f64 / 7.0).collect();
+        let y = noise(d_out, d_in, 4);
+        let whole = || {
+            let mut e = block.skip.clone().into_owned();
+            for i0 in (0..m).step_by(NEURON_BLOCK) {
+                let n = NEURON_BLOCK.min(m - i0);
+                let mut scaled = Matrix::zeros(n, d_in);
+                for r in 0..n {
+                    let k = block.flip_constant * s[i0 + r];
+                    for (x, &u) in scaled.data_mut()[r * d_in..(r + 1) * d_in]
+                        .iter_mut()
+                        .zip(block.w_up.row(i0 + r))
+                    {
+                        *x = k * u;
+                    }
+                }
+                let wd = block.w_down.view();
+                gemm(
+                    e.view_mut(),
+                    Accum::Add,
+                    wd.subcols(i0, n),
+                    scaled.view(),
+                    1.0,
+                    par(),
+                );
+            }
+            let mut g = vec![0.0; m];
+            for i0 in (0..m).step_by(NEURON_BLOCK) {
+                let n = NEURON_BLOCK.min(m - i0);
+                let mut z = Matrix::zeros(d_out, n);
+                let wu = block.w_up.view().subrows(i0, n).transpose();
+                gemm(z.view_mut(), Accum::Replace, y.view(), wu, 1.0, par());
+                for (r, gi) in g[i0..i0 + n].iter_mut().enumerate() {
+                    let mut a = 0.0;
+                    for p in 0..d_out {
+                        a += z.get(p, r) * block.w_down.get(p, i0 + r);
+                    }
+                    *gi = block.flip_constant * a;
+                }
+            }
+            (e, g)
+        };
+        let want = crate::limits::on_threads(1, whole);
+        for threads in [1, 3] {
+            let got = crate::limits::on_threads(threads, || {
+                (block.residual(&s), block.inner_products(&y))
+            });
+            assert!(want == got, "threads = {threads}");
+        }
+    }
+
+    #[test]
+    fn a_cancelled_product_stops_with_interrupted() {
+        let block = Block::new(
+            noise(700, 600, 5),
+            noise(500, 700, 6),
+            None,
+            noise(500, 600, 7),
+            1.0,
+        )
+        .unwrap();
+        let cancel = std::sync::atomic::AtomicBool::new(true);
+        let budget = Budget::new(crate::limits::Limits::default(), &cancel);
+        let s = vec![1.0; 700];
+        assert_eq!(
+            block.residual_within(&s, &budget).err(),
+            Some(Stop::Interrupted)
+        );
+        assert_eq!(
+            block.inner_products_within(&block.skip, &budget).err(),
+            Some(Stop::Interrupted)
+        );
+    }
 }

@@ -108,6 +108,9 @@ fn pivoted_llt(
         }
         for j in k..k + bs {
             if j > k {
+                // One matrix-vector product per column: at m = 16384 a panel
+                // is some 0.1 s of memory traffic, so poll per column.
+                budget.check()?;
                 let prev = a.as_ref().col(j - 1);
                 for i in j..n {
                     let x = prev[i];
@@ -232,7 +235,11 @@ fn pivoted_llt(
                 }
                 out
             };
-            blocks.into_par_iter().for_each(|(c0, block)| {
+            // The update is the factorisation's bulk (at m = 16384 the first
+            // is 17 G multiply-adds): each block polls before it starts, so
+            // a limit takes effect within one block's work per thread.
+            blocks.into_par_iter().try_for_each(|(c0, block)| {
+                budget.check()?;
                 let cols = block.ncols();
                 gemm(
                     block.subrows_mut(c0, width - c0),
@@ -242,7 +249,8 @@ fn pivoted_llt(
                     -1.0,
                     Par::Seq,
                 );
-            });
+                Ok(())
+            })?;
         }
         k = next;
     }
@@ -535,6 +543,54 @@ mod tests {
             let gs = crate::matrix::dot(row(i), &bts);
             assert!((gs - hi).abs() <= 1e-8 * scale, "neuron {i}: {gs} vs {hi}");
         }
+    }
+
+    #[test]
+    fn cancel_flag_stops_the_factorisation() {
+        use std::sync::atomic::Ordering;
+        use std::time::{Duration, Instant};
+        // G = B B^T + I, m = 3000, of full rank: the factorisation is some
+        // 9 G floating-point operations, tenths of a second on two threads;
+        // the flag is set 20 ms in, and it stops at the next column of a
+        // panel or block of a trailing update.
+        let (m, k) = (3000usize, 64usize);
+        let mut state = 11u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let b: Vec<f64> = (0..m * k).map(|_| next()).collect();
+        let mut g = vec![0.0; m * m];
+        g.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
+            for (i, x) in col.iter_mut().enumerate().skip(j) {
+                let d = crate::matrix::dot(&b[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
+                *x = d + if i == j { 1.0 } else { 0.0 };
+            }
+        });
+        let set = AtomicBool::new(true);
+        let budget = Budget::new(Limits::default(), &set);
+        assert_eq!(
+            PivotedCholesky::factor(g.clone(), m, &budget).err(),
+            Some(Stop::Interrupted)
+        );
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let (got, latency) = crate::limits::on_threads(2, || {
+            std::thread::scope(|scope| {
+                let setter = scope.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    cancel.store(true, Ordering::Relaxed);
+                    Instant::now()
+                });
+                let got = PivotedCholesky::factor(g, m, &budget).err();
+                let set = setter.join().unwrap();
+                (got, Instant::now().saturating_duration_since(set))
+            })
+        });
+        assert_eq!(got, Some(Stop::Interrupted));
+        assert!(latency < Duration::from_secs(1), "{latency:?}");
     }
 
     #[test]

@@ -62,7 +62,7 @@ use std::time::Duration;
 
 use crate::absorption::block::Block;
 use crate::absorption::branch_and_bound::{enumerate_component, search_component, Enumeration};
-use crate::absorption::certificate::{certificate, interval_bound, IntervalBound};
+use crate::absorption::certificate::{interval_bound, IntervalBound};
 use crate::absorption::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::absorption::genericity::{GenericityCheck, GenericityReport};
 use crate::absorption::null_space::{components, Component};
@@ -380,6 +380,23 @@ pub fn confirmed_distance(estimate: f64, relaxed: &IntervalBound, tol: f64) -> O
     (bound >= estimate - slack || estimate <= tol).then_some(bound.min(estimate))
 }
 
+/// The relaxation's residual certificate at `s` (see
+/// [`certificate::certificate`]), its GEMMs polling `budget`.
+fn certificate_within(
+    block: &Block,
+    s: &[f64],
+    budget: &Budget,
+) -> Result<certificate::Certificate, Stop> {
+    let mut y = block.residual_within(s, budget)?;
+    y.data_mut().iter_mut().for_each(|x| *x = -*x);
+    let a_norm = block.skip.frobenius_norm();
+    let norm = y.frobenius_norm();
+    Ok(certificate::Certificate {
+        distance: if a_norm == 0.0 { norm } else { norm / a_norm },
+        y,
+    })
+}
+
 /// Verify `subset` rigorously and record its residual bracket; `Some(true)`
 /// when it is within the tolerance, `Some(false)` when provably not, `None`
 /// when the bracket straddles it.
@@ -436,7 +453,7 @@ fn stages(
             return Ok(Finding::NoSubset(Evidence::Certificate));
         }
         out.method.push("conjugate gradients");
-        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget)?;
+        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget);
         out.krylov_steps = krylov.steps;
         if let Some((bound, y)) = krylov.best {
             if bound.bound > skip_cert.bound {
@@ -447,6 +464,10 @@ fn stages(
                 out.certificate = Some(y);
                 return Ok(Finding::NoSubset(Evidence::Certificate));
             }
+        }
+        if let Some(stop) = krylov.stopped {
+            // What the completed steps proved stays in distance_bound.
+            return Err(stop);
         }
         if !options.exact_fits(m) {
             return Err(Stop::MemoryLimit);
@@ -469,10 +490,17 @@ fn stages(
     // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
     out.method.push("certificate");
     let mut s_star = factor.solve(&rhs);
-    let mut cert = certificate(block, &s_star);
-    let mut inner = block.inner_products(&cert.y);
+    let mut cert = certificate_within(block, &s_star, budget)?;
+    let mut inner = block.inner_products_within(&cert.y, budget)?;
+    // A limit reached during the refinement keeps the last complete
+    // certificate (with its inner products): if it proves the answer, the
+    // proof is used; otherwise the limit ends the search below.
+    let mut refinement_stopped = None;
     for _ in 0..REFINEMENT_STEPS {
-        budget.check()?;
+        if let Err(stop) = budget.check() {
+            refinement_stopped = Some(stop);
+            break;
+        }
         let step = factor.solve(&inner);
         let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
         // The distance moves by the square of the correction (the gradient
@@ -481,19 +509,32 @@ fn stages(
             break;
         }
         let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
-        let trial_cert = certificate(block, &trial);
+        let trial_cert = match certificate_within(block, &trial, budget) {
+            Ok(c) => c,
+            Err(stop) => {
+                refinement_stopped = Some(stop);
+                break;
+            }
+        };
         if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
             || !trial_cert.distance.is_finite()
         {
             break;
         }
         let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
+        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
+            Ok(g) => g,
+            Err(stop) => {
+                refinement_stopped = Some(stop);
+                break;
+            }
+        };
         if out.method.last() != Some(&"refinement") {
             out.method.push("refinement");
         }
         s_star = trial;
         cert = trial_cert;
-        inner = block.inner_products(&cert.y);
+        inner = trial_inner;
         if converged {
             break;
         }
@@ -502,7 +543,8 @@ fn stages(
     // and Y = A, whose inner products are -h (already computed).
     let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
     let (d_out, d_in) = block.skip.shape();
-    if confirmed_distance(cert.distance, &relaxed, tol).is_none()
+    if refinement_stopped.is_none()
+        && confirmed_distance(cert.distance, &relaxed, tol).is_none()
         && cert.distance > tol
         && m.saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
     {
@@ -512,7 +554,11 @@ fn stages(
         // (iterative refinement in extended precision).
         let mut s_lo = vec![0.0; m];
         for _ in 0..3 {
-            budget.check()?;
+            if let Err(stop) = budget.check() {
+                // relaxed and cert.y are updated together: keep them.
+                refinement_stopped = Some(stop);
+                break;
+            }
             let mut y = exact_flip_residual(block, &s_star, &s_lo);
             y.data_mut().iter_mut().for_each(|x| *x = -*x);
             let g = block.inner_products(&y);
@@ -529,7 +575,14 @@ fn stages(
             }
         }
     }
-    out.relaxation_distance = confirmed_distance(cert.distance, &relaxed, tol);
+    // A refinement cut short by a limit leaves a residual that may be far
+    // from the least-squares one: it may still prove the verdict, but it
+    // is not reported as the relaxation distance.
+    out.relaxation_distance = if refinement_stopped.is_none() {
+        confirmed_distance(cert.distance, &relaxed, tol)
+    } else {
+        None
+    };
     let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
     let (best, best_y) = if skip_cert.bound > relaxed.bound {
         (skip_cert, block.skip.clone().into_owned())
@@ -545,13 +598,16 @@ fn stages(
         return Ok(Finding::NoSubset(Evidence::Certificate));
     }
     drop(best_y);
+    if let Some(stop) = refinement_stopped {
+        return Err(stop);
+    }
     if exact {
         // The least-squares residual proves nothing over the box when the
         // relaxation reaches (or nearly reaches) -A, yet a point of the
         // conjugate-gradient path may: try them before any search, as the
         // verdict-first path does.
         out.method.push("conjugate gradients");
-        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget)?;
+        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget);
         out.krylov_steps = krylov.steps;
         if let Some((bound, y)) = krylov.best {
             if out.distance_bound.is_none_or(|b| bound.bound > b) {
@@ -562,6 +618,9 @@ fn stages(
                 out.certificate = Some(y);
                 return Ok(Finding::NoSubset(Evidence::Certificate));
             }
+        }
+        if let Some(stop) = krylov.stopped {
+            return Err(stop);
         }
     }
 
@@ -1147,6 +1206,92 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// A block whose `W_down` leans against `W_up` (`sum_i v_i . u_i` near
+    /// `-1.2 d`), so that `Y = A` proves nothing and the search needs the
+    /// conjugate gradients or the relaxation (the `hard` blocks of
+    /// `benches/scale.py`).
+    fn leaning(d: usize, m: usize, seed: u64) -> Block<'static> {
+        let mut rng = SplitMix(seed);
+        let w_up = rng.matrix(m, d);
+        let mut w_down = rng.matrix(d, m);
+        let coef = -1.2 * 3.0 / m as f64;
+        for p in 0..d {
+            for i in 0..m {
+                w_down.data_mut()[p * m + i] += coef * w_up.get(i, p);
+            }
+        }
+        Block::new(w_up, w_down, None, Matrix::identity(d), 1.0).unwrap()
+    }
+
+    /// Run the stages with a budget that reports a time limit at its
+    /// `n + 1`-th check: the finding, the outcome and the checks made.
+    fn stopped_after(
+        block: &Block,
+        options: &Options,
+        n: i64,
+    ) -> (Result<Finding, Stop>, Outcome, i64) {
+        let cancel = AtomicBool::new(false);
+        let mut budget = Budget::expiring_after_checks(n, &cancel);
+        let mut out = run_default(block, 1);
+        out.method.clear();
+        out.certificate = None;
+        out.distance_bound = None;
+        out.relaxation_distance = None;
+        out.krylov_steps = 0;
+        let finding = stages(block, options, &mut budget, &mut out);
+        let made = budget.checks_made(n);
+        (finding, out, made)
+    }
+
+    #[test]
+    fn a_limit_at_any_poll_stops_or_keeps_a_proof_that_holds() {
+        // Both paths: the conjugate gradients (Y = A proves nothing, a step
+        // does) and the relaxation's certificate with its refinement.
+        let bound = Options::new(1e-9, GenericityCheck::Proportional)
+            .with_threads(1)
+            .with_distance(Distance::Bound);
+        let exact = bound.with_distance(Distance::Exact);
+        for (options, stage) in [(bound, "conjugate gradients"), (exact, "certificate")] {
+            let block = leaning(12, 8, 21);
+            let (full, full_out, checks) = stopped_after(&block, &options, i64::MAX / 2);
+            assert_eq!(full, Ok(Finding::NoSubset(Evidence::Certificate)));
+            assert!(full_out.method.contains(&stage), "{:?}", full_out.method);
+            if stage == "conjugate gradients" {
+                assert!(full_out.krylov_steps >= 1);
+                assert!(!full_out.method.contains(&"relaxation"));
+            }
+            let mut first_proof = None;
+            for n in 0..=checks {
+                let (finding, out, _) = stopped_after(&block, &options, n);
+                match finding {
+                    Err(Stop::TimeLimit) => {
+                        assert!(first_proof.is_none(), "n = {n}: a proof, then a stop");
+                        assert!(out.certificate.is_none());
+                    }
+                    Ok(Finding::NoSubset(Evidence::Certificate)) => {
+                        first_proof.get_or_insert(n);
+                        // Checked afresh, trusting nothing the search did.
+                        let y = out.certificate.as_ref().expect("a certificate");
+                        assert!(lower_bound(&block, y) > options.tol, "n = {n}");
+                    }
+                    other => panic!("n = {n}: {other:?}"),
+                }
+            }
+            // The full run's checks all pass at n = checks: the step or
+            // certificate that completed last is the proof, not a stop.
+            let first = first_proof.expect("the full budget proves");
+            assert!(first <= checks);
+            if stage == "certificate" {
+                // The relaxation's first certificate already proves: a
+                // limit reached during its refinement keeps it.
+                assert!(first < checks, "first proof at {first} of {checks}");
+                let (_, out, _) = stopped_after(&block, &options, first);
+                assert_eq!(out.relaxation_distance, None);
+                assert!(full_out.relaxation_distance.is_some());
+            }
+        }
     }
 
     #[test]

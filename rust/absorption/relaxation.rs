@@ -57,6 +57,12 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
             // Rows j0..m in chunks, so the U U^T temporary stays small.
             let mut uu = vec![0.0; GRAM_ROWS.min(rows) * cols];
             for r0 in (j0..m).step_by(GRAM_ROWS) {
+                // Each step is two GEMMs of GRAM_ROWS x GRAM_COLUMNS x d
+                // on one thread (0.1 s at d = 6000): a limit takes effect
+                // within one of them, not at the end of the column block.
+                if r0 > j0 {
+                    budget.check()?;
+                }
                 let len = GRAM_ROWS.min(m - r0);
                 let mut dst = block_cols.as_mut().subrows_mut(r0, len);
                 // c^2 V[r0..] V[j0..j0+cols]^T, with V = W_down^T.
