@@ -17,8 +17,8 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 
-# Decides one block on the default pool and on a pool of two, so that both
-# kinds of pool exist in the parent before it forks.
+# Decides blocks on the default pool and on pools of one and two workers, so
+# that each kind of pool exists in the parent before it forks.
 PRELUDE = textwrap.dedent(
     """
     import os, sys
@@ -38,6 +38,7 @@ PRELUDE = textwrap.dedent(
         return "ok"
 
     decide()
+    decide(threads=1)  # the size a process-pool scan gives each block
     decide(threads=2)
     """
 )

@@ -937,6 +937,7 @@ def _depth_hypotheses(blocks: Sequence[dict[str, Any]]) -> tuple[bool, str]:
     )
 
 
+@in_standard_float_env
 def decide_stack(
     blocks: Sequence[Union[MLPBlock, Mapping[str, Any]]],
     *,

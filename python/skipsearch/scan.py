@@ -42,6 +42,7 @@ from typing import Any, Optional, Union, cast
 import numpy as np
 from tqdm import tqdm
 
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._scan.decide import check_bracket, check_distance, decide_block
 from skipsearch._scan.locate import (
     SUPPORTED_MODEL_TYPES,
@@ -199,6 +200,7 @@ def _show_progress(progress: Optional[bool]) -> bool:
     return bool(progress)
 
 
+@in_standard_float_env
 def scan(
     paths: Union[PathLike, Sequence[PathLike], None] = None,
     *,
@@ -544,6 +546,7 @@ def scan(
     ]
 
 
+@in_standard_float_env
 def scan_checkpoint(
     path: Optional[PathLike] = None,
     *,

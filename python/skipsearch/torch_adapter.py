@@ -27,6 +27,7 @@ from typing import Any, Optional, Union, cast
 
 import numpy as np
 
+from skipsearch._float_env import in_standard_float_env
 from skipsearch._torch.modules import dispatch
 from skipsearch._torch.tensors import BF16_TOL, Widened, stored_tol, to_numpy
 from skipsearch._warnings import PrecisionWarning
@@ -36,6 +37,7 @@ from skipsearch.activations import Activation
 __all__ = ["BF16_TOL", "from_torch", "load_state_dict"]
 
 
+@in_standard_float_env
 def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = None) -> MLPBlock:
     """Read one MLP block out of a PyTorch module.
 
