@@ -30,6 +30,14 @@
 //!   a tolerance `tau` (twice the rounding allowance plus `1e-9` of the
 //!   incumbent's value).
 //!   When it completes, the bracket encloses the optimum to that width.
+//! - **Choice and claim.** The flip set reported is chosen on rigorous
+//!   brackets of each candidate's own residual evaluated on the weights (the
+//!   search's incumbent, the decision's flip set, the empty set), never on
+//!   the Gram form's values alone; the decision's flip set, with its
+//!   verified residual as an upper end, is kept unless another candidate's
+//!   upper end is below its lower end. "Optimal" is claimed only when the
+//!   branch and bound completed and the bracket is narrow ([`is_narrow`]):
+//!   a completed search whose allowance swamps every value proves nothing.
 //!
 //! Rigour. Every value above is float64, so each bound carries one a-priori
 //! allowance `delta` on the rounding of `G`, `h`, `||A||^2` and of the
@@ -39,9 +47,12 @@
 //! `|h_i| <= n_i ||A||_F`, so with `M = (||A||_F + sum_i n_i)^2`,
 //! `delta = 16 gamma(d_out + d_in + 2m + 32) M + gamma(n + 2) ||A||^2`
 //! (Higham 2002, ch. 3; `gamma` as in `rounding`) covers them with room to
-//! spare. Lower bounds subtract `delta`, upper bounds add it; the best flip
-//! set's residual is also bracketed directly on the weights
-//! (`verification`) when that is cheap, and the tighter bound kept.
+//! spare. Lower bounds subtract `delta`, upper bounds add it. `delta`
+//! grows with the square of the neurons' norms, so terms far larger than
+//! `A` that cancel make it exceed every value: then only the direct
+//! brackets of `certified` (`verification`: the a-priori bound on the
+//! weights, and every entry summed exactly when that is wide) say anything
+//! about a flip set, and the tighter bound is kept.
 //!
 //! The bracket, the box bound and the search are this project's additions;
 //! Mijoski & Karbevski (2026, arXiv:2604.23705) answer only whether the
@@ -83,10 +94,12 @@ pub struct Bracket {
     /// least this.
     pub lower: f64,
     /// Proven: `best_subset`'s relative residual is at most this (exactly 1
-    /// for the empty set).
+    /// for the empty set; at most the start's stated bound when the start
+    /// is reported).
     pub upper: f64,
-    /// Whether the branch and bound completed, so that no flip set beats
-    /// `best_subset` by more than the bracket's width.
+    /// Whether the branch and bound completed and the bracket is narrow
+    /// ([`is_narrow`]), so that no flip set beats `best_subset` by more
+    /// than `1e-3 upper + 1e-12`.
     pub optimal: bool,
     /// Branch-and-bound nodes.
     pub nodes: u64,
@@ -372,7 +385,7 @@ fn subset_of(s: &[f64]) -> Vec<usize> {
 ///
 /// The reported flip set is chosen on rigorous bounds of the residual of
 /// each candidate (the search's incumbent, `start`, the empty set), each
-/// evaluated on the weights ([`certified`]), never on the Gram form's
+/// evaluated on the weights (`certified`), never on the Gram form's
 /// float64 values alone; `start` is kept unless another candidate's upper
 /// bound is below `start`'s lower bound, so it is never replaced by a worse
 /// flip set. `optimal` needs the branch and bound to have completed and the
