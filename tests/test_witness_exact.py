@@ -233,3 +233,39 @@ def test_inputs_are_not_modified_and_zero_biases_are_copied():
     assert block.b_down is not b_down
     no_bias = skipsearch.build_skip_free_block(W_up, W_down, [0, 3], b_down=b_down)
     assert np.array_equal(no_bias.b_down, b_down) and no_bias.b_down is not b_down
+
+
+def test_two_product_is_error_free_across_the_safe_range():
+    rng = np.random.default_rng(21)
+    a = rng.uniform(-2, 2, 4000) * 2.0 ** rng.integers(-450, 449, 4000).astype(float)
+    b = rng.uniform(-2, 2, 4000) * 2.0 ** rng.integers(-450, 449, 4000).astype(float)
+    a[:8] = [2.0**449, -(2.0**-449), 1.0 - 2.0**-53, 3.0, 0.0, 2.0**-450, 1.5, -7.0]
+    p, e = _error_free.two_product(a, b)
+    for x, y, hi, lo in zip(a, b, p, e):
+        assert Fraction(hi) + Fraction(lo) == Fraction(x) * Fraction(y)
+
+
+@pytest.mark.parametrize("c_hi, c_lo", [(1.0, 0.0), (1.2, -4.440892098500626e-17), (0.75, 0.0)])
+def test_values_a_hair_from_a_rounding_boundary(c_hi, c_lo):
+    """Long sums of terms near 2^40 that cancel exactly, plus c tau, plus
+    extras 1 and 2^-53 whose sum is the halfway point between 1 and its
+    successor: tau of 0 or +-2^-80 is inside the fast path's error bound
+    (the exact route decides), +-2^-30 outside it."""
+    c = Fraction(c_hi) + Fraction(c_lo)
+    rng = np.random.default_rng(17)
+    n = 3000
+    W = rng.standard_normal((5, n + 1)) * 2.0**40
+    v = rng.standard_normal(n + 1)
+    W[:, n // 2 : n] = -W[:, : n // 2]
+    v[n // 2 : n] = v[: n // 2]
+    W[:, n] = [0.0, 2.0**-80, -(2.0**-80), 2.0**-30, -(2.0**-30)]
+    v[n] = 1.0
+    extras = [np.ones(5), np.full(5, 2.0**-53)]
+    got = _error_free.rounded_flip_sum(W, np.arange(n + 1), v, c_hi, c_lo, extras)
+    Wf, vf = fr(W), fr(v)
+    for j in range(5):
+        main = sum(Wf[j, i] * vf[i] for i in range(n))
+        assert main == 0
+        exact = 1 + Fraction(2) ** -53 + c * (main + Wf[j, n] * vf[n])
+        assert got[j] == float(exact)
+    assert got[0] == 1.0  # the tie goes to even

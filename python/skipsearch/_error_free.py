@@ -16,10 +16,13 @@ digit. This module evaluates them as the float64 *nearest* the exact value:
   to ``H``'s neighbours (with a factor 2 to spare, so the float evaluation
   of the test cannot flip it).
 - **Exact fallback.** Every entry the test leaves open (a value next to a
-  rounding boundary, an exponent outside the range where the
-  transformations are exact, a tiny result) is recomputed in Python
-  integers, exactly, and rounded by ``int / int`` division, which CPython
-  rounds correctly.
+  rounding boundary, a sum more ill-conditioned than twice float64's
+  precision resolves, an exponent outside the range where the
+  transformations are exact, a tiny result) is recomputed exactly: with
+  ``math.fsum`` (correctly rounded, Shewchuk 1997) on the exact float64
+  pieces of every term where TwoProduct splits them exactly, otherwise in
+  Python integers, rounded by ``int / int`` division, which CPython rounds
+  correctly.
 - **Exact matrix products** (Ozaki, Ogita, Oishi & Rump, "Error-free
   transformations of matrix multiplication", Numer. Algorithms 59, 2012):
   rows of the left and columns of the right factor are cut into slices of
@@ -110,12 +113,15 @@ def _gamma(n: int) -> float:
     return nu / (1.0 - nu) * _INFLATE
 
 
-def _tree(P: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, int]:
+def _tree(
+    P: FloatArray, errors: Optional[list[FloatArray]] = None
+) -> tuple[FloatArray, FloatArray, FloatArray, int]:
     """Pairwise TwoSum along the last axis of ``P`` (shape ``(R, N)``).
 
     Returns ``(h, low, low_abs, count)``: ``sum(P) = h + (the count error
     terms)`` exactly, ``low`` their float64 sum and ``low_abs`` the float64
-    sum of their magnitudes."""
+    sum of their magnitudes. The error terms are appended to ``errors``
+    when it is given."""
     R = P.shape[0]
     low = np.zeros(R)
     low_abs = np.zeros(R)
@@ -128,6 +134,8 @@ def _tree(P: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, int]:
         low += e.sum(axis=1)
         low_abs += np.abs(e).sum(axis=1)
         count += half
+        if errors is not None:
+            errors.append(e)
         cur = np.concatenate([s, cur[:, 2 * half :]], axis=1) if n % 2 else s
     h = cur[:, 0] if cur.shape[1] else np.zeros(R)
     return h, low, low_abs, count
@@ -236,6 +244,26 @@ def nearest(value: Fraction) -> float:
     return out + 0.0
 
 
+def _fsum_route(terms: FloatArray, extras: FloatArray, c_hi: float, c_lo: float) -> Optional[float]:
+    """The float64 nearest ``sum(extras) + (c_hi + c_lo) sum(terms)`` by
+    ``math.fsum`` (correctly rounded), once ``c`` times each term is split
+    into floats exactly by TwoProduct; None when an exponent is outside the
+    range where that split is exact."""
+    if c_hi == 1.0 and c_lo == 0.0:
+        parts = [terms]
+    else:
+        if not (np.all(_safe(terms)) and _safe(np.asarray(c_hi)) and _safe(np.asarray(c_lo))):
+            return None
+        parts = []
+        for c in (c_hi, c_lo) if c_lo else (c_hi,):
+            p, e = two_product(np.full(terms.shape, c), terms)
+            parts += [p, e]
+    try:
+        return math.fsum(np.concatenate([extras, *parts]).tolist()) + 0.0
+    except OverflowError:  # a partial sum overflowed: the exact route decides
+        return None
+
+
 def exact_constant(c_hi: float, c_lo: float) -> Fraction:
     """The flip constant ``c = c_hi + c_lo`` as an exact rational."""
     return Fraction(c_hi) + Fraction(c_lo)
@@ -296,13 +324,38 @@ def rounded_flip_sum(
                 decided &= np.all(_safe(Wc), axis=1)
             out[lo:hi] = value
             todo[lo:hi] = ~decided
+        # Second pass on what is left (when v is safe): the sum is h plus the
+        # first tree's error terms plus the products' errors, exactly, and
+        # all of them go through a second tree (K = 3 in Ogita, Rump &
+        # Oishi's SumK), which resolves the condition numbers far beyond
+        # 1 / u that large cancelling pairs make.
+        left = np.flatnonzero(todo) if v_safe else np.zeros(0, dtype=np.int64)
+        step = max(1, rows // 3)
+        for lo in range(0, len(left), step):
+            part = left[lo : lo + step]
+            Wc = W[part][:, cols]
+            P, E = two_product(Wc, v[None, :])
+            errors: list[FloatArray] = []
+            h, _, _, _ = _tree(P, errors)
+            major = np.concatenate([h[:, None], *errors, E], axis=1)
+            value, decided = _combine(major, None, c_hi, c_lo, ext[part])
+            decided &= np.all(_safe(Wc), axis=1)
+            out[part[decided]] = value[decided]
+            todo[part[decided]] = False
     if np.any(todo):
         c = exact_constant(c_hi, c_lo)
         nz = np.flatnonzero(v)
         for j in np.flatnonzero(todo).tolist():
-            exact = c * exact_dot(W[j, cols[nz]], v[nz]) + exact_sum(ext[j])
+            a, b = W[j, cols[nz]], v[nz]
+            fsummed: Optional[float] = None
+            if v_safe and np.all(_safe(a)):
+                # Dekker is exact here: fsum the products' float pairs.
+                with np.errstate(all="ignore"):
+                    p, e = two_product(a, b)
+                fsummed = _fsum_route(np.concatenate([p, e]), ext[j], c_hi, c_lo)
             try:
-                out[j] = nearest(exact)
+                exact = c * exact_dot(a, b) + exact_sum(ext[j]) if fsummed is None else None
+                out[j] = fsummed if exact is None else nearest(exact)
             except OverflowError:
                 raise OverflowError(f"entry {j}") from None
     return out
@@ -350,9 +403,11 @@ def rounded_sums(
     if np.any(todo):
         c = exact_constant(c_hi, c_lo)
         for j in np.flatnonzero(todo).tolist():
-            total = exact_sum(np.array([t[j] for t in terms])) if K else Fraction(0)
+            row = np.array([t[j] for t in terms])
+            fsummed = _fsum_route(row, extra[j : j + 1], c_hi, c_lo)
             try:
-                out[j] = nearest(c * total + Fraction(float(extra[j])))
+                exact = c * exact_sum(row) + Fraction(float(extra[j])) if fsummed is None else None
+                out[j] = fsummed if exact is None else nearest(exact)
             except OverflowError:
                 raise OverflowError(f"entry {j}") from None
     return out
