@@ -5,7 +5,9 @@ For a flip-linear activation (``act(z) - act(-z) = c z``) and a flip set
 ``b_up[i]`` for ``i`` in ``S``, keep ``W_down``, and set
 ``b_down' = b_down + c W_down[:, S] b_up[S]``. The result equals
 ``A x + f(x)`` for every ``x`` (Mijoski & Karbevski 2026, arXiv:2604.23705,
-the flip construction).
+the flip construction). The negations and the copy are exact; ``b_down'``
+is built as the float64 nearest its exact value (``_error_free``), so the
+built block is the flip construction up to half an ulp of ``b_down'``.
 """
 
 from __future__ import annotations
@@ -309,7 +311,10 @@ def max_abs_difference(
     Returns
     -------
     float
-        The maximum absolute difference over all samples and outputs.
+        The maximum absolute difference over all samples and outputs, both
+        outputs evaluated in float64: a sanity check, not a proof (large
+        cancelling neurons make it large for blocks that are exact;
+        :func:`relative_output_error` evaluates a flip block's gap exactly).
     """
     if not isinstance(block, SkipFreeBlock):
         raise TypeError(f"block must be a SkipFreeBlock, got {type(block).__name__}")
