@@ -464,6 +464,13 @@ pub fn flip_set_bracket(
                 }
             }
         }
+    } else if let Some(u) = start_upper.filter(|u| (0.0..1.0).contains(u) && !start.is_empty()) {
+        // The norms of A left the float64 range: only the stated bound.
+        best = Candidate {
+            subset: start.to_vec(),
+            lower: 0.0,
+            upper: u,
+        };
     }
     let upper = best.upper;
     let mut lower = down(found.lower_sq.max(0.0).sqrt() / a_up, 2);
