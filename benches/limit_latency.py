@@ -17,7 +17,8 @@ Cases (``--cases``, comma-separated; default all):
 - ``distance``: ``d = 6000, m = 1000``, ``distance=True``,
   ``time_limit = 1``;
 - ``ctrl-c``: ``d = 4000, m = 2500``, ``distance=False``, no limit, SIGINT
-  after ``--interrupt-after`` seconds (default 1.0).
+  after each of ``--interrupt-after`` seconds (default ``1,2,3``, so the
+  signal lands at different points of the conjugate-gradient steps).
 
 Usage::
 
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default="limit,distance,ctrl-c")
     parser.add_argument("--limits", default="0.5,1.3")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--interrupt-after", type=float, default=1.0)
+    parser.add_argument("--interrupt-after", default="1,2,3")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -136,11 +137,13 @@ def main(argv=None) -> int:
         rows.append(_row("overrun, d=6000 m=1000 distance=True limit=1", runs))
     if "ctrl-c" in cases:
         runs = []
+        after = [float(x) for x in args.interrupt_after.split(",")]
         for _ in range(args.repeat):
-            out = interrupt_latency(block(4000, 2500), args.interrupt_after, args.threads)
-            record("ctrl-c", out)
-            if out["latency"] is not None:
-                runs.append(out["latency"])
+            for at in after:
+                out = interrupt_latency(block(4000, 2500), at, args.threads)
+                record(f"ctrl-c {at}", out)
+                if out["latency"] is not None:
+                    runs.append(out["latency"])
         rows.append(
             _row(f"Ctrl-C latency, d=4000 m=2500, SIGINT at {args.interrupt_after} s", runs)
         )

@@ -76,6 +76,9 @@ const MATVEC_ROWS: usize = 2048;
 /// Columns per block of the trailing update.
 const UPDATE_COLUMNS: usize = 256;
 
+/// Fewest free neurons per chunk of the null basis's triangular solve.
+const NULL_COLUMNS: usize = 128;
+
 /// Blocked pivoted Cholesky in place (LAPACK's `dpstrf`, in the form of
 /// faer's `llt_pivoting`): each panel picks its pivots left-looking with
 /// sequential matrix-vector updates, then the trailing lower triangle gets
@@ -395,7 +398,18 @@ impl PivotedCholesky {
     }
 
     /// The null space of `M` (so of `G`), one reduced vector per free neuron.
+    /// The triangular solve (`r^2 (m - r)` multiply-adds) runs in chunks of
+    /// free neurons with `budget` checked between them, so a limit takes
+    /// effect within one chunk.
     pub fn null_basis(&self, budget: &Budget) -> Result<NullBasis, Stop> {
+        let r = self.rank.max(1);
+        let columns = (crate::matrix::POLL_WORK / (r * r)).max(NULL_COLUMNS);
+        self.null_basis_in_chunks(budget, columns)
+    }
+
+    /// [`PivotedCholesky::null_basis`] with chunks of `columns` free neurons
+    /// (the same bits for any chunking: each column is solved on its own).
+    fn null_basis_in_chunks(&self, budget: &Budget, columns: usize) -> Result<NullBasis, Stop> {
         let (m, r) = (self.m, self.rank);
         let free: Vec<usize> = self.perm[r..].to_vec();
         let nf = free.len();
@@ -407,10 +421,12 @@ impl PivotedCholesky {
                 *v = -l[(r + q, k)];
             }
         }
-        budget.check()?;
         if r > 0 && nf > 0 {
-            let rhs = MatMut::from_column_major_slice_mut(&mut x, r, nf);
-            solve_upper_triangular_in_place(self.l11().transpose(), rhs, par());
+            for chunk in x.chunks_mut(r.saturating_mul(columns.max(1))) {
+                budget.check()?;
+                let rhs = MatMut::from_column_major_slice_mut(chunk, r, chunk.len() / r);
+                solve_upper_triangular_in_place(self.l11().transpose(), rhs, par());
+            }
         }
         budget.check()?;
         let coefficients: Vec<Vec<(usize, f64)>> = free
@@ -542,6 +558,51 @@ mod tests {
         for (i, &hi) in h.iter().enumerate() {
             let gs = crate::matrix::dot(row(i), &bts);
             assert!((gs - hi).abs() <= 1e-8 * scale, "neuron {i}: {gs} vs {hi}");
+        }
+    }
+
+    #[test]
+    fn null_basis_in_chunks_gives_the_bits_of_one_solve() {
+        // Rank 600 of 900: 300 free neurons, solved whole and in chunks of
+        // 128 and 200, at 1 and 3 threads.
+        let (m, k) = (900usize, 600usize);
+        let mut state = 5u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let basis: Vec<Vec<f64>> = (0..k).map(|_| (0..k).map(|_| next()).collect()).collect();
+        let cols: Vec<Vec<f64>> = (0..m)
+            .map(|i| {
+                if i < k {
+                    basis[i].clone()
+                } else {
+                    // Sums of two earlier columns: in the span.
+                    let (a, b) = (&basis[(7 * i) % k], &basis[(13 * i) % k]);
+                    a.iter().zip(b).map(|(x, y)| x - 0.5 * y).collect()
+                }
+            })
+            .collect();
+        let g = gram_of(&cols);
+        for threads in [1, 3] {
+            crate::limits::on_threads(threads, || {
+                let budget = Budget::unlimited();
+                let chol = PivotedCholesky::factor(g.clone(), m, &budget)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(chol.rank(), k);
+                let whole = chol.null_basis_in_chunks(&budget, usize::MAX).unwrap();
+                assert_eq!(whole.free.len(), m - k);
+                for columns in [128, 200] {
+                    let part = chol.null_basis_in_chunks(&budget, columns).unwrap();
+                    assert!(part.free == whole.free && part.coefficients == whole.coefficients);
+                }
+                let set = AtomicBool::new(true);
+                let stopped = Budget::new(Limits::default(), &set);
+                assert_eq!(chol.null_basis(&stopped).err(), Some(Stop::Interrupted));
+            });
         }
     }
 

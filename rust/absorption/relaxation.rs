@@ -19,7 +19,7 @@ use rayon::prelude::*;
 
 use crate::absorption::block::Block;
 use crate::limits::{Budget, Stop};
-use crate::matrix::{gemm, Matrix};
+use crate::matrix::{gemm_polled, Matrix};
 
 /// Columns per block of the Gram assembly.
 const GRAM_COLUMNS: usize = 128;
@@ -58,30 +58,29 @@ pub fn gram_lower(block: &Block, budget: &Budget) -> Result<Vec<f64>, Stop> {
             let mut uu = vec![0.0; GRAM_ROWS.min(rows) * cols];
             for r0 in (j0..m).step_by(GRAM_ROWS) {
                 // Each step is two GEMMs of GRAM_ROWS x GRAM_COLUMNS x d
-                // on one thread (0.1 s at d = 6000): a limit takes effect
-                // within one of them, not at the end of the column block.
-                if r0 > j0 {
-                    budget.check()?;
-                }
+                // on one thread (0.1 s at d = 6000): they poll the limits
+                // per tile of rows, the same bits as whole calls.
                 let len = GRAM_ROWS.min(m - r0);
                 let mut dst = block_cols.as_mut().subrows_mut(r0, len);
                 // c^2 V[r0..] V[j0..j0+cols]^T, with V = W_down^T.
-                gemm(
+                gemm_polled(
                     dst.as_mut(),
                     Accum::Replace,
                     wd.subcols(r0, len).transpose(),
                     wd.subcols(j0, cols),
                     c * c,
                     Par::Seq,
-                );
-                gemm(
+                    budget,
+                )?;
+                gemm_polled(
                     MatMut::from_column_major_slice_mut(&mut uu[..len * cols], len, cols),
                     Accum::Replace,
                     wu.subrows(r0, len),
                     wu.subrows(j0, cols).transpose(),
                     1.0,
                     Par::Seq,
-                );
+                    budget,
+                )?;
                 for k in 0..cols {
                     for (i, x) in uu[k * len..(k + 1) * len].iter().enumerate() {
                         dst[(i, k)] *= x;
@@ -181,6 +180,55 @@ mod tests {
             let want = -dot(v.row(i), block.w_up.row(i));
             assert!((hi - want).abs() <= 1e-14);
         }
+    }
+
+    #[test]
+    fn polled_gram_gives_the_bits_of_whole_gemms() {
+        // d = 4200: each chunk of 1024 rows is polled in two tiles of rows.
+        // The reference computes every chunk by one GEMM per factor.
+        let (m, d) = (1100, 4200);
+        let block = random_block(m, d, 9);
+        let c = block.flip_constant;
+        let (wu, wd) = (block.w_up.view(), block.w_down.view());
+        let mut want = vec![0.0; m * m];
+        for j0 in (0..m).step_by(GRAM_COLUMNS) {
+            let cols = GRAM_COLUMNS.min(m - j0);
+            for r0 in (j0..m).step_by(GRAM_ROWS) {
+                let len = GRAM_ROWS.min(m - r0);
+                let mut vv = vec![0.0; len * cols];
+                let mut uu = vec![0.0; len * cols];
+                crate::matrix::gemm(
+                    MatMut::from_column_major_slice_mut(&mut vv, len, cols),
+                    Accum::Replace,
+                    wd.subcols(r0, len).transpose(),
+                    wd.subcols(j0, cols),
+                    c * c,
+                    Par::Seq,
+                );
+                crate::matrix::gemm(
+                    MatMut::from_column_major_slice_mut(&mut uu, len, cols),
+                    Accum::Replace,
+                    wu.subrows(r0, len),
+                    wu.subrows(j0, cols).transpose(),
+                    1.0,
+                    Par::Seq,
+                );
+                for k in 0..cols {
+                    for i in 0..len {
+                        let (row, col) = (r0 + i, j0 + k);
+                        if row >= col {
+                            want[col * m + row] = vv[k * len + i] * uu[k * len + i];
+                        }
+                    }
+                }
+            }
+        }
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        assert!(gram_lower(&block, &budget).unwrap() == want);
+        let stopped = AtomicBool::new(true);
+        let budget = Budget::new(Limits::default(), &stopped);
+        assert_eq!(gram_lower(&block, &budget).err(), Some(Stop::Interrupted));
     }
 
     #[test]
