@@ -221,7 +221,11 @@ mod tests {
             }
             // The sticky exception flags (MXCSR's low six bits) have moved;
             // the control bits must be the caller's again.
-            let flags = if cfg!(target_arch = "x86_64") { 0x3f } else { 0 };
+            let flags = if cfg!(target_arch = "x86_64") {
+                0x3f
+            } else {
+                0
+            };
             assert_eq!(
                 arch::read().unwrap() & !flags,
                 dirty & !flags,

@@ -198,7 +198,9 @@ pub fn worker_pool(
     static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
     let n = threads.unwrap_or(0);
     let pid = std::process::id();
-    let mut guard = POOLS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut guard = POOLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let pools = match guard.take() {
         Some(pools) if pools.pid == pid => guard.insert(pools),
         inherited => {

@@ -21,6 +21,8 @@ __all__ = [
     "feasibility_jump",
     "flip_set_bracket",
     "erf",
+    "enter_float_env",
+    "restore_float_env",
 ]
 
 __version__: str

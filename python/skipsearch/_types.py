@@ -90,8 +90,9 @@ GenericityCheck = Literal["non_proportional", "distinct_up_to_sign", "none"]
 Backend = Literal["rust", "baseline"]
 
 #: ``SearchStats.bracket``: ``"optimal"`` when the search over flip sets
-#: completed, so ``best_subset`` is the best flip set and ``distance_bracket``
-#: encloses its residual to rounding; ``"bounds"`` when it stopped early.
+#: completed and the proven ``distance_bracket`` is narrow (``upper - lower
+#: <= 1e-3 upper + 1e-12``), so it encloses the least residual that closely;
+#: ``"bounds"`` otherwise.
 BracketStatus = Literal["optimal", "bounds"]
 
 #: ``Layout.norm``, ``BlockReport.norm``: where the model's LayerNorm sits.

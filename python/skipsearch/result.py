@@ -177,9 +177,12 @@ class SearchStats(FieldEquality):
         Conjugate-gradient steps the cheap certificates took (0 when the
         exact path ran directly, or ``Y = A`` decided).
     bracket : BracketStatus or None
-        ``"optimal"`` when the search for the best flip set completed (the
-        bracket is the optimum, to rounding), ``"bounds"`` when it stopped
-        at its effort limit; ``None`` when no bracket was computed.
+        ``"optimal"`` when the search for the best flip set completed and
+        the proven bracket is narrow (``upper - lower <= 1e-3 upper +
+        1e-12``), so it encloses the optimum that closely; ``"bounds"``
+        otherwise (the search stopped at its effort limit, or rounding
+        leaves the ends further apart); ``None`` when no bracket was
+        computed.
     bracket_nodes : int
         Branch-and-bound nodes of the bracket's search.
     bracket_seconds : float
@@ -292,8 +295,9 @@ class AbsorptionResult(FieldEquality):
     best_subset : ndarray of int64 or None
         The best flip set found for flip-linear blocks (see
         ``find_absorbing_subset``'s ``bracket``); its relative residual is at
-        most ``distance_bracket[1]``. The decision's ``subset`` when the
-        block is absorbable.
+        most ``distance_bracket[1]``, proven on the weights themselves.
+        When the decision reported a flip set (``subset``), that set is kept
+        unless another is proven strictly better.
     distance_bracket : tuple of float or None
         ``(lower, upper)``, both proven with rigorous rounding bounds:
         every flip set ``S`` has ``||A + c W_down[:, S] W_up[S, :]||_F /
