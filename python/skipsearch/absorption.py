@@ -370,7 +370,8 @@ def find_absorbing_subset(
 
 
 #: What completes a flip-linear result: ``(result, weights, activation,
-#: time_limit, threads) -> result``.
+#: seconds_left, threads) -> result``, with ``seconds_left`` what remains of
+#: ``time_limit`` after the decision (None without a limit).
 _Finish = Callable[
     [AbsorptionResult, Weights, Activation, Optional[float], Optional[int]], AbsorptionResult
 ]
@@ -386,14 +387,15 @@ def _with_bracket(
     result: AbsorptionResult,
     w: Weights,
     act: Activation,
-    time_limit: Optional[float],
+    seconds_left: Optional[float],
     threads: Optional[int],
     *,
     auto: bool,
     memory_limit: int,
 ) -> AbsorptionResult:
     """``result`` with ``best_subset`` and ``distance_bracket`` (see
-    ``find_absorbing_subset``'s ``bracket``)."""
+    ``find_absorbing_subset``'s ``bracket``), within ``seconds_left``, what
+    the decision left of ``time_limit``."""
     m = w.W_up.shape[0]
     c = act.flip_constant
     if c is None or result.status != "complete":
@@ -415,7 +417,7 @@ def _with_bracket(
     else:
         lower = max(result.distance_bound or 0.0, result.relaxation_distance or 0.0)
     search: Optional[float] = None
-    left = None if time_limit is None else max(time_limit - result.stats.seconds, 0.0)
+    left = seconds_left
     if auto:
         # The whole bracket within about 1.5 times the decision's own time,
         # and within what is left of time_limit.
@@ -504,6 +506,15 @@ def _decide(
     time_limit = check_limit("time_limit", time_limit, integer=False)
     node_limit = check_limit("node_limit", node_limit, integer=True)
     threads = check_threads(threads)
+    # The limit covers the whole call: validation and the skip's expansion
+    # (np.eye at d = 4000 takes a sizeable part of a second) come out of it.
+    started = time.perf_counter()
+
+    def seconds_left() -> Optional[float]:
+        if time_limit is None:
+            return None
+        return max(0.0, time_limit - (time.perf_counter() - started))
+
     if act.gated and W_gate is None:
         raise ValueError(
             f"activation {act.name!r} is gated: pass W_gate with the shape of W_up, (m, d_in)"
@@ -537,7 +548,7 @@ def _decide(
         )
         if finish is None or act.kind != FLIP_LINEAR:
             return result
-        return finish(result, w, act, time_limit, threads)
+        return finish(result, w, act, seconds_left(), threads)
     # The degree argument needs k != 1 (x - relu(x) = -relu(-x) is skip-free);
     # get_activation refuses degree 1, and this branch never relies on it.
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
@@ -596,12 +607,12 @@ def _decide(
         (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
         tol,
         act.genericity,
-        time_limit,
+        seconds_left(),
         node_limit,
         threads,
     )
     result = _from_search(raw, act, w, tol, common, backend)
-    return result if finish is None else finish(result, w, act, time_limit, threads)
+    return result if finish is None else finish(result, w, act, seconds_left(), threads)
 
 
 def _no_search(
