@@ -100,8 +100,8 @@ def test_absorption_results_round_trip_equal(name):
             assert copy.subset.dtype == r.subset.dtype
             np.testing.assert_array_equal(copy.subset, r.subset)
         if r.block is not None:
-            # SkipFreeBlock compares by identity; its fields survive exactly.
-            assert copy.block is not r.block and same_value(copy.block, r.block)
+            assert copy.block is not r.block and copy.block == r.block
+            assert same_value(copy.block, r.block) and hash(copy.block) == hash(r.block)
             assert copy.block.activation == r.block.activation
             d_in = r.block.W_up.shape[1]
             x = np.linspace(-3.0, 2.0, 3 * d_in).reshape(3, d_in)

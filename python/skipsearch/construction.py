@@ -24,6 +24,7 @@ from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray
 from skipsearch._validation import RaggedWarning, Weights, as_float_array, reject_masked
 from skipsearch.activations import Activation, get_activation
+from skipsearch.result import FieldEquality
 
 __all__ = [
     "SkipFreeBlock",
@@ -35,12 +36,15 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class SkipFreeBlock:
+class SkipFreeBlock(FieldEquality):
     """A skip-free MLP block ``x -> W_down act(W_up x + b_up) + b_down``.
 
     For gated activations it is ``W_down (gate(W_gate x) * (W_up x + b_up)) + b_down``.
     Calling it evaluates that in float64; the block built by
     :func:`build_skip_free_block` is exact in its weights (see there).
+    Two blocks are equal when their activations are and their arrays have
+    the same dtype, shape and values, so a block equals its copy through
+    ``pickle``.
 
     Attributes
     ----------
@@ -58,6 +62,8 @@ class SkipFreeBlock:
     b_down: FloatArray
     activation: Activation
     W_gate: Optional[FloatArray] = None
+
+    _HASH_FIELDS = ("activation",)
 
     def __repr__(self) -> str:
         m, d_in = self.W_up.shape
