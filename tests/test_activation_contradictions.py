@@ -108,14 +108,18 @@ def test_contradictory_fields_are_refused_naming_them(fields, field):
 
 def test_consistent_hand_made_activations_are_accepted():
     ok = [
-        skipsearch.Activation("cube", "homogeneous", np.negative, degree=3),
+        skipsearch.Activation("cube", "homogeneous", lambda z: z**3, degree=3),
         skipsearch.Activation("step", "homogeneous", np.sign, degree=0),
         skipsearch.Activation("g", "gated", np.abs, degree=2, gate_at_zero=0.0),
         skipsearch.Activation("g", "gated", np.tanh, gate_at_zero=0.0, gate_differentiable=True),
         skipsearch.Activation("b", "bounded", np.tanh),
         skipsearch.Activation("o", "other", np.tanh),
         skipsearch.Activation(
-            "f", "flip_linear", np.abs, flip_constant=1.2, flip_constant_lo=2.0**-60
+            "f",
+            "flip_linear",
+            lambda z: np.where(z >= 0, z, 0.2 * z),
+            flip_constant=1.2,
+            flip_constant_lo=2.0**-60,
         ),
     ]
     for act in ok:

@@ -211,7 +211,7 @@ def test_hand_made_activations_are_checked(block):
         find(*block, skip=np.ones((3, 3)), activation=odd)
     # A hand-made flip-linear activation without a necessity claim is
     # sufficient-only: "no flip set" is undecided, not a theorem's verdict.
-    mine = skipsearch.Activation("mine", "flip_linear", lambda z: z, flip_constant=1.0)
+    mine = skipsearch.Activation("mine", "flip_linear", lambda z: z, flip_constant=2.0)
     assert find(*block, skip=np.ones((3, 3)), activation=mine).verdict == "undecided"
     with pytest.raises(TypeError, match="negative_slope"):
         skipsearch.leaky_relu(True)

@@ -585,12 +585,18 @@ def _decide(
             **common,
         )
     if act.kind != FLIP_LINEAR:
-        why = (
-            "the sigmoid gate has gate(0) = 1/2, so neither the linearization nor the degree "
-            "argument applies"
-            if act.gated
-            else f"{act.name} is neither flip-linear, homogeneous, gated nor bounded"
-        )
+        if not act.gated:
+            why = f"{act.name} is neither flip-linear, homogeneous, gated nor bounded"
+        elif act.gate_at_zero != 0.0:
+            why = (
+                f"the gate of {act.name} has gate(0) = {act.gate_at_zero!r}, not 0, so neither "
+                "the linearization nor the degree argument applies"
+            )
+        else:
+            why = (
+                f"the gate of {act.name} is not differentiable at 0, so the linearization "
+                "argument does not apply, and no degree is given for the degree argument"
+            )
         return AbsorptionResult(
             verdict="undecided",
             reason=f"Undecided: {why}, and no theorem covers this class.",

@@ -116,6 +116,10 @@ class Activation:
     (``"genericity_checked"`` needs ``"non_proportional"``,
     ``"generic_weights"`` ``"distinct_up_to_sign"`` or stronger);
     ``gate_at_zero`` and ``gate_differentiable`` belong to ``"gated"`` only.
+    A hand-made activation's ``function`` must keep those claims at a few
+    sample points (the flip identity, the degree, ``gate(0)``, matching
+    one-sided derivatives of a differentiable gate, boundedness), else a
+    ``ValueError`` says which claim it breaks.
     """
 
     name: str
@@ -471,7 +475,88 @@ def _checked(act: Activation) -> Activation:
     _check_gate(act, where)
     if not callable(act.function):
         raise TypeError(f"{where}: function must be callable")
+    if not _is_registry(act):
+        _check_function(act, where)
     return act
+
+
+def _is_registry(act: Activation) -> bool:
+    """Whether ``act`` is a registry activation or ``leaky_relu(a)``, whose
+    functions the test suite checks against their fields."""
+    known = ACTIVATIONS.get(act.name)
+    if known is not None:
+        return act.function is known.function
+    slope = re.fullmatch(r"leaky_relu\((.*)\)", act.name)
+    return slope is not None and isinstance(act.function, _LeakyReLU)
+
+
+#: Dyadic sample points: exact in float64, and so are their doubles.
+_SAMPLES = np.array([-3.0, -1.5, -0.75, -0.25, 0.25, 0.75, 1.5, 3.0])
+
+
+def _check_function(act: Activation, where: str) -> None:
+    """A hand-made activation's ``function`` must agree with what its fields
+    claim, at a few sample points: the verdict rests on the claims, so a
+    claim the function visibly breaks (``gate_at_zero=0`` for ``cos``) would
+    give a wrong answer. Sampling catches contradictions, not every false
+    claim: the claims stay the caller's responsibility."""
+
+    def value(z: np.ndarray) -> np.ndarray:
+        try:
+            out = np.asarray(act.function(np.array(z, dtype=np.float64)), dtype=np.float64)
+        except Exception as e:  # a function that cannot take an array
+            raise ValueError(
+                f"{where}: function failed on a float64 array: {type(e).__name__}: {e}"
+            ) from None
+        if out.shape != np.shape(z):
+            raise ValueError(
+                f"{where}: function must be elementwise (same shape out as in), got shape "
+                f"{out.shape} for input shape {np.shape(z)}"
+            )
+        return out
+
+    def agree(lhs: np.ndarray, rhs: np.ndarray, claim: str) -> None:
+        scale = np.abs(lhs) + np.abs(rhs)
+        if not (np.all(np.isfinite(lhs)) and np.all(np.abs(lhs - rhs) <= 1e-9 * scale + 1e-300)):
+            i = int(np.argmax(~np.isfinite(lhs) | (np.abs(lhs - rhs) > 1e-9 * scale)))
+            raise ValueError(
+                f"{where}: function contradicts {claim} at z = {float(_SAMPLES[i])!r} "
+                f"({float(lhs[i])!r} against {float(rhs[i])!r})"
+            )
+
+    z = _SAMPLES
+    if act.kind == FLIP_LINEAR:
+        c = float(act.flip_constant or 0.0)  # checked finite and nonzero above
+        agree(value(z) - value(-z), c * z, f"flip_constant={act.flip_constant!r}")
+    elif act.kind == HOMOGENEOUS and act.degree is not None:
+        agree(value(2 * z), 2.0**act.degree * value(z), f"degree={act.degree!r}")
+    elif act.kind == GATED:
+        g0 = float(value(np.zeros(1))[0])
+        claimed = act.gate_at_zero
+        if claimed is not None and not (
+            g0 == claimed or abs(g0 - claimed) <= 1e-12 * max(abs(claimed), abs(g0))
+        ):
+            raise ValueError(f"{where}: function(0) = {g0!r} contradicts gate_at_zero={claimed!r}")
+        if act.degree is not None and act.degree >= 2:
+            agree(value(2 * z), 2.0 ** (act.degree - 1) * value(z), f"degree={act.degree!r}")
+        if act.gate_differentiable:
+            for h in (2.0**-14, 2.0**-20):
+                right = (float(value(np.array([h]))[0]) - g0) / h
+                left = (g0 - float(value(np.array([-h]))[0])) / h
+                if not abs(right - left) <= 1e-3 * (1.0 + abs(right) + abs(left)):
+                    raise ValueError(
+                        f"{where}: function contradicts gate_differentiable=True: its "
+                        f"difference quotients at 0 are {left!r} from the left and {right!r} "
+                        "from the right"
+                    )
+    elif act.kind == BOUNDED:
+        near = float(np.max(np.abs(value(z))))
+        far = float(np.max(np.abs(value(np.array([-1e12, -1e6, 1e6, 1e12])))))
+        if not far <= 1e6 * (1.0 + near):
+            raise ValueError(
+                f"{where}: function contradicts kind='bounded': |function| reaches {far!r} "
+                "at |z| <= 1e12"
+            )
 
 
 #: The row test each necessity claim needs: the kink-hyperplane argument
