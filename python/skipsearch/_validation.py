@@ -7,6 +7,7 @@ import numbers
 import os
 import warnings
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any, Literal, Optional, overload
 
 import numpy as np
@@ -87,6 +88,27 @@ def reject_masked(name: str, value: Any) -> None:
         )
 
 
+def _check_wide_floats(name: str, arr: npt.NDArray[Any], out: FloatArray) -> None:
+    """Refuse a long-double (or wider) array whose values float64 cannot
+    hold: widening them would decide a block the caller did not pass."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        back = out.astype(arr.dtype)
+        changed = np.isfinite(arr) & (back != arr)
+    if changed.any():
+        i = tuple(int(k) for k in np.argwhere(changed)[0])
+        to = float(out[i])
+        what = (
+            "beyond float64's range"
+            if not math.isfinite(to)
+            else ("rounds to 0.0" if to == 0.0 else f"would be rounded to {to!r}")
+        )
+        raise ValueError(
+            f"{name} has {arr.dtype} entry {arr[i]!r} at index {i}, which float64 cannot hold "
+            f"exactly ({what}); rescale the block, or pass {name}.astype(np.float64) if "
+            "rounding is intended"
+        )
+
+
 def as_float_array(
     name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
 ) -> tuple[FloatArray, float]:
@@ -130,7 +152,10 @@ def as_float_array(
         out = arr.view(np.ndarray)
         out.flags.writeable = False
     else:
-        out = np.array(arr, dtype=np.float64, order="C", copy=True)
+        with np.errstate(over="ignore", under="ignore"):
+            out = np.array(arr, dtype=np.float64, order="C", copy=True)
+    if kind == "f" and arr.dtype.itemsize > 8:
+        _check_wide_floats(name, arr, out)
     if not np.isfinite(out).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
         raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")
@@ -152,6 +177,55 @@ def as_float_array(
     return out, eps
 
 
+def _exact_value(value: Any) -> Optional[Fraction]:
+    """The exact rational value of a real scalar, or None when it has none
+    that can be read (NaN, Inf, or a type without ``as_integer_ratio``
+    that :class:`fractions.Fraction` does not take)."""
+    if isinstance(value, np.ndarray):
+        value = value[()]
+    try:
+        if isinstance(value, numbers.Integral):
+            return Fraction(int(value))
+        ratio = getattr(value, "as_integer_ratio", None)
+        if ratio is not None:
+            n, d = ratio()
+            return Fraction(int(n), int(d))
+        return Fraction(value)
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        return None
+
+
+def exact_float(name: str, value: Any) -> float:
+    """``value`` (a real scalar) as the float64 equal to it.
+
+    Python and numpy integers beyond ``2**53``, :class:`~fractions.Fraction`
+    and :class:`~decimal.Decimal` values, and ``np.longdouble`` scalars that
+    float64 cannot hold exactly (among them nonzero values that round to 0
+    and finite values beyond its range) raise ``ValueError`` naming ``name``:
+    a verdict on the rounded value would not be about the caller's block.
+    """
+    try:
+        with np.errstate(over="ignore", under="ignore"):
+            out = float(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name}={value!r} lies beyond float64's range; rescale the block"
+        ) from None
+    exact = _exact_value(value)
+    if not math.isfinite(out):
+        if exact is not None:
+            raise ValueError(f"{name}={value!r} lies beyond float64's range; rescale the block")
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if exact is not None and Fraction(out) != exact:
+        what = "rounds to 0.0" if out == 0.0 else f"would be rounded to {out!r}"
+        raise ValueError(
+            f"{name}={value!r} is not a float64 value: float64 cannot hold it exactly (it "
+            f"{what}); pass a value float64 holds, rescale the block, or pass float({name}) "
+            "if rounding is intended"
+        )
+    return out
+
+
 def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
     """The skip matrix ``A`` of shape ``(d_out, d_in)`` and its epsilon."""
     reject_masked("skip", skip)
@@ -161,13 +235,8 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
         or (isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_)))
         or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu")
     ):
-        try:
-            alpha = 1.0 if skip is None else float(skip)
-        except OverflowError:
-            raise ValueError(f"skip must be finite in float64, got {skip!r}") from None
+        alpha = 1.0 if skip is None else exact_float("skip", skip)
         what = "skip=None (the identity)" if skip is None else f"skip={alpha:g} (alpha * I)"
-        if not math.isfinite(alpha):
-            raise ValueError(f"skip must be finite, got {skip!r}")
         if d_in != d_out:
             raise ValueError(
                 f"{what} needs d_in == d_out, but W_up has d_in={d_in} and W_down has "
@@ -206,6 +275,11 @@ def check_tol(tol: Any) -> Optional[float]:
         raise ValueError(f"tol must lie in (0, 1), got {tol!r}") from None
     if not (0.0 < value < 1.0):
         raise ValueError(f"tol must lie in (0, 1), got {value!r}")
+    exact = _exact_value(tol)
+    if exact is not None and Fraction(value) > exact:
+        # A tolerance float64 cannot hold is rounded down, never up: "within
+        # tol" must hold for the caller's tol.
+        value = math.nextafter(value, 0.0)
     return value
 
 
