@@ -347,3 +347,19 @@ def test_bound_mark_still_downgraded(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode("ascii")
     assert ">= 0." in out and "\\u2265" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (("--tol", "nan"), ("--tol", "skipsearch scan --help")),
+        (("--threads", "0"), ("--threads",)),
+        (("--bogus",), ("unrecognized arguments: --bogus",)),
+        (("--json", "--csv"), ("not allowed with",)),
+    ],
+)
+def test_usage_errors_are_one_line(ckpt, argv, words):
+    proc = _run(_scan_cmd(str(ckpt), *argv))
+    assert proc.returncode == 2
+    _one_error_line(proc, *words)
+    assert proc.stdout == b""

@@ -78,6 +78,11 @@ def check_certificate(
     act = get_activation(activation)
     if act.flip_constant is None:
         raise ValueError(f"activation {act.name!r} is not flip-linear; no certificate applies")
+    if certificate is None:
+        raise TypeError(
+            "certificate is required, got None (an absorbable result has no certificate: a "
+            "flip set absorbs its skip, so there is no impossibility to check)"
+        )
     w = Weights(W_up, W_down, None, None, None, skip)
     Y, _ = as_float_array("certificate", certificate, 2, f"({w.d_out}, {w.d_in})")
     if Y.shape != w.A.shape:

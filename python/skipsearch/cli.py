@@ -22,7 +22,7 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, cast
 
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
@@ -136,8 +136,18 @@ _seconds = _option(
 _threads = _option(int, check_threads, "a positive integer")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the command line's one-line contract: a usage error is
+    ``skipsearch: error: ...`` on stderr and exit code 2, with a pointer to
+    ``--help`` instead of the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        _error(f"{message} (see '{self.prog} --help')")
+        raise SystemExit(EXIT_USAGE)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description=(
             "Can a residual MLP block x -> A x + f(x) be rewritten as a skip-free MLP of the "

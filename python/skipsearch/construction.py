@@ -328,6 +328,12 @@ def max_abs_difference(
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale < np.inf:
         raise ValueError(f"scale must be a finite positive number, got {scale!r}")
+    for name, given, built in (("W_up", W_up, block.W_up), ("W_down", W_down, block.W_down)):
+        if np.ndim(given) == 2 and np.shape(given) != built.shape:
+            raise ValueError(
+                f"{name} has shape {np.shape(given)}, but block's {name} has shape "
+                f"{built.shape}: pass the weights the block was built from"
+            )
     rng = np.random.default_rng(seed)
     x = scale * rng.standard_normal((int(n_samples), block.W_up.shape[1]))
     want = _original_output(block, x, W_up, W_down, activation, b_up, b_down, W_gate, skip)

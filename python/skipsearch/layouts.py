@@ -75,12 +75,12 @@ class Layout:
     Raises
     ------
     ValueError
-        A pattern is not a non-empty string, lacks ``{i}`` or has it more
-        than once, has more ``*`` than ``up``, two patterns are equal, or
-        ``norm`` is not ``"pre"``, ``"post"`` or None.
+        A pattern is empty, lacks ``{i}`` or has it more than once, has more
+        ``*`` than ``up``, two patterns are equal, or ``norm`` is not
+        ``"pre"``, ``"post"`` or None.
     TypeError
-        ``transpose`` is not a bool, or ``activation`` is not a name, an
-        ``Activation`` or None.
+        A pattern is not a string, ``transpose`` is not a bool, or
+        ``activation`` is not a name, an ``Activation`` or None.
     """
 
     up: str
@@ -95,10 +95,13 @@ class Layout:
             value = getattr(self, name)
             if value is None and name == "gate":
                 continue
-            if not isinstance(value, str) or not value:
-                raise ValueError(
-                    f"Layout {name} must be a non-empty key pattern string, got {value!r}"
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"Layout {name} must be a key pattern string, got {type(value).__name__} "
+                    f"{value!r}"
                 )
+            if not value:
+                raise ValueError(f"Layout {name} must be a non-empty key pattern string")
             # Each projection of layer i must be found through i: a pattern
             # without it would give every layer the same tensor.
             if value.count("{i}") != 1:
