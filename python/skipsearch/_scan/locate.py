@@ -333,8 +333,8 @@ def locate(
     layout = spec["layout"]
     blocks = _find_blocks(ckpt, layout)
     if not blocks:
-        names = sorted(ckpt.keys())
-        sample = ", ".join(repr(n) for n in names[:4]) + (", ..." if len(names) > 4 else "")
+        found = sorted(ckpt.keys())
+        sample = ", ".join(repr(n) for n in found[:4]) + (", ..." if len(found) > 4 else "")
         hint = (
             "; patterns match whole tensor names, so start one with '*' to allow a prefix"
             if "*" not in layout.up
@@ -344,7 +344,7 @@ def locate(
             f"no FFN blocks found in {ckpt.root}: expected tensors named like {layout.up!r} "
             f"and {layout.down!r} ({{i}} is the layer index"
             + (", * any run of characters)" if "*" in layout.up else ")")
-            + f"; the checkpoint has {len(names)} tensor(s): {sample or 'none'}{hint}"
+            + f"; the checkpoint has {len(found)} tensor(s): {sample or 'none'}{hint}"
         )
     d, m, sizes = _sizes(ckpt, blocks, spec, where)
     schemes = {_check_block(ckpt, b, layout.transpose, d, m, sizes, quant, where) for b in blocks}
