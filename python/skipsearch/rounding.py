@@ -56,30 +56,110 @@ def down(x: float, n: int = 2) -> float:
 
 def _pow2_exponent(x: npt.NDArray[np.floating[Any]]) -> int:
     """``k`` such that ``ldexp(x, k)`` has its largest entry in ``[1/2, 1)``
-    (0 for a zero or non-finite array). Scaling by ``np.ldexp`` is exact."""
+    (0 for a zero or non-finite array). Scaling up by ``np.ldexp`` is
+    exact; scaling down may round entries that become subnormal."""
     big = float(np.max(np.abs(x), initial=0.0))
     if big == 0.0 or not math.isfinite(big):
         return 0
     return -math.frexp(big)[1]
 
 
-def norm_upper(x: npt.ArrayLike) -> float:
-    """An upper bound on the Euclidean (Frobenius) norm of ``x``."""
-    x = np.asarray(x, dtype=np.float64).ravel()
+#: Smallest positive normal float64; below it results are rounded absolutely.
+NORMAL = 2.0**-1022
+
+
+def ldexp_up(x: float, k: int) -> float:
+    """An upper bound on ``x * 2**k`` for ``x >= 0``: ``math.ldexp`` rounds a
+    subnormal result to nearest (possibly down), and raises on overflow."""
+    try:
+        r = math.ldexp(x, k)
+    except OverflowError:
+        return math.inf
+    return math.nextafter(r, math.inf) if r < NORMAL and x > 0.0 else r
+
+
+def ldexp_down(x: float, k: int) -> float:
+    """A lower bound on ``x * 2**k`` for ``x >= 0`` (see :func:`ldexp_up`)."""
+    try:
+        r = math.ldexp(x, k)
+    except OverflowError:
+        return _MAX
+    return math.nextafter(r, 0.0) if r < NORMAL else r
+
+
+_MAX = 1.7976931348623157e308
+
+
+def _norm_upper_scaled(x: npt.NDArray[np.floating[Any]]) -> tuple[float, int]:
+    """``(v, k)`` with ``||x|| <= v * 2**-k`` and ``v`` in ``[1/2, 2 sqrt(n)]``
+    (or 0): the bound before it is scaled back, clear of underflow."""
     k = _pow2_exponent(x)
     y = np.ldexp(x, k)
     total = float(np.dot(y, y))
-    return math.ldexp(up(math.sqrt(total * (1.0 + gamma(x.size + 2)) + x.size * TINY), 2), -k)
+    # Entries or squares rounded in the subnormal range err by at most
+    # 2**-1075 each, absolutely: covered by x.size * TINY.
+    return up(math.sqrt(total * (1.0 + gamma(x.size + 2)) + x.size * TINY), 2), k
+
+
+def norm_upper(x: npt.ArrayLike) -> float:
+    """An upper bound on the Euclidean (Frobenius) norm of ``x``."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    v, k = _norm_upper_scaled(x)
+    return ldexp_up(v, -k)
+
+
+def _norm_lower_scaled(x: npt.NDArray[np.floating[Any]]) -> tuple[float, int]:
+    """``(v, k)`` with ``||x|| >= v * 2**-k`` (see :func:`_norm_upper_scaled`)."""
+    k = _pow2_exponent(x)
+    y = np.ldexp(x, k)
+    total = float(np.dot(y, y))
+    return down(math.sqrt(max(0.0, down(total, x.size + 2) - x.size * TINY)), 2), k
 
 
 def norm_lower(x: npt.ArrayLike) -> float:
     """A lower bound on the Euclidean (Frobenius) norm of ``x``."""
     x = np.asarray(x, dtype=np.float64).ravel()
-    k = _pow2_exponent(x)
-    y = np.ldexp(x, k)
-    total = float(np.dot(y, y))
-    root = down(math.sqrt(max(0.0, down(total, x.size + 2) - x.size * TINY)), 2)
-    return math.ldexp(root, -k)
+    v, k = _norm_lower_scaled(x)
+    return ldexp_down(v, -k)
+
+
+def sqrt_down(q: Fraction) -> float:
+    """The largest float64 ``b`` found with ``b * b <= q`` exactly (0.0 for
+    ``q <= 0``; the largest finite float64 when ``sqrt(q)`` is beyond it)."""
+    return _sqrt_rounded(q, up=False)
+
+
+def sqrt_up(q: Fraction) -> float:
+    """A float64 ``b`` with ``b * b >= q`` exactly, within an ulp or two of
+    ``sqrt(q)`` (inf when ``sqrt(q)`` is beyond float64's range)."""
+    return _sqrt_rounded(q, up=True)
+
+
+def _sqrt_rounded(q: Fraction, up: bool) -> float:
+    if q <= 0:
+        return 0.0
+    n, d = q.numerator, q.denominator
+    # r = floor(sqrt(q) * 2**e) with about 64 bits, in integers.
+    e = 64 - (n.bit_length() - d.bit_length()) // 2
+    r = math.isqrt((n << (2 * e)) // d) if e >= 0 else math.isqrt(n // (d << (-2 * e)))
+    try:
+        b = float(Fraction(r, 1 << e) if e >= 0 else Fraction(r << -e))
+    except OverflowError:
+        b = math.inf
+    if math.isinf(b):
+        if up:
+            return math.inf
+        b = _MAX
+    # Correct the float rounding (and the floor) by whole ulps, exactly.
+    if up:
+        while Fraction(b) ** 2 < q:
+            b = math.nextafter(b, math.inf)
+            if math.isinf(b):
+                return b
+    else:
+        while b > 0.0 and Fraction(b) ** 2 > q:
+            b = math.nextafter(b, 0.0)
+    return b
 
 
 def interval_bound(
@@ -100,35 +180,55 @@ def interval_bound(
     subtracted from the margin.
     """
     c, c_lo = _split(c)
+    # Any Y is a certificate, so the scaled (possibly rounded) Y is one too;
+    # with its largest entry in [1/2, 1), ||Y|| lies in [1/2, sqrt(n)].
     Y = np.ldexp(Y, _pow2_exponent(Y))
-    y_up, a_up = norm_upper(Y), norm_upper(A)
+    y_up, _ = _norm_upper_scaled(Y.ravel())
+    # ||A|| <= a_up * 2**-k_a with a_up clear of underflow: the bound is
+    # ldexp(gap / (y_up * a_up), k_a), and nothing relative is subnormal.
+    a_up, k_a = _norm_upper_scaled(A.ravel())
     scale = up(y_up * a_up, 1)
     if not (scale > 0.0 and math.isfinite(scale)):
         return 0.0, 0.0
     d_out, d_in = A.shape
     n = A.size
     m = W_up.shape[0]
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         prod = Y * A
         a_dot = float(prod.sum())
+        # |Y| <= 1: each product errs by at most 2**-1075 when it underflows.
         err_a = up(gamma(n + 1) * float(np.abs(prod).sum()), 2) + n * TINY
         g = c * np.einsum("pi,pi->i", W_down, Y @ W_up.T)
         mag = abs(c) * np.einsum("pi,pi->i", np.abs(W_down), np.abs(Y) @ np.abs(W_up).T)
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(mag)) and math.isfinite(a_dot)):
+        # Underflow is absolute: d_in products of (Y @ W_up.T)[p, i], each off
+        # by 2**-1075, are then multiplied by c W_down[p, i] (which may be
+        # large), and the outer products and sums underflow again.
+        w_abs = float(np.abs(W_down).sum())
+        err_under = up((abs(c) * (d_in + 2) * w_abs + (m + 2) * (d_out + 6)) * TINY, 4)
+    if not (
+        np.all(np.isfinite(g))
+        and np.all(np.isfinite(mag))
+        and math.isfinite(a_dot)
+        and math.isfinite(err_under)
+    ):
         return 0.0, 0.0
-    err_g = up(gamma(d_in + d_out + 6) * float(mag.sum()), m + 2) + m * (d_in + d_out + 6) * TINY
+    err_g = up(gamma(d_in + d_out + 6) * float(mag.sum()), m + 2) + err_under
     neg = float(g[g < 0].sum())
     pos = float(g[g > 0].sum())
     lo, hi = a_dot + neg, a_dot + pos
-    err_sum = gamma(m + 2) * (abs(a_dot) + pos - neg)
+    err_sum = gamma(m + 2) * (abs(a_dot) + pos - neg) + (m + 2) * TINY
     total = up(err_a + err_g + err_sum, 4)
+    allowance = ldexp_up(up(total / scale, 1), k_a) if math.isfinite(total) else math.inf
     gap = max(lo - total, -(hi + total))
-    if gap > 0.0:
-        return down(gap / scale, 2), total / scale
+    ratio = gap / scale if gap > 0.0 else 0.0
+    if ratio >= 2.0**-1000:
+        # Both normal: the division and the scaling back are relative (the
+        # latter exact unless the result is subnormal, which ldexp_down covers).
+        return ldexp_down(down(ratio, 2), k_a), allowance
     margin = max(lo, -hi)
     if margin > 0.0 and m * n <= EXACT_TERMS:
-        return _exact_interval_bound(Y, W_up, W_down, A, (c, c_lo), scale), total / scale
-    return 0.0, total / scale
+        return _exact_interval_bound(Y, W_up, W_down, A, (c, c_lo)), allowance
+    return 0.0, allowance
 
 
 def _exact_interval_bound(
@@ -137,9 +237,9 @@ def _exact_interval_bound(
     W_down: FloatArray,
     A: FloatArray,
     c: FlipConstant,
-    scale: float,
 ) -> float:
-    """:func:`interval_bound` with every inner product in exact rationals."""
+    """:func:`interval_bound` in exact rationals: the largest float64 ``b``
+    with ``b**2 <= gap**2 / (||Y||_F**2 ||A||_F**2)``, all of it exact."""
     F = Fraction
     Yf = [[F(x) for x in row] for row in Y.tolist()]
     a = sum(F(y) * F(x) for y, x in zip(Y.ravel().tolist(), A.ravel().tolist()))
@@ -161,7 +261,11 @@ def _exact_interval_bound(
         else:
             hi += g
     gap = lo if lo > 0 else (-hi if hi < 0 else F(0))
-    return down(float(gap) / scale, 3) if gap > 0 else 0.0
+    if gap <= 0:
+        return 0.0
+    y_sq = sum(y * y for row in Yf for y in row)
+    a_sq = sum(F(x) ** 2 for x in A.ravel().tolist())
+    return sqrt_down(F(gap * gap) / F(y_sq * a_sq))
 
 
 def residual_bounds(
@@ -175,21 +279,42 @@ def residual_bounds(
     """
     c, _ = _split(c)
     m = W_up.shape[0]
-    R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, -1)
-    absR = np.abs(R)
-    target = A.reshape(-1)
-    E = subsets @ R + target
-    mag = subsets @ absR + np.abs(target)
-    err = gamma(m + 6) * mag + (m + 6) * TINY
-    a_low = norm_lower(A)
-    a_up = norm_upper(A)
-    n = target.size
-    e_sq = np.einsum("kj,kj->k", E, E)
-    err_norm = np.sqrt(np.einsum("kj,kj->k", err, err) * (1 + gamma(n + 2))) * (1 + gamma(2))
-    e_up = np.sqrt(e_sq * (1 + gamma(n + 2))) * (1 + gamma(2))
-    e_low = np.sqrt(np.maximum(e_sq * (1 - gamma(n + 2)), 0.0)) * (1 - gamma(2))
-    upper = (e_up + err_norm) / a_low * (1 + gamma(2))
-    lower = np.maximum(e_low - err_norm, 0.0) / a_up * (1 - gamma(2))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, -1)
+        absR = np.abs(R)
+        target = A.reshape(-1)
+        E = subsets @ R + target
+        mag = subsets @ absR + np.abs(target)
+        # Each R entry underflows by at most (|c| + 1) 2**-1075, absolutely.
+        err = gamma(m + 6) * mag + (m + 6) * max(1.0, abs(c)) * TINY
+        # Each row scaled by a power of two so that its largest entry (of E
+        # or of err, which is positive) lies in [1/2, 1): its squares can
+        # neither overflow nor all underflow. Scaling up is exact; entries
+        # rounded when scaling down err by 2**-1075 each, as do subnormal
+        # squares: covered by the n * TINY terms below.
+        big = np.maximum(np.max(np.abs(E), axis=1, initial=0.0), np.max(err, axis=1))
+        k_row = -np.frexp(big)[1]
+        Es = np.ldexp(E, k_row[:, None])
+        errs = np.ldexp(err, k_row[:, None])
+        a_low, k_a = _norm_lower_scaled(A.ravel())
+        a_up, _ = _norm_upper_scaled(A.ravel())
+        n = target.size
+        e_sq = np.einsum("kj,kj->k", Es, Es)
+        err_sq = np.einsum("kj,kj->k", errs, errs)
+        err_norm = (np.sqrt(err_sq * (1 + gamma(n + 2)) + n * TINY) + n * TINY) * (1 + gamma(2))
+        e_up = np.sqrt(e_sq * (1 + gamma(n + 2)) + n * TINY) * (1 + gamma(2))
+        e_low = np.sqrt(np.maximum(e_sq * (1 - gamma(n + 2)) - n * TINY, 0.0)) * (1 - gamma(2))
+        upper_s = (e_up + err_norm) / a_low * (1 + gamma(2))
+        lower_s = np.maximum(e_low - err_norm, 0.0) / a_up * (1 - gamma(2))
+        # Back to the true scale: ratio = ratio_s * 2**(k_a - k_row).
+        shift = k_a - k_row
+        upper = np.ldexp(upper_s, shift)
+        lower = np.ldexp(lower_s, shift)
+    finite = np.isfinite(big)
+    upper = np.where(finite, upper, np.inf)
+    upper = np.where((upper < NORMAL) & (upper_s > 0), np.nextafter(upper, np.inf), upper)
+    lower = np.where(lower < NORMAL, np.nextafter(lower, 0.0), lower)
+    lower = np.where(finite & ~np.isnan(lower), np.minimum(lower, _MAX), 0.0)
     return lower, upper
 
 
@@ -215,7 +340,5 @@ def exact_within(
     ratio = e_sq / a_sq
     if ratio == 0:
         return True, 0.0
-    # sqrt of a rational of any size, through logarithms of its integers
-    # (float(ratio) could underflow), rounded up generously.
-    root = math.exp(0.5 * (math.log(ratio.numerator) - math.log(ratio.denominator)))
-    return ratio <= F(tol) ** 2, up(root, 1 << 12)
+    # An exact square root rounded up, whatever the size of the rational.
+    return ratio <= F(tol) ** 2, sqrt_up(ratio)
