@@ -12,6 +12,7 @@ built block is the flip construction up to half an ulp of ``b_down'``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Optional, Union, cast
@@ -421,25 +422,106 @@ def relative_output_error(
         ``block`` is not a :class:`SkipFreeBlock`, or ``X`` is not a real array.
     ValueError
         ``X`` has the wrong shape or non-finite entries, ``block`` does not
-        match the weights' shapes, or ``A X + f(X)`` is zero on ``X``.
+        match the weights' shapes, ``A X + f(X)`` is zero on ``X``, or
+        ``A X + f(X)`` or ``block(X)`` overflows float64 on ``X`` (or the
+        ratio lies beyond its range), where the error cannot be evaluated.
+
+    Notes
+    -----
+    Both norms are taken after scaling by a power of two (largest entry in
+    ``[1/2, 1)``), and the ratio is formed from the scaled values: tiny
+    outputs and gaps (down to subnormal ones) neither underflow to zero nor
+    overflow when squared, and ``delta - X E_S^T`` is re-evaluated at a
+    scale where it stays finite when it would overflow.
     """
-    want = _original_output(block, X, W_up, W_down, activation, b_up, b_down, W_gate, skip)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = _original_output(block, X, W_up, W_down, activation, b_up, b_down, W_gate, skip)
     xs = np.atleast_2d(np.asarray(X, dtype=np.float64))
     if block.W_up.shape[1] != xs.shape[1] or block.W_down.shape[0] != want.shape[1]:
         raise ValueError(
             f"block maps {block.W_up.shape[1]} inputs to {block.W_down.shape[0]} outputs, but "
             f"the residual block maps {xs.shape[1]} to {want.shape[1]}"
         )
-    scale = float(np.linalg.norm(want))
-    if scale == 0.0:
+    _require_finite("A X + f(X)", want)
+    if not np.any(want):
         raise ValueError("A X + f(X) is zero on X: the relative error is undefined")
+    den = _scaled_norm(want)
     act = block.activation if activation is None else get_activation(activation)
     w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
     gap = _flip_gap(block, act, w)
     if gap is not None:
         E, delta = gap
-        return float(np.linalg.norm(delta - xs @ E.T)) / scale
-    return float(np.linalg.norm(block(xs) - want)) / scale
+        num = _scaled_affine_norm(delta, xs, E)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = block(xs)
+        _require_finite("block(X)", got)
+        num = _scaled_difference_norm(got, want)
+    return _scaled_ratio(num, den)
+
+
+def _require_finite(what: str, values: FloatArray) -> None:
+    """Refuse an output that overflowed float64 (its norm, and so the
+    relative error, would be inf or NaN)."""
+    if not np.isfinite(values).all():
+        row = int(np.argwhere(~np.isfinite(values))[0][0])
+        raise ValueError(
+            f"{what} overflows float64 on X (first at row {row} of X): the relative error "
+            "cannot be evaluated in float64; rescale X or the block"
+        )
+
+
+def _scaled_norm(values: FloatArray) -> tuple[float, int]:
+    """``(v, k)`` with ``||values||_F = v * 2**k`` up to float64 rounding:
+    the entries are scaled by a power of two so the largest lies in
+    ``[1/2, 1)`` before squaring, so the squares neither overflow nor
+    underflow to zero. ``values`` must be finite."""
+    big = float(np.max(np.abs(values), initial=0.0))
+    if big == 0.0:
+        return 0.0, 0
+    k = math.frexp(big)[1]
+    with np.errstate(under="ignore"):
+        return float(np.linalg.norm(np.ldexp(values, -k))), k
+
+
+def _scaled_affine_norm(delta: FloatArray, xs: FloatArray, E: FloatArray) -> tuple[float, int]:
+    """:func:`_scaled_norm` of ``delta - xs @ E.T``, evaluated at a scale
+    where it cannot overflow (each factor scaled by a power of two)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = delta - xs @ E.T
+    if np.isfinite(direct).all():
+        return _scaled_norm(direct)
+    kx = math.frexp(float(np.max(np.abs(xs), initial=0.0)))[1]
+    ke = math.frexp(float(np.max(np.abs(E), initial=0.0)))[1]
+    with np.errstate(under="ignore"):
+        scaled = np.ldexp(delta, -(kx + ke)) - np.ldexp(xs, -kx) @ np.ldexp(E, -ke).T
+    v, k = _scaled_norm(scaled)
+    return v, k + kx + ke
+
+
+def _scaled_difference_norm(got: FloatArray, want: FloatArray) -> tuple[float, int]:
+    """:func:`_scaled_norm` of ``got - want`` (both finite), without overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = got - want
+    if np.isfinite(direct).all():
+        return _scaled_norm(direct)
+    with np.errstate(under="ignore"):
+        v, k = _scaled_norm(np.ldexp(got, -1) - np.ldexp(want, -1))
+    return v, k + 1
+
+
+def _scaled_ratio(num: tuple[float, int], den: tuple[float, int]) -> float:
+    """``(num_v 2**num_k) / (den_v 2**den_k)`` as a float64, refusing a ratio
+    beyond float64's range rather than returning inf."""
+    if num[0] == 0.0:
+        return 0.0
+    try:
+        return math.ldexp(num[0] / den[0], num[1] - den[1])
+    except OverflowError:
+        raise ValueError(
+            "the relative error on X lies beyond float64's range (the gap exceeds A X + f(X) "
+            "by more than 2**1024)"
+        ) from None
 
 
 def _flip_set(block: SkipFreeBlock, act: Activation, w: Weights) -> Optional[npt.NDArray[np.int64]]:
