@@ -279,7 +279,7 @@ def residual_bounds(
     """
     c, _ = _split(c)
     m = W_up.shape[0]
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, -1)
         absR = np.abs(R)
         target = A.reshape(-1)
