@@ -62,7 +62,7 @@ def test_exactly_representable_scalars_still_pass() -> None:
         value = Fraction(skip) if not isinstance(skip, np.integer) else Fraction(int(skip))
         W_up = np.array([[-float(value)]])
         r = skipsearch.find_absorbing_subset(W_up, ONE, skip=skip, tol=1e-17)
-        assert r.verdict == "absorbable" and r.subset == [0] and r.residual == 0.0
+        assert r.verdict == "absorbable" and list(r.subset) == [0] and r.residual == 0.0
 
 
 @pytest.mark.parametrize(
@@ -120,3 +120,17 @@ def test_tolerance_is_rounded_down_never_up() -> None:
     got = check_tol(third)
     assert got is not None and Fraction(got) <= third
     assert Fraction(check_tol(0.25) or 0) == Fraction(1, 4)
+
+
+def test_lists_mixing_floats_and_big_integers_are_refused() -> None:
+    # np.asarray([0.5, 2**53 + 1]) is a float64 array with 2**53 in it.
+    for skip in ([[0.5, 2**53 + 1], [0, 1]], [[0.5, np.int64(2**53 + 1)], [0, 1]]):
+        with pytest.raises(ValueError, match=r"skip has integer entry 9007199254740993 at"):
+            skipsearch.find_absorbing_subset(-np.eye(2), np.eye(2), skip=skip)
+    with pytest.raises(ValueError, match=r"W_up has integer entry 9007199254740993"):
+        skipsearch.find_absorbing_subset([[0.5, 2**53 + 1]], [[1.0]], skip=[[1.0, 0.0]])
+    # Integers float64 holds exactly are fine in a list of floats.
+    r = skipsearch.find_absorbing_subset(
+        [[-1.0, 0.0], [0.0, -(2.0**60)]], np.eye(2), skip=[[1, 0.0], [0, 2**60]]
+    )
+    assert r.verdict == "absorbable" and list(r.subset) == [0, 1]

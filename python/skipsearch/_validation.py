@@ -109,6 +109,31 @@ def _check_wide_floats(name: str, arr: npt.NDArray[Any], out: FloatArray) -> Non
         )
 
 
+def _check_listed_integers(name: str, value: Any, out: FloatArray) -> None:
+    """Refuse a list mixing floats with integers float64 cannot hold
+    (``np.asarray([0.5, 2**53 + 1])`` rounds the integer silently)."""
+    try:
+        objs = np.asarray(value, dtype=object)
+    except (ValueError, TypeError):  # pragma: no cover - converted once already
+        return
+    if objs.shape != out.shape:  # pragma: no cover - nested arrays inside the list
+        return
+
+    def rounded(v: Any, f: Any) -> bool:
+        # Python compares a Python int with a Python float exactly.
+        integral = isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+        return bool(integral and int(v) != float(f))
+
+    changed = np.frompyfunc(rounded, 2, 1)(objs, out).astype(bool)
+    if changed.any():
+        i = tuple(int(k) for k in np.argwhere(changed)[0])
+        raise ValueError(
+            f"{name} has integer entry {objs[i]} at index {i}, which float64 cannot hold "
+            "exactly (integers must stay within 2**53 or be exact float64 values); rescale "
+            "the block or pass floats if rounding is intended"
+        )
+
+
 def as_float_array(
     name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
 ) -> tuple[FloatArray, float]:
@@ -156,6 +181,8 @@ def as_float_array(
             out = np.array(arr, dtype=np.float64, order="C", copy=True)
     if kind == "f" and arr.dtype.itemsize > 8:
         _check_wide_floats(name, arr, out)
+    if kind == "f" and isinstance(value, (list, tuple)) and exact_integers:
+        _check_listed_integers(name, value, out)
     if not np.isfinite(out).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
         raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")
