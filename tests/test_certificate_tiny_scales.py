@@ -160,3 +160,36 @@ def test_exact_square_roots_are_rounded_the_right_way(q: Fraction) -> None:
     # Within two ulps of each other where the root is a normal float64.
     if 1e-300 < lo < 1e300:
         assert math.nextafter(math.nextafter(lo, math.inf), math.inf) >= hi
+
+
+@pytest.mark.parametrize("k_skip", SCALES)
+def test_float64_path_alone_is_sound_at_extreme_scales(
+    k_skip: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the exact fallback (as for blocks above EXACT_TERMS), the
+    # float64 bound with its allowances must still be a proof.
+    monkeypatch.setattr(rounding, "EXACT_TERMS", 0)
+    rng = np.random.default_rng(1000 + abs(k_skip))
+    for _ in range(30):
+        d_out, d_in, m = (int(v) for v in rng.integers(1, 4, size=3))
+        A = np.ldexp(rng.integers(-9, 10, size=(d_out, d_in)).astype(float), k_skip)
+        if not A.any():
+            continue
+        k_up = int(rng.integers(-600, 600))
+        W_up = np.ldexp(rng.standard_normal((m, d_in)), k_up)
+        W_down = np.ldexp(rng.standard_normal((d_out, m)), max(-1074, min(1000, k_skip - k_up)))
+        for Y in (A, np.ldexp(rng.standard_normal(A.shape), int(rng.integers(-900, 900)))):
+            b = skipsearch.check_certificate(Y, W_up, W_down, skip=A)
+            assert _bound_sq(b) <= certificate_bound_sq(Y, W_up, W_down, A, 1), (A, Y, b)
+
+
+def test_underflow_amplified_by_a_huge_w_down_is_allowed_for() -> None:
+    # Y W_up = 0.5 * 2**-1074 rounds to 0 (ties to even), and W_down = 2**1000
+    # scales that absolute error up to 2**-75: the skip's own scale. Exactly,
+    # W_down W_up = 2**-74 = -A, so S = {0} absorbs with residual 0.
+    W_up = np.array([[U]])
+    W_down = np.array([[2.0**1000]])
+    A = np.array([[-(2.0**-74)]])
+    truth = flip_truth(W_up, W_down, A, Fraction(1), 1.5e-8)
+    assert truth.ratio_sq((0,)) == 0
+    assert skipsearch.check_certificate(np.array([[0.5]]), W_up, W_down, skip=A) == 0.0
