@@ -129,6 +129,10 @@ def test_lists_mixing_floats_and_big_integers_are_refused() -> None:
             skipsearch.find_absorbing_subset(-np.eye(2), np.eye(2), skip=skip)
     with pytest.raises(ValueError, match=r"W_up has integer entry 9007199254740993"):
         skipsearch.find_absorbing_subset([[0.5, 2**53 + 1]], [[1.0]], skip=[[1.0, 0.0]])
+    # subset_sum decides int arrays exactly, but this list is a float64 one.
+    with pytest.raises(ValueError, match=r"A has integer entry 9007199254740993"):
+        skipsearch.subset_sum([[1.0, 2**53 + 1]], [2**53 + 1])
+    assert skipsearch.subset_sum([[3, 2**53 + 1]], [2**53 + 1]).status == "feasible"
     # Integers float64 holds exactly are fine in a list of floats.
     r = skipsearch.find_absorbing_subset(
         [[-1.0, 0.0], [0.0, -(2.0**60)]], np.eye(2), skip=[[1, 0.0], [0, 2**60]]

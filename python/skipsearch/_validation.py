@@ -148,7 +148,10 @@ def as_float_array(
     array, or masked arrays inside lists, tuples or object arrays), raise
     ``TypeError``; wrong dimensionality, NaN or Inf raise ``ValueError``, and
     so (with ``exact_integers``, the default) do integers that float64
-    cannot hold exactly. The caller's array is never modified.
+    cannot hold exactly. Whatever ``exact_integers``, long-double (or wider)
+    values that change in float64, and integers that numpy rounded because a
+    list mixed them with floats, raise ``ValueError``. The caller's array is
+    never modified.
     """
     if value is None:
         raise TypeError(f"{name} is required, got None")
@@ -181,7 +184,7 @@ def as_float_array(
             out = np.array(arr, dtype=np.float64, order="C", copy=True)
     if kind == "f" and arr.dtype.itemsize > 8:
         _check_wide_floats(name, arr, out)
-    if kind == "f" and isinstance(value, (list, tuple)) and exact_integers:
+    if kind == "f" and isinstance(value, (list, tuple)):
         _check_listed_integers(name, value, out)
     if not np.isfinite(out).all():
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
