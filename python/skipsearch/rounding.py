@@ -8,6 +8,15 @@ Stability of Numerical Algorithms*, 2nd ed., 2002, ch. 3). Where that
 bound is too coarse to settle a question, small problems are evaluated
 exactly with :class:`fractions.Fraction` (every float64 is a dyadic
 rational, so the inputs are exact).
+
+Relative bounds do not cover subnormal results, which err absolutely (by
+up to ``2**-1075`` each): every product or sum that can underflow gets an
+absolute allowance (``TINY`` per operation, scaled by whatever multiplies
+it afterwards), norms are squared after scaling by a power of two, ratios
+are formed from the scaled values, and results scaled back into the
+subnormal range are stepped one ulp the safe way (:func:`ldexp_up`,
+:func:`ldexp_down`). Exact paths end in an exactly rounded square root
+(:func:`sqrt_down`, :func:`sqrt_up`).
 """
 
 from __future__ import annotations
