@@ -28,6 +28,10 @@ pub const UNIT: f64 = f64::EPSILON / 2.0;
 /// the `2^-1075` that one rounding can lose in the subnormal range).
 pub const TINY: f64 = f64::MIN_POSITIVE;
 
+/// The smallest positive float64, `2^-1074`: one step of the subnormal grid,
+/// twice what one rounding to nearest can lose there.
+pub const SUBNORMAL: f64 = f64::from_bits(1);
+
 /// `gamma(n) = n u / (1 - n u)` with a 1% margin; infinite when `n u >= 1/2`.
 pub fn gamma(n: usize) -> f64 {
     let nu = n as f64 * UNIT;
@@ -38,26 +42,92 @@ pub fn gamma(n: usize) -> f64 {
     }
 }
 
-/// `x` rounded up by a relative `gamma(n)`: an upper bound on a positive
-/// quantity computed with at most `n` roundings.
+/// `(n + 1) 2^-1074`, exactly: what `n` roundings of a result in the
+/// subnormal range can lose (each at most `2^-1075`), and the rounding of
+/// the bound itself.
+fn underflow(n: usize) -> f64 {
+    (n as f64 + 1.0) * SUBNORMAL
+}
+
+/// An upper bound on a non-negative quantity computed as `x` with at most
+/// `n` roundings: `x` rounded up by a relative `gamma(n)` and by an absolute
+/// `(n + 1) 2^-1074`, which covers a result in (or under) the subnormal
+/// range, where a rounding loses up to `2^-1075` whatever the result's size.
+/// The absolute part vanishes in the rounding to nearest of any result above
+/// about `2^-1000`, so it leaves normal values as they were; it makes the
+/// bound positive when `x` underflowed to 0 (so `up(0, n) > 0`: a quantity
+/// known to be exactly zero needs no bound).
 pub fn up(x: f64, n: usize) -> f64 {
-    x * (1.0 + gamma(n))
+    let g = gamma(n);
+    if !g.is_finite() {
+        return f64::INFINITY;
+    }
+    x * (1.0 + g) + underflow(n)
 }
 
-/// `x` rounded down by a relative `gamma(n)`.
+/// A lower bound on a non-negative quantity computed as `x` with at most
+/// `n` roundings (see [`up`]): never negative, 0 when `x` is within the
+/// subnormal range's rounding of 0.
 pub fn down(x: f64, n: usize) -> f64 {
-    (x * (1.0 - gamma(n))).max(0.0)
+    (x * (1.0 - gamma(n)) - underflow(n)).max(0.0)
 }
 
-/// `sum (x_i s)^2` in float64 and the power of two `s` that brings the
-/// largest `|x_i|` into `[1, 2)`, so the squares neither overflow nor
-/// underflow; `None` for a zero or non-finite vector.
+/// An upper bound on `a / b` from an upper bound `a >= 0` on the numerator
+/// and a lower bound `b > 0` on the denominator: exactly 0 when `a` is, else
+/// the quotient rounded up past its rounding (subnormal quotients included).
+pub fn div_up(a: f64, b: f64) -> f64 {
+    if a == 0.0 {
+        0.0
+    } else {
+        up(a / b, 1)
+    }
+}
+
+/// A lower bound on `a / b` from a lower bound `a >= 0` on the numerator and
+/// an upper bound `b > 0` on the denominator.
+pub fn div_down(a: f64, b: f64) -> f64 {
+    down(a / b, 1)
+}
+
+/// The power of two `2^k` that brings `big > 0` into `[1, 2)`, with `k`
+/// capped at 1022 so that it is finite: a subnormal `big` is brought to at
+/// least `2^-52`, far from where its square could underflow.
+pub fn inverse_scale(big: f64) -> f64 {
+    let k = (-(big.log2().floor() as i32)).min(1022);
+    crate::absorption::block::ldexp(1.0, k)
+}
+
+/// An upper bound on `r / s` for a power of two `s` (as [`inverse_scale`]
+/// gives): exact unless the quotient is subnormal, where it loses up to
+/// `2^-1075`.
+pub fn unscale_up(r: f64, s: f64) -> f64 {
+    let q = r / s;
+    if q <= f64::MIN_POSITIVE {
+        q + SUBNORMAL
+    } else {
+        q
+    }
+}
+
+/// A lower bound on `r / s` for a power of two `s` (see [`unscale_up`]).
+pub fn unscale_down(r: f64, s: f64) -> f64 {
+    let q = r / s;
+    if q <= f64::MIN_POSITIVE {
+        (q - SUBNORMAL).max(0.0)
+    } else {
+        q
+    }
+}
+
+/// `sum (x_i s)^2` in float64 and the power of two `s` ([`inverse_scale`])
+/// that brings the largest `|x_i|` near `[1, 2)`, so the squares neither
+/// overflow nor underflow; `None` for a zero or non-finite vector.
 fn scaled_squares(x: &[f64]) -> Option<(f64, f64)> {
     let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
     if big == 0.0 || !big.is_finite() {
         return None;
     }
-    let s = crate::absorption::block::ldexp(1.0, -(big.log2().floor() as i32));
+    let s = inverse_scale(big);
     Some((x.iter().map(|v| (v * s) * (v * s)).sum(), s))
 }
 
@@ -67,10 +137,10 @@ pub fn norm_upper(x: &[f64]) -> f64 {
         return x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
     };
     // Squares (1 rounding) and the sum (n): gamma(n + 2) on the sum; the
-    // root and the unscaling (exact) add one more. Subnormal squares add at
-    // most n * TINY.
+    // root adds one more, and the unscaling is exact unless the norm is
+    // subnormal. Subnormal squares add at most n * TINY.
     let root = (sum * (1.0 + gamma(x.len() + 2)) + x.len() as f64 * TINY).sqrt();
-    up(root, 2) / s
+    unscale_up(up(root, 2), s)
 }
 
 /// A lower bound on the Euclidean norm of `x`.
@@ -79,7 +149,7 @@ pub fn norm_lower(x: &[f64]) -> f64 {
         return x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
     };
     let sq = (down(sum, x.len() + 2) - x.len() as f64 * TINY).max(0.0);
-    down(sq.sqrt(), 2) / s
+    unscale_down(down(sq.sqrt(), 2), s)
 }
 
 /// `a + b = s + e` exactly (Knuth's TwoSum).
@@ -222,7 +292,11 @@ impl Expansion {
 
     /// The value rounded to float64, with a bound on its error: the exact
     /// value lies within `approx +- error`.
+    /// One component (or none) is the value itself: no rounding error.
     pub fn approx(&self) -> (f64, f64) {
+        if self.parts.len() <= 1 {
+            return (self.parts.first().copied().unwrap_or(0.0), self.slack());
+        }
         let sum: f64 = self.parts.iter().sum();
         let mass: f64 = self.parts.iter().map(|x| x.abs()).sum();
         let err = up(gamma(self.parts.len()) * mass, 2) + self.slack();
@@ -235,14 +309,21 @@ impl Expansion {
     }
 
     /// An upper bound on the absolute value.
+    /// Exactly the value's when it is known exactly (0 for exactly 0).
     pub fn abs_upper(&self) -> f64 {
         let (a, e) = self.approx();
+        if e == 0.0 {
+            return a.abs();
+        }
         up(a.abs() + e, 1)
     }
 
-    /// A lower bound on the absolute value.
+    /// A lower bound on the absolute value (exact when the value is).
     pub fn abs_lower(&self) -> f64 {
         let (a, e) = self.approx();
+        if e == 0.0 {
+            return a.abs();
+        }
         down(a.abs() - e, 1).max(0.0)
     }
 }
@@ -280,6 +361,34 @@ mod tests {
         e.add(-3.0 * 2f64.powi(-40));
         e.add(-3.0 * 2f64.powi(-80));
         assert_eq!(e.approx().0, 2f64.powi(-120));
+    }
+
+    #[test]
+    fn bounds_cover_subnormal_results() {
+        // 2^-1022 / 2^60 underflows to 0; its upper bound may not.
+        let q = f64::MIN_POSITIVE / 2f64.powi(60);
+        assert_eq!(q, 0.0);
+        assert!(up(q, 1) > 0.0);
+        assert!(div_up(f64::MIN_POSITIVE, 2f64.powi(60)) > 0.0);
+        assert_eq!(div_up(0.0, 3.0), 0.0);
+        assert_eq!(down(SUBNORMAL, 1), 0.0);
+        // Normal values are left as the relative factor makes them.
+        assert_eq!(up(1.0, 1), 1.0 * (1.0 + gamma(1)));
+        assert_eq!(down(1.0, 1), 1.0 * (1.0 - gamma(1)));
+        // A vector whose largest entry is subnormal: no NaN from 0 * inf.
+        let x = [1e-310, 0.0, -3e-320];
+        let (lo, hi) = (norm_lower(&x), norm_upper(&x));
+        assert!(lo.is_finite() && hi.is_finite(), "{lo} {hi}");
+        assert!(
+            lo <= 1e-310 && lo > 0.999e-310 && 1e-310 < hi && hi < 1.001e-310,
+            "{lo} {hi}"
+        );
+        assert!(norm_upper(&[SUBNORMAL]) >= SUBNORMAL);
+        // An exact single component needs no rounding.
+        let mut e = Expansion::new();
+        e.add(SUBNORMAL);
+        assert_eq!((e.abs_lower(), e.abs_upper()), (SUBNORMAL, SUBNORMAL));
+        assert_eq!(Expansion::new().abs_upper(), 0.0);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::absorption::block::{ldexp, Block};
 use crate::matrix::Matrix;
-use crate::rounding::{down, gamma, norm_upper, up, Expansion, TINY};
+use crate::rounding::{down, gamma, inverse_scale, norm_upper, unscale_up, up, Expansion, TINY};
 
 /// The largest `m * d_out * d_in` for which the certificate check falls
 /// back to exact sums (about a second of work).
@@ -275,7 +275,7 @@ pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
         .iter()
         .map(|&b| {
             if b > 0.0 && b.is_finite() {
-                ldexp(1.0, -(b.log2().floor() as i32))
+                inverse_scale(b)
             } else {
                 1.0
             }
@@ -296,7 +296,7 @@ pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
                 return b;
             }
             let root = (t * (1.0 + gamma(rows + 2)) + rows as f64 * TINY).sqrt();
-            up(root, 2) / s
+            unscale_up(up(root, 2), s)
         })
         .collect()
 }

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use crate::absorption::block::Block;
 use crate::matrix::{axpy, Matrix};
-use crate::rounding::{down, gamma, norm_lower, norm_upper, up, Expansion, TINY};
+use crate::rounding::{div_down, div_up, gamma, norm_lower, norm_upper, up, Expansion, TINY};
 
 const OUT_ROWS: usize = 8;
 
@@ -167,12 +167,21 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
     }
     let a_up = norm_upper(block.skip.data());
     let a_low = norm_lower(block.skip.data());
+    let zero_skip = block.skip.data().iter().all(|&x| x == 0.0);
     let relative = |e_up: f64, e_low: f64| -> (f64, f64) {
-        if a_low == 0.0 {
+        if zero_skip {
             // Zero skip: absolute residual.
             (e_low, e_up)
+        } else if a_low == 0.0 {
+            // A skip too small for its norm's lower bound to be positive.
+            (
+                div_down(e_low, a_up),
+                if e_up == 0.0 { 0.0 } else { f64::INFINITY },
+            )
         } else {
-            (down(e_low / a_up, 1), up(e_up / a_low, 1))
+            // Rounded up past a subnormal quotient too; exactly 0 only when
+            // the residual's upper bound is (every entry summed to exactly 0).
+            (div_down(e_low, a_up), div_up(e_up, a_low))
         }
     };
     let e = flip_residual_with(block, &weights, false);
