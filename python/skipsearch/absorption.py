@@ -754,8 +754,11 @@ def _from_search(
     if finding == "inconclusive":
         why = {
             "overflow": (
-                "products of the weights, scaled to the skip, overflow float64: the skip and "
-                "W_down @ W_up differ in scale by more than float64 can hold (rescale the block)"
+                "products of the weights overflow float64 even at the best exact rescaling of "
+                "the block by powers of two: the skip and W_down @ W_up differ in scale by "
+                "more than float64 can hold, or they are too large together, or entries near "
+                "float64's smallest (subnormal) values keep a matrix from being scaled down "
+                "exactly (rescale the block)"
             ),
             "ill_conditioned": (
                 "no certificate proves impossibility once its rounding is accounted for, and "

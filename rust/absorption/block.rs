@@ -258,15 +258,18 @@ impl<'a> Block<'a> {
     }
 
     /// The same problem rescaled by powers of two, the exponent `k` with
-    /// `A_balanced = 2^k A`, and whether the rescaling was exact (it is not
-    /// only when a matrix spans more than float64's exponent range, so that
-    /// an entry under- or overflows). `W_up` and `b_up` are scaled so their
-    /// largest entry is near 1, `W_down` inversely, then `W_down` and `A`
-    /// together so the skip's largest entry is near 1. Powers of two are
-    /// exact, so every relative residual and every genericity test is
-    /// unchanged, while weights of any magnitude stay clear of under- and
-    /// overflow in the Gram matrix. Blocks whose exponents are all moderate
-    /// (within `2^64` of 1) are returned as they are, without a copy.
+    /// `A_balanced = 2^k A`, and whether the rescaling was exact (it always
+    /// is: each exponent is kept within the range that leaves every entry
+    /// of its matrix exact, see [`exact_range`]). `W_up` and `b_up` are
+    /// scaled so their largest entry is near 1, `W_down` inversely, then
+    /// `W_down` and `A` together so the skip's largest entry is near 1, as
+    /// far as exactness allows: a matrix whose entries span nearly float64's
+    /// whole exponent range (a subnormal next to a large entry) is scaled
+    /// less, or not at all. Powers of two are exact, so every relative
+    /// residual and every genericity test is unchanged, while weights of any
+    /// magnitude stay clear of under- and overflow in the Gram matrix.
+    /// Blocks whose exponents are all moderate (within `2^64` of 1) are
+    /// returned as they are, without a copy.
     pub fn balanced(&self) -> (Block<'a>, i32, bool) {
         let exponent = |x: f64| {
             if x > 0.0 && x.is_finite() {
@@ -284,6 +287,22 @@ impl<'a> Block<'a> {
             // overflow: keep the weights as they are (no copy).
             k_up = 0;
             k_skip = 0;
+        }
+        if k_up != 0 || k_skip != 0 {
+            // Exact ranges, each containing 0: k_up in R_up, k_skip in
+            // R_skip and k_down = k_skip - k_up in R_down.
+            let r_up = intersect(
+                exact_range(self.w_up.data()),
+                exact_range(self.b_up.as_deref().unwrap_or(&[])),
+            );
+            let r_down = exact_range(self.w_down.data());
+            let r_skip = exact_range(self.skip.data());
+            // k_up such that some k_skip fits both R_skip and k_up + R_down.
+            let feasible = (r_skip.0 - r_down.1, r_skip.1 - r_down.0);
+            let r_up = intersect(r_up, feasible);
+            k_up = k_up.clamp(r_up.0, r_up.1);
+            let r_skip = intersect(r_skip, (k_up + r_down.0, k_up + r_down.1));
+            k_skip = k_skip.clamp(r_skip.0, r_skip.1);
         }
         let k_down = k_skip - k_up;
         let mut out = self.clone();
@@ -309,6 +328,40 @@ impl<'a> Block<'a> {
         }
         (out, k_skip, exact)
     }
+}
+
+/// The exponents `k` for which `x 2^k` is exact for every entry of `x`: no
+/// entry's lowest set bit falls below `2^-1074` and none reaches `2^1024`.
+/// Always contains 0 (every finite float64 is exact at `k = 0`); wide when
+/// `x` has no non-zero entry.
+pub fn exact_range(x: &[f64]) -> (i32, i32) {
+    let (mut low, mut high) = (i32::MAX, i32::MIN);
+    for &v in x {
+        if v == 0.0 || !v.is_finite() {
+            continue;
+        }
+        let bits = v.to_bits();
+        let field = ((bits >> 52) & 0x7ff) as i32;
+        let mantissa = bits & ((1u64 << 52) - 1);
+        // v = significand * 2^(e - 52) with e the exponent of the leading
+        // bit (subnormals: the leading bit of the mantissa).
+        let (significand, lead) = if field == 0 {
+            (mantissa, -1074 + 63 - mantissa.leading_zeros() as i32)
+        } else {
+            (mantissa | (1u64 << 52), field - 1023)
+        };
+        let unit = if field == 0 { -1074 } else { field - 1075 };
+        low = low.min(unit + significand.trailing_zeros() as i32);
+        high = high.max(lead);
+    }
+    if low == i32::MAX {
+        return (-4096, 4096);
+    }
+    (-1074 - low, 1023 - high)
+}
+
+fn intersect(a: (i32, i32), b: (i32, i32)) -> (i32, i32) {
+    (a.0.max(b.0), a.1.min(b.1))
 }
 
 /// Whether `y` is exactly the identity matrix.
@@ -419,6 +472,30 @@ mod tests {
             });
             assert!(want == got, "threads = {threads}");
         }
+    }
+
+    #[test]
+    fn balancing_stays_exact_next_to_a_subnormal_entry() {
+        // Balancing the skip to 1 would flush 2^-1022 to 0: the exponent is
+        // kept within the skip's exact range instead.
+        let big = 2f64.powi(500);
+        let block = Block::new(
+            Matrix::from_vec("W_up", 1, 2, vec![0.0, big]).unwrap(),
+            Matrix::from_vec("W_down", 1, 1, vec![1.0]).unwrap(),
+            None,
+            Matrix::from_vec("A", 1, 2, vec![f64::MIN_POSITIVE, -big]).unwrap(),
+            1.0,
+        )
+        .unwrap();
+        let (b, k, exact) = block.balanced();
+        assert!(exact);
+        assert_eq!(k, -52);
+        assert_eq!(b.skip.data(), &[2f64.powi(-1074), -(2f64.powi(448))]);
+        assert_eq!(b.w_up.data(), &[0.0, 1.0]);
+        assert_eq!(b.w_down.data(), &[2f64.powi(448)]);
+        assert_eq!(exact_range(&[f64::MIN_POSITIVE, -big]), (-52, 523));
+        assert_eq!(exact_range(&[2f64.powi(-1074)]), (0, 2097));
+        assert_eq!(exact_range(&[0.0]), (-4096, 4096));
     }
 
     #[test]

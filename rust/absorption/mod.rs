@@ -288,8 +288,13 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
     let mut outcome = pool.install(|| run(&balanced, options, cancel));
     if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {
         // The balanced block is not the user's: nothing it proves transfers.
+        // (Unreachable: `balanced` keeps every exponent within its exact
+        // range; kept so that a rescaling that lost bits can never prove.)
         outcome.finding = Finding::Inconclusive(Numerics::Overflow);
         outcome.certificate = None;
+        outcome.residual = None;
+        outcome.residual_lower = None;
+        outcome.residual_exact = false;
     }
     if let Some(y) = outcome.certificate.as_mut() {
         // Y is in the units of the balanced skip, 2^k_skip A.
