@@ -55,12 +55,22 @@ def gamma(n: int) -> float:
     return math.inf if nu >= 0.5 else 1.01 * nu / (1.0 - nu)
 
 
+#: The smallest positive float64, 2^-1074: the absolute rounding error of
+#: a product or quotient whose result is subnormal is below it, which the
+#: relative factor ``1 +- gamma(n)`` does not cover.
+_TINY = 5e-324
+
+
 def up(x: float, n: int = 2) -> float:
-    return x * (1.0 + gamma(n))
+    """An upper bound on a non-negative value computed as ``x`` with ``n``
+    relative roundings, subnormal results included (adding 2^-1074 leaves
+    a normal value unchanged under round-to-nearest)."""
+    return x * (1.0 + gamma(n)) + _TINY
 
 
 def down(x: float, n: int = 2) -> float:
-    return max(0.0, x * (1.0 - gamma(n)))
+    """The lower bound matching :func:`up`, never below 0."""
+    return max(0.0, x * (1.0 - gamma(n)) - _TINY)
 
 
 def _pow2_exponent(x: npt.NDArray[np.floating[Any]]) -> int:
