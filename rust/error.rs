@@ -25,6 +25,9 @@ pub enum Error {
     FloatEnvironment(String),
     /// The exact path was required but needs more memory than allowed.
     MemoryLimit { needed: u128, limit: u128 },
+    /// The working space a call needs could not be reserved (a process
+    /// address-space limit, or the machine's memory).
+    OutOfMemory { needed: u128 },
 }
 
 impl fmt::Display for Error {
@@ -54,6 +57,14 @@ impl fmt::Display for Error {
                  of {}; raise memory_limit or pass distance=None or False for a certificate bound",
                 bytes(*needed),
                 bytes(*limit)
+            ),
+            Error::OutOfMemory { needed } => write!(
+                f,
+                "out of memory: could not reserve about {} of working space (the block's \
+                 matrices and the dense kernels' buffers, a few times the L3 cache per \
+                 worker thread); a process memory limit such as ulimit -v, or the machine's \
+                 memory, is too small for this call (fewer threads need less)",
+                bytes(*needed)
             ),
         }
     }

@@ -227,6 +227,68 @@ pub fn worker_pool(
     Ok(pool)
 }
 
+/// Bytes of working space the dense kernels of one thread may hold at once:
+/// faer's blocked triangular solves keep two copies of the L3 cache in a
+/// per-thread buffer, the gemm crate packs up to about one more per product,
+/// plus its L2 slab. All of it is allocated infallibly inside those crates
+/// (an allocation failure there aborts the process), so [`reserve`] checks
+/// for it up front.
+pub fn kernel_scratch_bytes() -> u128 {
+    static L3: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let l3 = *L3.get_or_init(|| {
+        // The largest data or unified cache sysfs lists, at least 32 MiB
+        // (what the kernels assume when they cannot tell).
+        let mut best: u128 = 32 << 20;
+        for i in 0..8 {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+            let Ok(size) = std::fs::read_to_string(format!("{dir}/size")) else {
+                continue;
+            };
+            let size = size.trim();
+            let (digits, unit) = size.split_at(size.trim_end_matches(char::is_alphabetic).len());
+            let Ok(n) = digits.parse::<u128>() else {
+                continue;
+            };
+            let factor = match unit {
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => 1,
+            };
+            best = best.max(n.saturating_mul(factor));
+        }
+        best
+    });
+    3 * l3 + (4 << 20)
+}
+
+/// Check that `bytes` of memory can still be allocated, by reserving them
+/// (fallibly) and releasing them at once: under an address-space limit
+/// (`ulimit -v`) or with overcommit off, a call that would run out of
+/// memory inside a dependency's infallible allocation (which aborts the
+/// process) gets [`Error::OutOfMemory`] (Python's `MemoryError`) instead,
+/// before it starts. The pages are never touched, so this costs no memory.
+pub fn reserve(bytes: u128) -> Result<(), crate::error::Error> {
+    let err = || crate::error::Error::OutOfMemory { needed: bytes };
+    let n = usize::try_from(bytes).map_err(|_| err())?;
+    let mut v: Vec<u8> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| err())?;
+    drop(v);
+    Ok(())
+}
+
+/// [`reserve`] for a call on `threads` workers whose own arrays take about
+/// `problem` bytes; `dense` when it runs products large enough for the
+/// dense kernels' buffers ([`kernel_scratch_bytes`] per thread).
+pub fn reserve_for(threads: usize, problem: u128, dense: bool) -> Result<(), crate::error::Error> {
+    let scratch = if dense {
+        (threads as u128 + 1) * kernel_scratch_bytes()
+    } else {
+        0
+    };
+    reserve(problem.saturating_add(scratch))
+}
+
 /// Run `f` on a fresh pool of `threads` workers (tests of thread-count
 /// independence).
 #[cfg(test)]

@@ -71,6 +71,51 @@ pub fn gemm(
     }
 }
 
+/// `dst = lhs rhs` in float32, on one thread, by the gemm crate's kernels
+/// (as [`gemm`]). Not faer's own float32 product: that keeps two copies of
+/// the L3 cache (64 MiB here) per thread in a buffer it allocates
+/// infallibly, which aborts the process under an address-space limit.
+pub fn gemm_f32(dst: MatMut<'_, f32>, lhs: MatRef<'_, f32>, rhs: MatRef<'_, f32>) {
+    let (m, n) = (dst.nrows(), dst.ncols());
+    let k = lhs.ncols();
+    assert!(
+        lhs.nrows() == m && rhs.nrows() == k && rhs.ncols() == n,
+        "gemm_f32: shapes ({m}, {n}) <- ({}, {}) x ({}, {})",
+        lhs.nrows(),
+        lhs.ncols(),
+        rhs.nrows(),
+        rhs.ncols()
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    // SAFETY: as in `gemm`; the destination is overwritten (alpha 0, not
+    // read), so its contents need not be initialised values.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_ptr_mut(),
+            dst.col_stride(),
+            dst.row_stride(),
+            false,
+            lhs.as_ptr(),
+            lhs.col_stride(),
+            lhs.row_stride(),
+            rhs.as_ptr(),
+            rhs.col_stride(),
+            rhs.row_stride(),
+            0.0f32,
+            1.0f32,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
 /// Multiply-adds per tile of [`gemm_polled`]: about 10 ms of one core's
 /// work on a machine of 2020, 5 ms on two.
 pub const POLL_WORK: usize = 1 << 28;

@@ -34,7 +34,9 @@ use crate::subset_sum::lattice;
 fn to_py_err(e: Error) -> PyErr {
     match e {
         Error::ThreadPool(_) | Error::FloatEnvironment(_) => PyRuntimeError::new_err(e.to_string()),
-        Error::MemoryLimit { .. } => PyMemoryError::new_err(e.to_string()),
+        Error::MemoryLimit { .. } | Error::OutOfMemory { .. } => {
+            PyMemoryError::new_err(e.to_string())
+        }
         _ => PyValueError::new_err(e.to_string()),
     }
 }
@@ -518,6 +520,11 @@ fn flip_set_bracket<'py>(
     let (balanced, _, exact) = block.balanced();
     let started = std::time::Instant::now();
     let bracket = run_on_pool(py, threads, time_limit, None, |limits, cancel| {
+        crate::limits::reserve_for(
+            rayon::current_num_threads(),
+            crate::absorption::working_bytes(&block, true),
+            crate::absorption::dense_products(&block),
+        )?;
         if !exact {
             // Rescaling under- or overflowed: no bracket beyond the trivial one.
             return Ok(None);

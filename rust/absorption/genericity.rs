@@ -14,7 +14,6 @@
 
 use rayon::prelude::*;
 
-use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::matrix::{dot, gemm, Matrix};
@@ -762,13 +761,10 @@ where
             }
             // g[p - b0][q - b0] = y_p . y_q for p in the block, q in b0..hi.
             let mut g = vec![0f32; (b1 - b0) * cols];
-            matmul(
+            crate::matrix::gemm_f32(
                 MatMut::from_row_major_slice_mut(&mut g, b1 - b0, cols),
-                Accum::Replace,
                 MatRef::from_row_major_slice(&ys[b0 * k..b1 * k], b1 - b0, k),
                 MatRef::from_row_major_slice(&ys[b0 * k..hi * k], cols, k).transpose(),
-                1.0f32,
-                Par::Seq,
             );
             for p in b0..b1 {
                 let g_row = &g[(p - b0) * cols..(p - b0 + 1) * cols];
@@ -1459,7 +1455,7 @@ mod tests {
                 // One dense GEMM of size d x m x d (U^T U), the anchor.
                 let mut c = vec![0.0; d * d];
                 let t0 = std::time::Instant::now();
-                matmul(
+                faer::linalg::matmul::matmul(
                     MatMut::from_row_major_slice_mut(&mut c, d, d),
                     Accum::Replace,
                     MatRef::from_row_major_slice(u.data(), m, d).transpose(),

@@ -284,6 +284,14 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         });
     }
     let pool = crate::limits::worker_pool(options.threads)?;
+    crate::limits::reserve_for(
+        pool.current_num_threads(),
+        working_bytes(
+            block,
+            options.distance != Distance::Bound && options.exact_fits(m),
+        ),
+        dense_products(block),
+    )?;
     let (balanced, k_skip, exact) = block.balanced();
     let mut outcome = pool.install(|| run(&balanced, options, cancel));
     if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {
@@ -303,6 +311,33 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
             .for_each(|x| *x = crate::absorption::block::ldexp(*x, -k_skip));
     }
     Ok(outcome)
+}
+
+/// About the bytes a decision's own arrays take at once: a few copies of
+/// the block (the balanced one, residuals of the skip's shape, the rows the
+/// stages copy), and with `exact` the Gram matrix and the search's working
+/// space ([`exact_path_bytes`]).
+pub fn working_bytes(block: &Block, exact: bool) -> u128 {
+    let (d_out, d_in) = block.skip.shape();
+    let m = block.width() as u128;
+    let (d_out, d_in) = (d_out as u128, d_in as u128);
+    let dense = 8 * (6 * d_out * d_in + 3 * m * (d_in + d_out) + 16 * m);
+    dense
+        + if exact {
+            exact_path_bytes(block.width())
+        } else {
+            0
+        }
+}
+
+/// Whether the block's products are large enough for the dense kernels
+/// (faer's and the gemm crate's buffers; smaller ones run in registers).
+pub fn dense_products(block: &Block) -> bool {
+    let (d_out, d_in) = block.skip.shape();
+    let m = block.width();
+    m.saturating_mul(d_out.max(d_in))
+        .saturating_mul(m.max(d_out.max(d_in)))
+        > 16 * 16 * 16
 }
 
 fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
