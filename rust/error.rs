@@ -60,7 +60,7 @@ impl fmt::Display for Error {
             ),
             Error::OutOfMemory { needed } => write!(
                 f,
-                "out of memory: could not reserve about {} of working space (the block's \
+                "could not reserve about {} of working space (the block's \
                  matrices and the dense kernels' buffers, a few times the L3 cache per \
                  worker thread); a process memory limit such as ulimit -v, or the machine's \
                  memory, is too small for this call (fewer threads need less)",
