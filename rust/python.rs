@@ -520,11 +520,17 @@ fn flip_set_bracket<'py>(
     let (balanced, _, exact) = block.balanced();
     let started = std::time::Instant::now();
     let bracket = run_on_pool(py, threads, time_limit, None, |limits, cancel| {
-        crate::limits::reserve_for(
+        // The Gram matrix (8 m^2 bytes) besides the block's arrays. Without
+        // room for them the bracket stays trivial (the decision is kept).
+        let m = block.width() as u128;
+        let room = crate::limits::reserve_for(
             rayon::current_num_threads(),
-            crate::absorption::working_bytes(&block, true),
+            crate::absorption::working_bytes(&block, false) + 8 * m * m,
             crate::absorption::dense_products(&block),
-        )?;
+        );
+        if room.is_err() {
+            return Ok(None);
+        }
         if !exact {
             // Rescaling under- or overflowed: no bracket beyond the trivial one.
             return Ok(None);
