@@ -102,10 +102,25 @@ def test_an_exactly_zero_residual_keeps_an_upper_end_of_zero() -> None:
 # The skip spans 2^-1074 .. 2^1000 and W_down @ W_up is 2^1000 too: no exact
 # power-of-two rescaling keeps the Gram matrix's products (2^2000) finite.
 PINNED = ([[2.0**500, 0.0]], [[2.0**500]], [[2.0**-1074, 2.0**1000]])
+PINNED_BOTH = ([[2.0**500, 2.0**500]], [[2.0**500]], [[2.0**-1074, -(2.0**1000)]])
 
 
-def test_overflow_reports_no_residual_and_blames_no_scale_gap_that_is_not_there() -> None:
+def test_an_overflowing_gram_matrix_still_lets_the_skip_certify() -> None:
+    # E_{0} = [2^-1074 + 2^1000, 0]: every flip set has residual at least
+    # about 1, which the certificate Y = A proves without the Gram matrix.
     W_up, W_down, A = (np.asarray(x, dtype=np.float64) for x in PINNED)
+    truth = flip_truth(W_up, W_down, A, Fraction(1), TOL)
+    assert not truth.exists
+    r = skipsearch.find_absorbing_subset(W_up, W_down, skip=A)
+    assert r.verdict == "not_absorbable", r.reason
+    assert r.distance_bound is not None
+    assert Fraction(r.distance_bound) ** 2 <= truth.min_ratio_sq
+    assert r.distance_bound > TOL
+
+
+@pytest.mark.parametrize("block", [PINNED, PINNED_BOTH], ids=["pinned", "pinned_both"])
+def test_overflow_reports_no_residual_and_blames_no_scale_gap_that_is_not_there(block) -> None:
+    W_up, W_down, A = (np.asarray(x, dtype=np.float64) for x in block)
     truth = flip_truth(W_up, W_down, A, Fraction(1), TOL)
     assert not truth.exists
     r = skipsearch.find_absorbing_subset(W_up, W_down, skip=A)

@@ -390,7 +390,18 @@ fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> Generic
             *a += v * v;
         }
     }
-    let dead = genericity::dead_neurons(&up_sq, &down_sq, tol);
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    let dead = if finite(&up_sq) && finite(&down_sq) {
+        genericity::dead_neurons(&up_sq, &down_sq, tol)
+    } else {
+        // A square overflowed (a huge neuron): compare the norms, scaled so
+        // they do not, against `tol` times the largest (tol = sqrt(tol)^2).
+        let up_n: Vec<f64> = (0..m)
+            .map(|i| crate::matrix::scaled_norm(u.row(i)))
+            .collect();
+        let down_n = crate::absorption::certificate::column_norms_upper(&block.w_down);
+        genericity::dead_neurons(&up_n, &down_n, tol.sqrt())
+    };
     let mut is_dead = vec![false; m];
     for &i in &dead {
         is_dead[i] = true;
@@ -452,6 +463,29 @@ fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Optio
         out.residual = Some(tol);
     }
     within
+}
+
+/// The Gram matrix overflowed: on the exact path (which skipped the cheap
+/// certificates) the certificate `Y = A` may still prove impossibility,
+/// since it needs no Gram matrix; otherwise the overflow is the answer.
+fn overflow_unless_skip_certifies(
+    block: &Block,
+    minus_h: &[f64],
+    tol: f64,
+    exact: bool,
+    out: &mut Outcome,
+) -> Finding {
+    if exact {
+        out.method.push("certificate Y = A");
+        let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
+        if skip_cert.bound > tol {
+            out.distance_bound = Some(skip_cert.bound);
+            out.rounding_bound = Some(skip_cert.rounding);
+            out.certificate = Some(block.skip.clone().into_owned());
+            return Finding::NoSubset(Evidence::Certificate);
+        }
+    }
+    Finding::Inconclusive(Numerics::Overflow)
 }
 
 fn stages(
@@ -517,10 +551,14 @@ fn stages(
     out.method.push("relaxation");
     let gram = gram_lower(block, budget)?;
     if gram.iter().any(|x| !x.is_finite()) {
-        return Ok(Finding::Inconclusive(Numerics::Overflow));
+        return Ok(overflow_unless_skip_certifies(
+            block, &minus_h, tol, exact, out,
+        ));
     }
     let Some(factor) = PivotedCholesky::factor(gram, m, budget)? else {
-        return Ok(Finding::Inconclusive(Numerics::Overflow));
+        return Ok(overflow_unless_skip_certifies(
+            block, &minus_h, tol, exact, out,
+        ));
     };
     out.rank = Some(factor.rank());
     out.rank_decision = Some(factor.rank_decision());
