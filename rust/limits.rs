@@ -268,13 +268,40 @@ pub fn kernel_scratch_bytes() -> u128 {
 /// memory inside a dependency's infallible allocation (which aborts the
 /// process) gets [`Error::OutOfMemory`] (Python's `MemoryError`) instead,
 /// before it starts. The pages are never touched, so this costs no memory.
+///
+/// Only where an allocation can fail at all: on Linux under an
+/// address-space limit or with overcommit off ([`allocation_can_fail`]).
+/// Elsewhere memory is overcommitted and a large reservation would only
+/// refuse calls that fit (a many-core node reserving scratch for every
+/// thread), so nothing is reserved.
 pub fn reserve(bytes: u128) -> Result<(), crate::error::Error> {
+    if !allocation_can_fail() {
+        return Ok(());
+    }
     let err = || crate::error::Error::OutOfMemory { needed: bytes };
     let n = usize::try_from(bytes).map_err(|_| err())?;
     let mut v: Vec<u8> = Vec::new();
     v.try_reserve_exact(n).map_err(|_| err())?;
     drop(v);
     Ok(())
+}
+
+/// Whether an allocation may be refused rather than overcommitted: a finite
+/// `RLIMIT_AS` (`ulimit -v`), or `vm.overcommit_memory = 2`. Read at every
+/// call (a limit can be set while the process runs); Linux only.
+pub fn allocation_can_fail() -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let limited = std::fs::read_to_string("/proc/self/limits").is_ok_and(|limits| {
+        limits
+            .lines()
+            .find(|line| line.starts_with("Max address space"))
+            .is_some_and(|line| !line.contains("unlimited"))
+    });
+    limited
+        || std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+            .is_ok_and(|mode| mode.trim() == "2")
 }
 
 /// [`reserve`] for a call on `threads` workers whose own arrays take about
