@@ -26,6 +26,34 @@ pub fn gemm(
     alpha: f64,
     par: Par,
 ) {
+    let parallelism = match par {
+        Par::Seq => gemm::Parallelism::None,
+        Par::Rayon(n) => gemm::Parallelism::Rayon(n.get()),
+    };
+    let read_dst = beta == Accum::Add;
+    let dst_factor = if read_dst { 1.0 } else { 0.0 };
+    gemm_crate(dst, read_dst, dst_factor, lhs, rhs, alpha, parallelism);
+}
+
+/// `dst = lhs rhs` in float32, on one thread, by the gemm crate's kernels
+/// (as [`gemm`]). Not faer's own float32 product: that keeps two copies of
+/// the L3 cache (64 MiB here) per thread in a buffer it allocates
+/// infallibly, which aborts the process under an address-space limit.
+pub fn gemm_f32(dst: MatMut<'_, f32>, lhs: MatRef<'_, f32>, rhs: MatRef<'_, f32>) {
+    gemm_crate(dst, false, 0.0, lhs, rhs, 1.0, gemm::Parallelism::None);
+}
+
+/// `dst = dst_factor dst + alpha lhs rhs` (`dst` read only when `read_dst`)
+/// through the gemm crate, for [`gemm`] and [`gemm_f32`].
+fn gemm_crate<T: Copy + 'static>(
+    dst: MatMut<'_, T>,
+    read_dst: bool,
+    dst_factor: T,
+    lhs: MatRef<'_, T>,
+    rhs: MatRef<'_, T>,
+    alpha: T,
+    parallelism: gemm::Parallelism,
+) {
     let (m, n) = (dst.nrows(), dst.ncols());
     let k = lhs.ncols();
     assert!(
@@ -39,13 +67,9 @@ pub fn gemm(
     if m == 0 || n == 0 {
         return;
     }
-    let parallelism = match par {
-        Par::Seq => gemm::Parallelism::None,
-        Par::Rayon(n) => gemm::Parallelism::Rayon(n.get()),
-    };
-    let read_dst = beta == Accum::Add;
     // SAFETY: faer views are in bounds for their shapes and strides; `dst`
-    // is a unique borrow, so it aliases neither input.
+    // is a unique borrow, so it aliases neither input; when `read_dst` is
+    // false the destination is only written (its factor is not applied).
     unsafe {
         gemm::gemm(
             m,
@@ -61,57 +85,12 @@ pub fn gemm(
             rhs.as_ptr(),
             rhs.col_stride(),
             rhs.row_stride(),
-            if read_dst { 1.0 } else { 0.0 },
+            dst_factor,
             alpha,
             false,
             false,
             false,
             parallelism,
-        );
-    }
-}
-
-/// `dst = lhs rhs` in float32, on one thread, by the gemm crate's kernels
-/// (as [`gemm`]). Not faer's own float32 product: that keeps two copies of
-/// the L3 cache (64 MiB here) per thread in a buffer it allocates
-/// infallibly, which aborts the process under an address-space limit.
-pub fn gemm_f32(dst: MatMut<'_, f32>, lhs: MatRef<'_, f32>, rhs: MatRef<'_, f32>) {
-    let (m, n) = (dst.nrows(), dst.ncols());
-    let k = lhs.ncols();
-    assert!(
-        lhs.nrows() == m && rhs.nrows() == k && rhs.ncols() == n,
-        "gemm_f32: shapes ({m}, {n}) <- ({}, {}) x ({}, {})",
-        lhs.nrows(),
-        lhs.ncols(),
-        rhs.nrows(),
-        rhs.ncols()
-    );
-    if m == 0 || n == 0 {
-        return;
-    }
-    // SAFETY: as in `gemm`; the destination is overwritten (alpha 0, not
-    // read), so its contents need not be initialised values.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_ptr_mut(),
-            dst.col_stride(),
-            dst.row_stride(),
-            false,
-            lhs.as_ptr(),
-            lhs.col_stride(),
-            lhs.row_stride(),
-            rhs.as_ptr(),
-            rhs.col_stride(),
-            rhs.row_stride(),
-            0.0f32,
-            1.0f32,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
         );
     }
 }
@@ -402,18 +381,7 @@ mod tests {
         );
     }
 
-    fn noise(rows: usize, cols: usize, seed: u64) -> Matrix<'static> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let data = (0..rows * cols)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            })
-            .collect();
-        Matrix::from_vec("M", rows, cols, data).unwrap()
-    }
+    use super::testing::noise;
 
     #[test]
     fn tiled_gemm_gives_the_bits_of_one_call() {
@@ -555,5 +523,29 @@ mod tests {
         assert_eq!(t.shape(), (3, 2));
         assert_eq!(t.get(2, 1), 6.0);
         assert_eq!(t.transpose(), m);
+    }
+}
+
+/// Seeded test data shared by the kernels' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Matrix;
+
+    /// Uniform numbers in `[-1/2, 1/2)` from a xorshift generator started
+    /// at `state` (nonzero).
+    pub(crate) fn uniform(mut state: u64) -> impl FnMut() -> f64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        }
+    }
+
+    /// A `rows x cols` matrix of [`uniform`] numbers, one stream per seed.
+    pub(crate) fn noise(rows: usize, cols: usize, seed: u64) -> Matrix<'static> {
+        let mut next = uniform(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let data = (0..rows * cols).map(|_| next()).collect();
+        Matrix::from_vec("M", rows, cols, data).unwrap()
     }
 }

@@ -396,18 +396,7 @@ mod tests {
     use super::*;
     use crate::matrix::gemm;
 
-    fn noise(rows: usize, cols: usize, seed: u64) -> Matrix<'static> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let data = (0..rows * cols)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-            })
-            .collect();
-        Matrix::from_vec("M", rows, cols, data).unwrap()
-    }
+    use crate::matrix::testing::noise;
 
     #[test]
     fn polled_products_give_the_bits_of_whole_gemms() {

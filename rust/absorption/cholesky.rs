@@ -517,13 +517,7 @@ mod tests {
     fn factors_a_gram_matrix_of_two_to_the_31_bytes() {
         let (m, k) = (16384usize, 48usize);
         assert_eq!(8 * m * m, 1usize << 31);
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut next = crate::matrix::testing::uniform(0x9E37_79B9_7F4A_7C15u64);
         let b: Vec<f64> = (0..m * k).map(|_| next()).collect();
         let row = |i: usize| &b[i * k..(i + 1) * k];
         let mut g = vec![0.0; m * m];
@@ -566,13 +560,7 @@ mod tests {
         // Rank 600 of 900: 300 free neurons, solved whole and in chunks of
         // 128 and 200, at 1 and 3 threads.
         let (m, k) = (900usize, 600usize);
-        let mut state = 5u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut next = crate::matrix::testing::uniform(5u64);
         let basis: Vec<Vec<f64>> = (0..k).map(|_| (0..k).map(|_| next()).collect()).collect();
         let cols: Vec<Vec<f64>> = (0..m)
             .map(|i| {
@@ -615,13 +603,7 @@ mod tests {
         // the flag is set 20 ms in, and it stops at the next column of a
         // panel or block of a trailing update.
         let (m, k) = (3000usize, 64usize);
-        let mut state = 11u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut next = crate::matrix::testing::uniform(11u64);
         let b: Vec<f64> = (0..m * k).map(|_| next()).collect();
         let mut g = vec![0.0; m * m];
         g.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
@@ -657,13 +639,7 @@ mod tests {
     #[test]
     fn factor_does_not_depend_on_the_thread_count() {
         let (m, k) = (900usize, 600usize);
-        let mut state = 7u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut next = crate::matrix::testing::uniform(7u64);
         let cols: Vec<Vec<f64>> = (0..m).map(|_| (0..k).map(|_| next()).collect()).collect();
         let g = gram_of(&cols);
         let h: Vec<f64> = (0..m).map(|i| (i % 5) as f64).collect();

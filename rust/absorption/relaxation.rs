@@ -140,13 +140,7 @@ mod tests {
     use crate::matrix::dot;
 
     fn random_block(m: usize, d: usize, seed: u64) -> Block<'static> {
-        let mut state = seed;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut next = crate::matrix::testing::uniform(seed);
         let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
         let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
         Block::new(
