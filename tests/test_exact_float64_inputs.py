@@ -95,7 +95,10 @@ def test_long_double_arrays_that_change_in_float64_are_refused() -> None:
     with pytest.raises(ValueError, match=r"W_up has float128 entry .* at index \(0, 0\)"):
         skipsearch.find_absorbing_subset(Ul, ONE, tol=1e-30)
     with pytest.raises(ValueError, match=r"skip has float128 entry"):
-        skipsearch.find_absorbing_subset(-np.eye(2), np.eye(2), skip=np.eye(2) + Ul[0, 0] + 1)
+        # (built in long double explicitly: numpy < 2 keeps a float64 array
+        # float64 when a long-double scalar is added)
+        skip = np.eye(2, dtype=np.longdouble) + Ul[0, 0] + 1
+        skipsearch.find_absorbing_subset(-np.eye(2), np.eye(2), skip=skip)
     with pytest.raises(ValueError, match=r"certificate has float128 entry"):
         skipsearch.check_certificate(Ul, -ONE, ONE)
     with pytest.raises(ValueError, match=r"A has float128 entry"):
