@@ -94,11 +94,15 @@ fn run_interruptible<T: Send>(
 ) -> PyResult<T> {
     let waiter = std::thread::current();
     std::thread::scope(|scope| {
-        let handle = scope.spawn(move || {
-            let out = work();
-            waiter.unpark();
-            out
-        });
+        // Builder::spawn_scoped reports a thread that cannot be started
+        // (pids limit, address space) instead of panicking as scope.spawn does.
+        let handle = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                let out = work();
+                waiter.unpark();
+                out
+            })
+            .map_err(|e| to_py_err(Error::ThreadPool(e.to_string())))?;
         loop {
             // Parked until the worker unparks us (an unpark that comes first
             // is not lost) or 20 ms pass, whichever is sooner.

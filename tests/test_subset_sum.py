@@ -317,9 +317,13 @@ def test_large_integers_are_solved_exactly():
     assert r.status == "feasible" and r.solution.tolist() == [1, 0] and r.exact
     with pytest.raises(ValueError, match="below 2\\*\\*62"):
         skipsearch.subset_sum(np.array([[2**61, 2**61]]), np.array([1]))
+    # Float data beyond int64 are floats at heart (every float64 of 2**53 or
+    # more is an integer): the float path, within its tolerance.
     for big in (2.0**62, 2.0**63, 2.0**70):
-        with pytest.raises(ValueError, match=r"A holds integers of 2\*\*62 or more"):
-            skipsearch.subset_sum(np.array([[big, -1.0]]), np.array([-1.0]))
+        r = skipsearch.subset_sum(np.array([[big, -1.0]]), np.array([-1.0]))
+        assert (r.status, r.solution.tolist(), r.exact) == ("feasible", [0, 1], False)
+    r = skipsearch.subset_sum(np.array([[1e20, 3e20, 7e20]]), np.array([4e20]), tol=1e-6)
+    assert (r.status, r.solution.tolist(), r.exact) == ("feasible", [1, 1, 0], False)
     with pytest.raises(ValueError, match="2\\*\\*63 or more"):
         skipsearch.subset_sum(np.array([[2**63]], dtype=np.uint64), np.array([1]))
 

@@ -266,6 +266,10 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
         or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu")
     ):
         alpha = 1.0 if skip is None else exact_float("skip", skip)
+        # A numpy scalar or 0-d array carries its precision as an array does
+        # (a float16 alpha is float16 data); a Python number is float64.
+        if isinstance(skip, (np.generic, np.ndarray)):
+            eps = max(eps, _eps(skip.dtype))
         what = "skip=None (the identity)" if skip is None else f"skip={alpha:g} (alpha * I)"
         if d_in != d_out:
             raise ValueError(

@@ -32,8 +32,12 @@ def check_certificate(
     ``[<Y, A> + sum of the negative <Y, R_i>, <Y, A> + sum of the positive
     <Y, R_i>]``. If 0 lies outside it, its distance to 0 divided by
     ``||Y||_F`` bounds ``||A + c W_down[:, S] W_up[S, :]||_F`` from below for
-    every flip set ``S``. The bound does not trust the search: a wrong ``Y``
-    only gives a weaker (or zero) bound.
+    every flip set ``S``. The bound does not trust the search: any ``Y`` is
+    a certificate, so a poor one only gives a weaker (or zero) bound. (``Y``
+    is first scaled by a power of two so its largest entry is near 1; a
+    ``Y`` spanning more than float64's range loses its tiniest entries
+    there, and the bound is then the one that rounded ``Y`` proves, still
+    rigorous.)
 
     The bound holds in exact arithmetic. Its float64 evaluation is off by at
     most an a-priori rounding bound (Higham, *Accuracy and Stability of

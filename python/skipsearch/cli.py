@@ -24,6 +24,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, cast
 
+from tqdm import tqdm
+
 from skipsearch import __version__
 from skipsearch._validation import check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
@@ -783,6 +785,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         when interrupted. Characters stdout cannot encode are written
         escaped (``\\xe8``), never fail the report.
     """
+    # The command line owns its process: no tqdm monitor thread, which under
+    # a thread or address-space limit fails with a warning of its own
+    # before the one error line.
+    tqdm.monitor_interval = 0
     parser = _parser()
     try:
         args = parser.parse_args(argv)

@@ -165,10 +165,9 @@ def _as_integers(name: str, raw: npt.ArrayLike, widened: FloatArray) -> Optional
         return arr.astype(np.int64)
     if np.all(widened == np.round(widened)):
         if widened.size and np.max(np.abs(widened)) >= _INT_BOUND:
-            raise ValueError(
-                f"{name} holds integers of 2**62 or more, too large for exact arithmetic; "
-                "divide A and b by a common factor"
-            )
+            # Float data this large: every float64 of 2**53 or more is an
+            # integer, so these are floats at heart; the float path takes them.
+            return None
         return widened.astype(np.int64)
     return None
 
@@ -267,12 +266,17 @@ def subset_sum(
     if A_int is not None and b_int is not None:
         # A float64 estimate of the largest row magnitude, with room to spare.
         bound = float(np.max(np.abs(A_arr).sum(axis=1) + np.abs(b_arr), initial=0.0))
-        if bound >= _INT_BOUND:
+        integer_dtypes = all(np.asarray(x).dtype.kind in "iu" for x in (A, b))
+        if bound >= _INT_BOUND and not integer_dtypes:
+            # Integral floats whose row sums leave int64: the float path.
+            A_int = None
+        elif bound >= _INT_BOUND:
             raise ValueError(
                 "A and b hold integers too large for exact arithmetic: every row sum of |A| plus "
                 f"|b| must stay below 2**62 (got about 2**{math.log2(bound):.1f}); divide them by "
                 "a common factor"
             )
+    if A_int is not None and b_int is not None:
         return _integer(A_int, b_int, start, time_limit, node_limit, threads)
     tol = math.sqrt(max(eps_a, eps_b)) if tol is None else tol
     return _float(A_arr, b_arr, tol, start, time_limit, node_limit, threads)

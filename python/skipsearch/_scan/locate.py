@@ -548,6 +548,11 @@ def _sizes(
             "scan it with the generic mapping, which states the orientation (a Layout with "
             "transpose=..., or --up/--down with or without --transpose on the command line)"
         )
+    if d < 1 or m < 1:
+        raise CheckpointError(
+            f"{where}: the FFN blocks have {sizes}; a block needs d >= 1 and m >= 1 (a "
+            "zero-width FFN is no block to decide)"
+        )
     layers = spec["layers"]
     if layers is not None and len(blocks) != layers:
         raise CheckpointError(
