@@ -92,3 +92,19 @@ def test_functions_that_keep_their_claims_are_accepted():
     assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]
     r = skipsearch.find_absorbing_subset(W, -np.ones((2, 3)), activation=ok[0])
     assert (r.verdict, r.argument) == ("not_absorbable", "degree")
+
+
+def test_a_registry_function_under_other_fields_is_checked():
+    # relu's own function declared 2-homogeneous: x - relu(x) = -relu(-x) is
+    # skip-free (S = {0, 1} below), so the degree argument's "not
+    # absorbable" would be wrong; the borrowed function does not exempt it.
+    fake = skipsearch.Activation(
+        "relu", "homogeneous", skipsearch.ACTIVATIONS["relu"].function, degree=2
+    )
+    with pytest.raises(ValueError, match="contradicts degree=2"):
+        skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), activation=fake)
+    r = skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), activation="relu")
+    assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]
+    # The registry's own objects, and leaky_relu(a) rebuilt, are trusted as is.
+    for act in (*skipsearch.ACTIVATIONS.values(), skipsearch.leaky_relu(0.3)):
+        assert skipsearch.get_activation(act) is act

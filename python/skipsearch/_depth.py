@@ -39,7 +39,7 @@ from typing import Optional, Union
 import numpy as np
 
 from skipsearch._types import FloatArray
-from skipsearch.activations import ACTIVATIONS, GATED, HOMOGENEOUS, Activation
+from skipsearch.activations import GATED, HOMOGENEOUS, Activation, is_registry
 
 __all__ = ["EXACT_MAX_OPS", "FLOAT_MAX_OPS", "depth_class_problem", "skip_product_nonzero"]
 
@@ -56,12 +56,6 @@ _PROBES = 4
 _U = 2.0**-52
 #: What one product or read may lose to underflow, flush-to-zero included.
 _ETA = 2.0**-1020
-
-
-def _is_registry(act: Activation) -> bool:
-    """Whether ``act`` is a registry activation, its function included."""
-    entry = ACTIVATIONS.get(act.name)
-    return entry is not None and (entry is act or (entry == act and entry.function is act.function))
 
 
 def depth_class_problem(act: Activation, first: bool) -> Optional[str]:
@@ -90,7 +84,7 @@ def depth_class_problem(act: Activation, first: bool) -> Optional[str]:
         if k is not None and k >= 2:
             return None
         if act.gate_at_zero == 0.0 and act.gate_differentiable:
-            if first or _is_registry(act):
+            if first or is_registry(act):
                 return None
             return (
                 f"{act.name} is a hand-made gate known only at 0 (gate(0) = 0, differentiable "
