@@ -681,6 +681,25 @@ mod tests {
     use super::*;
     use crate::matrix::Matrix;
 
+    /// The bracket without limits, from `start` (with its verified upper end).
+    fn unlimited(
+        block: &Block,
+        start: &[usize],
+        start_upper: Option<f64>,
+        cancel: &AtomicBool,
+    ) -> Bracket {
+        flip_set_bracket(
+            block,
+            0.0,
+            start,
+            start_upper,
+            Limits::default(),
+            Limits::default(),
+            cancel,
+        )
+        .unwrap()
+    }
+
     struct Rng(u64);
     impl Rng {
         fn next(&mut self) -> f64 {
@@ -736,16 +755,7 @@ mod tests {
             let d = 2 + (seed as usize % 4);
             let block = planted(m, d, 0.3 * (seed % 5) as f64, seed);
             let opt = brute_force(&block);
-            let b = flip_set_bracket(
-                &block,
-                0.0,
-                &[],
-                None,
-                Limits::default(),
-                Limits::default(),
-                &cancel,
-            )
-            .unwrap();
+            let b = unlimited(&block, &[], None, &cancel);
             assert!(b.optimal, "seed {seed}: {b:?}");
             // The brute force rounds in float64 (about 1e-16 of these
             // weights); the bracket's ends are proven on the exact values.
@@ -870,32 +880,14 @@ mod tests {
             let block = large_integer_block(k, seed);
             // The Gram form's allowance swamps every value here: alone, the
             // search proves nothing narrow, so it must not say optimal.
-            let alone = flip_set_bracket(
-                &block,
-                0.0,
-                &[],
-                None,
-                Limits::default(),
-                Limits::default(),
-                &cancel,
-            )
-            .unwrap();
+            let alone = unlimited(&block, &[], None, &cancel);
             assert_eq!(alone.lower, 0.0, "k {k}: {alone:?}");
             assert_eq!(alone.optimal, is_narrow(alone.lower, alone.upper), "k {k}");
             if alone.best_subset != [0, 1] {
                 assert!(!alone.optimal, "k {k}: {alone:?}");
             }
             // With the decision's flip set, its residual is summed exactly: 0.
-            let b = flip_set_bracket(
-                &block,
-                0.0,
-                &[0, 1],
-                None,
-                Limits::default(),
-                Limits::default(),
-                &cancel,
-            )
-            .unwrap();
+            let b = unlimited(&block, &[0, 1], None, &cancel);
             assert_eq!(b.best_subset, vec![0, 1], "k {k}: {b:?}");
             assert_eq!((b.lower, b.upper), (0.0, 0.0), "k {k}: {b:?}");
             assert!(b.optimal, "k {k}: {b:?}");
@@ -933,16 +925,7 @@ mod tests {
         let cancel = AtomicBool::new(false);
         for start in [vec![0, 1, 2], vec![3, 4, 5]] {
             for start_upper in [None, Some(0.0), Some(1e-9)] {
-                let b = flip_set_bracket(
-                    &block,
-                    0.0,
-                    &start,
-                    start_upper,
-                    Limits::default(),
-                    Limits::default(),
-                    &cancel,
-                )
-                .unwrap();
+                let b = unlimited(&block, &start, start_upper, &cancel);
                 assert_eq!(b.best_subset, start, "{b:?}");
                 assert_eq!((b.lower, b.upper, b.optimal), (0.0, 0.0, true), "{b:?}");
             }
