@@ -1,0 +1,211 @@
+"""Dense decoders with gated MLPs: Phi-3, OLMo, OLMo 2, StableLM, Granite,
+InternLM2 and Qwen (v1).
+
+Every block is ``W_down (act(W_gate x) * (W_up x))`` with the gate's
+activation read from the config (``silu`` -> ``swiglu``). Without inner
+biases such a block is not absorbable by the linearization argument; a
+checkpoint that carries inner biases (Granite's ``mlp_bias``, Qwen's
+``no_bias: false``) is undecided, as for LLaMA.
+
+Sources, per family (tensor names, config keys and their defaults):
+
+- ``phi3``: transformers ``models/phi3/modeling_phi3.py`` (``Phi3MLP``:
+  ``gate_up_proj`` of ``2 * intermediate_size`` rows, ``gate, up =
+  chunk(2)``, so gate first; no biases) and ``configuration_phi3.py``
+  (``hidden_act="silu"``).
+- ``olmo``: ``models/olmo/modular_olmo.py`` (``OlmoMLP``: LLaMA's
+  projections without biases; ``OlmoLayerNorm`` has no weights) and
+  ``configuration_olmo.py`` (``hidden_act="silu"``).
+- ``olmo2``: ``models/olmo2/modular_olmo2.py`` (``Olmo2DecoderLayer``: no
+  norm before the MLP, ``post_feedforward_layernorm`` after it, inside the
+  residual branch).
+- ``stablelm``: ``models/stablelm/modeling_stablelm.py`` (``StableLmMLP``:
+  LLaMA's projections, ``bias=False``; ``use_parallel_residual``) and
+  ``configuration_stablelm.py`` (``hidden_act="silu"``,
+  ``use_parallel_residual=False``; ``use_qkv_bias`` only concerns
+  attention).
+- ``granite``: ``models/granite/modular_granite.py``
+  (``GraniteDecoderLayer``: ``residual + mlp(...) * residual_multiplier``)
+  and ``configuration_granite.py`` (``residual_multiplier=1.0``,
+  ``mlp_bias=False``, ``hidden_act="silu"``).
+- ``internlm2``: the remote code ``modeling_internlm2.py`` of InternLM2
+  checkpoints (``InternLM2MLP``: ``w2(act(w1(x)) * w3(x))``, so ``w1`` is
+  the gate and ``w3`` the up projection; ``bias=False``).
+- ``qwen``: the remote code ``modeling_qwen.py`` of Qwen v1 checkpoints
+  (``QWenMLP``: ``c_proj(w1(x) * silu(w2(x)))``, so ``w2`` is the gate and
+  ``w1`` the up projection, each ``intermediate_size // 2`` wide, biases when
+  ``no_bias`` is false; the activation is fixed to SiLU) and
+  ``configuration_qwen.py`` (``intermediate_size=22016``, ``no_bias=True``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from skipsearch.checkpoints import CheckpointError
+from skipsearch.layouts import Family, Part
+
+__all__ = ["FAMILIES"]
+
+
+def _llama_names(**fields: Any) -> Part:
+    """The dense MLP with LLaMA's tensor names (``gate_proj``, ``up_proj``,
+    ``down_proj`` under ``layers.{i}.mlp``)."""
+    return Part(
+        kind="mlp",
+        up="*layers.{i}.mlp.up_proj.weight",
+        gate="*layers.{i}.mlp.gate_proj.weight",
+        down="*layers.{i}.mlp.down_proj.weight",
+        **fields,
+    )
+
+
+def _flag(config: dict[str, Any], key: str, default: bool) -> bool:
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise CheckpointError(f"{key} must be true or false in config.json, got {value!r}")
+    return value
+
+
+def _stablelm_form(config: dict[str, Any]) -> str:
+    if _flag(config, "use_parallel_residual", False):
+        return (
+            "x + attn(LN x) + f(LN x) (use_parallel_residual: one LayerNorm feeds attention and "
+            "the MLP, whose outputs join the residual in the same step)"
+        )
+    return "x + f(LN x)"
+
+
+def _stablelm_note(config: dict[str, Any]) -> Optional[str]:
+    if _flag(config, "use_parallel_residual", False):
+        return (
+            "parallel residual: the model adds attention's output in the same step, so the "
+            "verdict concerns y -> y + f(y) for the MLP alone, not the model's layer"
+        )
+    return None
+
+
+#: QWenConfig's default ``intermediate_size``.
+_QWEN_INTERMEDIATE = 22016
+
+
+def _qwen_width(config: dict[str, Any]) -> int:
+    """The width of each of Qwen v1's ``w1``, ``w2``: ``intermediate_size // 2``
+    (``QWenMLP``), with QWenConfig's default 22016 when the key is absent."""
+    value = config.get("intermediate_size")
+    if value is None:
+        value = _QWEN_INTERMEDIATE
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise CheckpointError(
+            "intermediate_size must be an integer >= 2 in config.json (Qwen v1's w1 and w2 are "
+            f"intermediate_size // 2 wide), got {value!r}"
+        )
+    return value // 2
+
+
+_PHI3 = Family(
+    name="phi3",
+    parts=(
+        Part(
+            kind="mlp",
+            up="*layers.{i}.mlp.gate_up_proj.weight",
+            down="*layers.{i}.mlp.down_proj.weight",
+            fused="gate_up",
+            activation="silu",
+            form="x + f(RMSNorm x)",
+        ),
+    ),
+)
+
+_OLMO = Family(
+    name="olmo",
+    parts=(
+        _llama_names(
+            activation="silu",
+            form="x + f(LN x) (LayerNorm without weights or biases)",
+        ),
+    ),
+)
+
+_OLMO2 = Family(
+    name="olmo2",
+    parts=(
+        _llama_names(
+            activation="silu",
+            norm=None,
+            form=(
+                "x + RMSNorm(f(x)) (post_feedforward_layernorm inside the residual branch, no norm "
+                "before the MLP)"
+            ),
+            note=(
+                "the model normalizes the MLP's output before adding it to x; the verdict concerns "
+                "x -> x + f(x) for the MLP alone, not the model's x -> x + RMSNorm(f(x))"
+            ),
+        ),
+    ),
+)
+
+_STABLELM = Family(
+    name="stablelm",
+    parts=(_llama_names(activation="silu", form=_stablelm_form, note=_stablelm_note),),
+)
+
+_GRANITE = Family(
+    name="granite",
+    parts=(
+        _llama_names(
+            activation="silu",
+            scale_keys=("residual_multiplier",),
+            # The scan writes a = residual_multiplier in: "x + 0.22 * f(RMSNorm x) (...)".
+            form="x + f(RMSNorm x)",
+            note=(
+                "embedding_multiplier, attention_multiplier and logits_scaling act outside the MLP "
+                "block"
+            ),
+        ),
+    ),
+)
+
+_INTERNLM2 = Family(
+    name="internlm2",
+    parts=(
+        Part(
+            kind="mlp",
+            up="*layers.{i}.feed_forward.w3.weight",
+            gate="*layers.{i}.feed_forward.w1.weight",
+            down="*layers.{i}.feed_forward.w2.weight",
+            activation="silu",
+            form="x + f(RMSNorm x)",
+        ),
+    ),
+)
+
+_QWEN = Family(
+    name="qwen",
+    parts=(
+        Part(
+            kind="mlp",
+            up="*h.{i}.mlp.w1.weight",
+            gate="*h.{i}.mlp.w2.weight",
+            down="*h.{i}.mlp.c_proj.weight",
+            activation_keys=(),
+            activation="silu",
+            m_keys=(),
+            m_rule=_qwen_width,
+            form="x + f(RMSNorm x)",
+        ),
+    ),
+)
+
+#: ``model_type`` -> :class:`~skipsearch.layouts.Family`.
+FAMILIES: dict[str, Family] = {
+    "phi3": _PHI3,
+    "olmo": _OLMO,
+    "olmo2": _OLMO2,
+    "stablelm": _STABLELM,
+    "granite": _GRANITE,
+    "internlm2": _INTERNLM2,
+    "qwen": _QWEN,
+}
