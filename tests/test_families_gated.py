@@ -154,7 +154,8 @@ def test_phi3_fused_width_must_match_intermediate_size(tmp_path):
 # self_attn.q_proj/k_proj/v_proj/o_proj) and configuration_olmo.py (hidden_act="silu",
 # clip_qkv). OLMo 2: src/transformers/models/olmo2/modular_olmo2.py (Olmo2DecoderLayer: no
 # input_layernorm, post_attention_layernorm after attention, post_feedforward_layernorm after
-# the MLP, inside the residual branch; self_attn.q_norm/k_norm).
+# the MLP, inside the residual branch; self_attn.q_norm/k_norm). No public OLMo checkpoint's
+# config.json was found in the index: keys and values follow OlmoConfig/Olmo2Config.
 
 
 def olmo(rng, model_type="olmo"):
@@ -231,7 +232,8 @@ def test_olmo_hidden_act_default_is_silu(tmp_path):
 # bias=use_qkv_bias, o_proj without; StableLmDecoderLayer: input_layernorm and
 # post_attention_layernorm are nn.LayerNorm (weight and bias); use_parallel_residual: x +
 # attn(ln1(x)) + mlp(ln1(x))) and configuration_stablelm.py (hidden_act="silu",
-# use_qkv_bias=False, use_parallel_residual=False, layer_norm_eps, partial_rotary_factor).
+# use_qkv_bias=False, use_parallel_residual=False, layer_norm_eps, partial_rotary_factor). No
+# public StableLM checkpoint's config.json was found in the index: keys follow StableLmConfig.
 
 
 def stablelm(rng, **overrides):
@@ -318,9 +320,11 @@ def test_stablelm_config_defaults(tmp_path):
 # after the MLP; LlamaMLP: mlp.gate_proj/up_proj/down_proj, bias=mlp_bias;
 # embedding_multiplier scales the embeddings, attention_multiplier is attention's scaling,
 # logits_scaling divides the logits) and configuration_granite.py (residual_multiplier=1.0,
-# mlp_bias=False, hidden_act="silu"). Config values: ibm-granite/granite-3.1-2b-base's
-# (attention_multiplier 0.015625, embedding_multiplier 12.0, logits_scaling 8.0,
-# residual_multiplier 0.22), as quoted in public code that tests against it.
+# mlp_bias=False, hidden_act="silu"). Config values: jeremieconte/granite-3.1-1b-a400m-instruct
+# config.json (IBM's Granite 3.1 MoE sibling, with the same multiplier keys:
+# attention_multiplier 0.015625, embedding_multiplier 12.0, logits_scaling 6.0,
+# residual_multiplier 0.22, rms_norm_eps 1e-06, rope_theta 1.5e6). No dense granite
+# checkpoint's config.json was found in the public index.
 
 
 def granite(rng, mlp_bias=False, **overrides):
@@ -350,7 +354,7 @@ def granite(rng, mlp_bias=False, **overrides):
         "hidden_size": D,
         "initializer_range": 0.02,
         "intermediate_size": M,
-        "logits_scaling": 8.0,
+        "logits_scaling": 6.0,
         "max_position_embeddings": 131072,
         "mlp_bias": mlp_bias,
         "model_type": "granite",
@@ -358,8 +362,8 @@ def granite(rng, mlp_bias=False, **overrides):
         "num_hidden_layers": 2,
         "num_key_value_heads": 2,
         "residual_multiplier": 0.22,
-        "rms_norm_eps": 1e-05,
-        "rope_theta": 5000000.0,
+        "rms_norm_eps": 1e-06,
+        "rope_theta": 1500000.0,
         "tie_word_embeddings": True,
         "vocab_size": 13,
         **overrides,
