@@ -91,11 +91,9 @@ def _falcon_form(config: dict[str, Any]) -> str:
     layout = _falcon_layout(config)
     if layout == "sequential":
         return _SEQUENTIAL
-    form = _PARALLEL_TWO_LN if layout == "two_ln" else _PARALLEL_ONE_LN
-    if _flag(config, "apply_residual_connection_post_layernorm", False, "falcon config.json"):
-        # The RW remote code's option: the residual is the LayerNorm's output.
-        form = form.replace("x + attn", "LN x + attn", 1)
-    return form
+    # FalconDecoderLayer does not read apply_residual_connection_post_layernorm
+    # (false in the Falcon configs): the residual is always x.
+    return _PARALLEL_TWO_LN if layout == "two_ln" else _PARALLEL_ONE_LN
 
 
 def _falcon_note(config: dict[str, Any]) -> Optional[str]:
@@ -201,11 +199,12 @@ def _gptj(name: str) -> Family:
                 down="*h.{i}.mlp.fc_out.weight",
                 activation_keys=("activation_function",),
                 activation="gelu_new",
-                d_keys=("n_embd",),
+                # attribute_map: hidden_size -> n_embd, num_hidden_layers -> n_layer.
+                d_keys=("n_embd", "hidden_size"),
                 # n_inner None means 4 * n_embd (GPTJMLP / CodeGenMLP).
                 m_keys=("n_inner",),
-                m_rule=_times(4, ("n_embd",)),
-                layer_keys=("n_layer",),
+                m_rule=_times(4, ("n_embd", "hidden_size")),
+                layer_keys=("n_layer", "num_hidden_layers"),
                 norm="pre",
                 form=_PARALLEL_ONE_LN,
                 note=_PARALLEL_NOTE,
@@ -245,10 +244,12 @@ _GPT_BIGCODE = Family(
             down="*h.{i}.mlp.c_proj.weight",
             activation_keys=("activation_function",),
             activation="gelu_pytorch_tanh",
-            d_keys=("n_embd",),
+            # attribute_map: hidden_size -> n_embd, num_hidden_layers -> n_layer.
+            d_keys=("n_embd", "hidden_size"),
+            # n_inner None means 4 * n_embd (GPTBigCodeMLP).
             m_keys=("n_inner",),
-            m_rule=_times(4, ("n_embd",)),
-            layer_keys=("n_layer",),
+            m_rule=_times(4, ("n_embd", "hidden_size")),
+            layer_keys=("n_layer", "num_hidden_layers"),
             norm="pre",
             form=_SEQUENTIAL,
         ),
@@ -318,6 +319,8 @@ def _mpt_width(config: dict[str, Any]) -> Optional[int]:
             )
         return width
     d_model = config.get("d_model")
+    if d_model is None:
+        d_model = config.get("hidden_size")
     ratio = config.get("expansion_ratio")
     if ratio is None:
         ratio = 4
@@ -347,10 +350,11 @@ _MPT = Family(
             # MptMLP: nn.GELU(approximate="none"); no config key in transformers.
             activation_keys=(),
             activation="gelu",
-            d_keys=("d_model",),
+            # attribute_map: hidden_size -> d_model, num_hidden_layers -> n_layers.
+            d_keys=("d_model", "hidden_size"),
             m_keys=(),
             m_rule=_mpt_width,
-            layer_keys=("n_layers",),
+            layer_keys=("n_layers", "num_hidden_layers"),
             norm="pre",
             form=_mpt_form,
         ),
