@@ -49,6 +49,13 @@ if getattr(_core, "__abi__", None) != _CORE_ABI:
 
 from skipsearch import baseline
 from skipsearch._core import __version__
+from skipsearch._scan.frames import (
+    ScanReports,
+    document_to_pandas,
+    document_to_polars,
+    reports_to_pandas,
+    reports_to_polars,
+)
 from skipsearch._types import (
     Argument,
     Backend,
@@ -111,6 +118,7 @@ __all__ = [
     "Norm",
     "PrecisionWarning",
     "RankDecision",
+    "ScanReports",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",
@@ -123,6 +131,8 @@ __all__ = [
     "build_skip_free_block",
     "check_certificate",
     "decide_stack",
+    "document_to_pandas",
+    "document_to_polars",
     "find_absorbing_subset",
     "from_torch",
     "get_activation",
@@ -131,6 +141,8 @@ __all__ = [
     "load_state_dict",
     "max_abs_difference",
     "relative_output_error",
+    "reports_to_pandas",
+    "reports_to_polars",
     "residual_block_output",
     "scan",
     "scan_checkpoint",
