@@ -141,6 +141,16 @@ def test_phi3_hidden_act_default_is_silu(tmp_path):
     assert (info.hidden_act, info.activation) == ("silu", "swiglu")
 
 
+def test_phi3_size_defaults(tmp_path):
+    # Phi3Config: hidden_size 3072, intermediate_size 8192 when absent.
+    tensors, config = phi3(np.random.default_rng(20))
+    del config["intermediate_size"]
+    with pytest.raises(
+        CheckpointError, match=r"expected \(16384, 4\).*intermediate_size \(default 8192\)"
+    ):
+        describe_checkpoint(save(tmp_path / "phi3", tensors, config))
+
+
 def test_phi3_fused_width_must_match_intermediate_size(tmp_path):
     tensors, config = phi3(np.random.default_rng(3))
     config["intermediate_size"] = 2 * M  # the fused tensor's row count, not each half's

@@ -12,22 +12,26 @@ Sources, per family (tensor names, config keys and their defaults):
 - ``phi3``: transformers ``models/phi3/modeling_phi3.py`` (``Phi3MLP``:
   ``gate_up_proj`` of ``2 * intermediate_size`` rows, ``gate, up =
   chunk(2)``, so gate first; no biases) and ``configuration_phi3.py``
-  (``hidden_act="silu"``).
+  (``hidden_act="silu"``, ``hidden_size=3072``,
+  ``intermediate_size=8192``).
 - ``olmo``: ``models/olmo/modular_olmo.py`` (``OlmoMLP``: LLaMA's
   projections without biases; ``OlmoLayerNorm`` has no weights) and
-  ``configuration_olmo.py`` (``hidden_act="silu"``).
+  ``configuration_olmo.py`` (``hidden_act="silu"``, ``hidden_size=4096``,
+  ``intermediate_size=11008``; Olmo2Config the same).
 - ``olmo2``: ``models/olmo2/modular_olmo2.py`` (``Olmo2DecoderLayer``: no
   norm before the MLP, ``post_feedforward_layernorm`` after it, inside the
   residual branch).
 - ``stablelm``: ``models/stablelm/modeling_stablelm.py`` (``StableLmMLP``:
   LLaMA's projections, ``bias=False``; ``use_parallel_residual``) and
   ``configuration_stablelm.py`` (``hidden_act="silu"``,
+  ``hidden_size=2560``, ``intermediate_size=6912``,
   ``use_parallel_residual=False``; ``use_qkv_bias`` only concerns
   attention).
 - ``granite``: ``models/granite/modular_granite.py``
   (``GraniteDecoderLayer``: ``residual + mlp(...) * residual_multiplier``)
   and ``configuration_granite.py`` (``residual_multiplier=1.0``,
-  ``mlp_bias=False``, ``hidden_act="silu"``).
+  ``mlp_bias=False``, ``hidden_act="silu"``, ``hidden_size=4096``,
+  ``intermediate_size=11008``).
 - ``internlm2``: the remote code ``modeling_internlm2.py`` of InternLM2
   checkpoints (``InternLM2MLP``: ``w2(act(w1(x)) * w3(x))``, so ``w1`` is
   the gate and ``w3`` the up projection; ``bias=False``).
@@ -35,11 +39,13 @@ Sources, per family (tensor names, config keys and their defaults):
   (``QWenMLP``: ``c_proj(w1(x) * silu(w2(x)))``, so ``w2`` is the gate and
   ``w1`` the up projection, each ``intermediate_size // 2`` wide, biases when
   ``no_bias`` is false; the activation is fixed to SiLU) and
-  ``configuration_qwen.py`` (``intermediate_size=22016``, ``no_bias=True``).
+  ``configuration_qwen.py`` (``hidden_size=4096``, ``intermediate_size=22016``,
+  ``no_bias=True``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from skipsearch.checkpoints import CheckpointError
@@ -87,22 +93,47 @@ def _stablelm_note(config: dict[str, Any]) -> Optional[str]:
     return None
 
 
-#: QWenConfig's default ``intermediate_size``.
-_QWEN_INTERMEDIATE = 22016
+@dataclass(frozen=True)
+class _Default:
+    """A size rule: the value the config class gives a size key when
+    ``config.json`` omits it (a dataclass, so that families pickle and
+    compare by value)."""
+
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __call__(self, config: dict[str, Any]) -> int:
+        return self.value
 
 
-def _qwen_width(config: dict[str, Any]) -> int:
-    """The width of each of Qwen v1's ``w1``, ``w2``: ``intermediate_size // 2``
-    (``QWenMLP``), with QWenConfig's default 22016 when the key is absent."""
-    value = config.get("intermediate_size")
-    if value is None:
-        value = _QWEN_INTERMEDIATE
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise CheckpointError(
-            "intermediate_size must be an integer >= 2 in config.json (Qwen v1's w1 and w2 are "
-            f"intermediate_size // 2 wide), got {value!r}"
-        )
-    return value // 2
+@dataclass(frozen=True)
+class _QwenWidth:
+    """Qwen v1's hidden width: each of ``w1``, ``w2`` is ``intermediate_size
+    // 2`` wide (``QWenMLP``), with QWenConfig's default 22016 when the key
+    is absent or null."""
+
+    default: int = 22016
+
+    def __str__(self) -> str:
+        return f"intermediate_size // 2 (default {self.default} // 2)"
+
+    def __call__(self, config: dict[str, Any]) -> int:
+        value = config.get("intermediate_size")
+        if value is None:
+            value = self.default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise CheckpointError(
+                "intermediate_size must be an integer >= 2 in config.json (Qwen v1's w1 and w2 "
+                f"are intermediate_size // 2 wide), got {value!r}"
+            )
+        return value // 2
+
+
+def _sizes(hidden: int, intermediate: int) -> dict[str, Any]:
+    """The config class's defaults of ``hidden_size`` and ``intermediate_size``."""
+    return dict(d_rule=_Default(hidden), m_rule=_Default(intermediate))
 
 
 _PHI3 = Family(
@@ -114,6 +145,7 @@ _PHI3 = Family(
             down="*layers.{i}.mlp.down_proj.weight",
             fused="gate_up",
             activation="silu",
+            **_sizes(3072, 8192),
             form="x + f(RMSNorm x)",
         ),
     ),
@@ -124,6 +156,7 @@ _OLMO = Family(
     parts=(
         _llama_names(
             activation="silu",
+            **_sizes(4096, 11008),
             form="x + f(LN x) (LayerNorm without weights or biases)",
         ),
     ),
@@ -134,6 +167,7 @@ _OLMO2 = Family(
     parts=(
         _llama_names(
             activation="silu",
+            **_sizes(4096, 11008),
             norm=None,
             form=(
                 "x + RMSNorm(f(x)) (post_feedforward_layernorm inside the residual branch, no norm "
@@ -149,7 +183,11 @@ _OLMO2 = Family(
 
 _STABLELM = Family(
     name="stablelm",
-    parts=(_llama_names(activation="silu", form=_stablelm_form, note=_stablelm_note),),
+    parts=(
+        _llama_names(
+            activation="silu", **_sizes(2560, 6912), form=_stablelm_form, note=_stablelm_note
+        ),
+    ),
 )
 
 _GRANITE = Family(
@@ -157,6 +195,7 @@ _GRANITE = Family(
     parts=(
         _llama_names(
             activation="silu",
+            **_sizes(4096, 11008),
             scale_keys=("residual_multiplier",),
             # The scan writes a = residual_multiplier in: "x + 0.22 * f(RMSNorm x) (...)".
             form="x + f(RMSNorm x)",
@@ -192,8 +231,9 @@ _QWEN = Family(
             down="*h.{i}.mlp.c_proj.weight",
             activation_keys=(),
             activation="silu",
+            d_rule=_Default(4096),
             m_keys=(),
-            m_rule=_qwen_width,
+            m_rule=_QwenWidth(),
             form="x + f(RMSNorm x)",
         ),
     ),
