@@ -1,0 +1,363 @@
+"""Mixture-of-experts decoders: Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3,
+GraniteMoE and gpt-oss.
+
+An MoE layer computes ``x + sum_e p_e(x) f_e(x)`` (plus, where the model has
+one, a shared expert's term): the router's weights ``p_e(x)`` depend on the
+input and several experts are summed, so no single block ``x + f(x)`` is
+the layer. The scan decides each expert's own block ``x + f_e(x)``, one row
+per expert, and every row says so.
+
+Tensor names and config keys are taken from Hugging Face transformers
+(``src/transformers/models/<model>/modeling_<model>.py``, ``modular_*.py``
+and ``configuration_<model>.py``; ``src/transformers/conversion_mapping.py``
+for the fused expert tensors that transformers v5 writes) and from public
+checkpoints' ``model.safetensors.index.json`` files; the tests
+(``tests/test_families_moe.py``) name each source.
+
+Every MoE family reads both forms of its routed experts:
+
+- per expert, ``...experts.{e}.<proj>.weight`` (what transformers v4 and
+  the original releases write), and
+- fused, ``...mlp.experts.gate_up_proj`` ``[E, 2m, d]`` (``[W_gate; W_up]``
+  per expert: ``chunk(2, dim=-1)`` gives gate then up) with
+  ``...mlp.experts.down_proj`` ``[E, d, m]`` (transformers v5's
+  ``MergeModulelist`` + ``Concatenate(dim=1)`` of the per-expert tensors).
+
+Both are optional parts; the layer count of the stack, checked over the
+union of the parts found, requires one of them (or a dense MLP) in every
+layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from skipsearch.layouts import Family, Part
+
+__all__ = ["FAMILIES"]
+
+#: Every expert row's caveat: what the verdict is about.
+_PER_EXPERT = (
+    "the verdict is for this expert's own block x + f_e(x), not for the layer: the routing "
+    "weights p_e(x) depend on x and the layer adds several experts' outputs, so an expert "
+    "whose block is (or is not) absorbable says nothing direct about the layer"
+)
+
+
+def _number(config: dict[str, Any], key: str, default: float) -> float:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
+
+def _int(config: dict[str, Any], key: str) -> Optional[int]:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
+
+
+def _deepseek_form(config: dict[str, Any]) -> str:
+    """DeepSeek's MoE layer, with its ``routed_scaling_factor``."""
+    s = _fmt(_number(config, "routed_scaling_factor", 1.0))
+    return (
+        f"x + s sum_e p_e(x) f_e(x) + f_s(x) with s = routed_scaling_factor = {s}: routed "
+        "SwiGLU experts f_e weighted by the router's top-k weights p_e, plus the shared experts "
+        "f_s (n_shared_experts of them fused into one SwiGLU MLP) ungated, all on RMSNorm(x)"
+    )
+
+
+def _granitemoe_form(config: dict[str, Any]) -> str:
+    """GraniteMoE's MoE layer, with its ``residual_multiplier``."""
+    a = _fmt(_number(config, "residual_multiplier", 1.0))
+    return (
+        f"x + a sum_e p_e(x) f_e(x) with a = residual_multiplier = {a}: SwiGLU experts "
+        "f_e(x) = output_linear[e] (silu(g) * u), [g; u] = input_linear[e] RMSNorm(x), weighted "
+        "by the top-k softmax router weights p_e"
+    )
+
+
+def _experts(
+    kind: str,
+    base: str,
+    names: tuple[str, str, str],
+    *,
+    m_keys: tuple[str, ...],
+    experts_keys: tuple[str, ...],
+    form: Any,
+    note: Any,
+    activation: str = "silu",
+    fused_base: Optional[str] = None,
+) -> tuple[Part, Part]:
+    """The two forms of a family's routed experts: one tensor per expert
+    (``names`` = gate, up, down under ``base.experts.{e}.``) and the fused
+    3-D tensors under ``fused_base`` (default ``*layers.{i}.mlp.experts.``)."""
+    gate, up, down = names
+    per_expert = Part(
+        kind=kind,
+        up=f"{base}experts.{{e}}.{up}.weight",
+        gate=f"{base}experts.{{e}}.{gate}.weight",
+        down=f"{base}experts.{{e}}.{down}.weight",
+        activation=activation,
+        m_keys=m_keys,
+        experts_keys=experts_keys,
+        form=form,
+        note=note,
+        optional=True,
+    )
+    fused_at = fused_base or "*layers.{i}.mlp.experts."
+    fused = Part(
+        kind=kind,
+        up=f"{fused_at}gate_up_proj",
+        down=f"{fused_at}down_proj",
+        fused="gate_up",
+        experts=True,
+        activation=activation,
+        m_keys=m_keys,
+        experts_keys=experts_keys,
+        form=form,
+        note=note,
+        optional=True,
+    )
+    return per_expert, fused
+
+
+def _dense(m_keys: tuple[str, ...], note: str) -> Part:
+    """A decoder layer's dense SwiGLU MLP (``LlamaMLP``'s names)."""
+    return Part(
+        kind="mlp",
+        up="*layers.{i}.mlp.up_proj.weight",
+        gate="*layers.{i}.mlp.gate_proj.weight",
+        down="*layers.{i}.mlp.down_proj.weight",
+        activation="silu",
+        m_keys=m_keys,
+        form="x + f(x)",
+        note=note,
+        optional=True,
+    )
+
+
+# -- Mixtral ---------------------------------------------------------------------------------------
+
+_MIXTRAL_FORM = (
+    "x + sum_e p_e(x) f_e(x): a mixture of SwiGLU experts f_e(x) = W2 (silu(W1 x) * W3 x) on "
+    "RMSNorm(x), p_e the softmax router weights of the top-k experts (renormalized), 0 for the "
+    "others"
+)
+_MIXTRAL = Family(
+    name="mixtral",
+    parts=_experts(
+        "expert",
+        "*layers.{i}.block_sparse_moe.",
+        ("w1", "w3", "w2"),
+        m_keys=("intermediate_size",),
+        experts_keys=("num_local_experts", "num_experts"),
+        form=_MIXTRAL_FORM,
+        note=_PER_EXPERT,
+    ),
+)
+
+# -- Qwen2-MoE / Qwen3-MoE ------------------------------------------------------------------------
+
+_QWEN_DENSE_NOTE = (
+    "a dense layer of a mixture-of-experts model (mlp_only_layers, or a layer decoder_sparse_step "
+    "skips): the block x + f(x) is the layer's FFN with its residual"
+)
+_QWEN2_FORM = (
+    "x + sum_e p_e(x) f_e(x) + sigmoid(w_g . x) f_s(x): routed SwiGLU experts f_e weighted by the "
+    "top-k softmax router weights p_e, plus the shared expert f_s behind its sigmoid "
+    "shared_expert_gate, all on RMSNorm(x)"
+)
+_QWEN2_SHARED_NOTE = (
+    "the verdict is for the shared expert's own block x + f_s(x), not for the layer: the model "
+    "scales f_s(x) by sigmoid(w_g . x), which depends on x, and adds the routed experts' "
+    "outputs sum_e p_e(x) f_e(x)"
+)
+_QWEN2_MOE = Family(
+    name="qwen2_moe",
+    parts=(
+        _dense(("intermediate_size",), _QWEN_DENSE_NOTE),
+        *_experts(
+            "expert",
+            "*layers.{i}.mlp.",
+            ("gate_proj", "up_proj", "down_proj"),
+            m_keys=("moe_intermediate_size",),
+            experts_keys=("num_experts",),
+            form=_QWEN2_FORM,
+            note=_PER_EXPERT,
+        ),
+        Part(
+            kind="shared_expert",
+            up="*layers.{i}.mlp.shared_expert.up_proj.weight",
+            gate="*layers.{i}.mlp.shared_expert.gate_proj.weight",
+            down="*layers.{i}.mlp.shared_expert.down_proj.weight",
+            activation="silu",
+            m_keys=("shared_expert_intermediate_size",),
+            form=_QWEN2_FORM,
+            note=_QWEN2_SHARED_NOTE,
+            optional=True,
+        ),
+    ),
+)
+
+_QWEN3_FORM = (
+    "x + sum_e p_e(x) f_e(x): routed SwiGLU experts f_e on RMSNorm(x), weighted by the top-k "
+    "softmax router weights p_e (renormalized when norm_topk_prob), no shared expert"
+)
+_QWEN3_MOE = Family(
+    name="qwen3_moe",
+    parts=(
+        _dense(("intermediate_size",), _QWEN_DENSE_NOTE),
+        *_experts(
+            "expert",
+            "*layers.{i}.mlp.",
+            ("gate_proj", "up_proj", "down_proj"),
+            m_keys=("moe_intermediate_size",),
+            experts_keys=("num_experts", "num_local_experts"),
+            form=_QWEN3_FORM,
+            note=_PER_EXPERT,
+        ),
+    ),
+)
+
+# -- DeepSeek-V2 / V3 -----------------------------------------------------------------------------
+
+_DEEPSEEK_SHARED_NOTE = (
+    "the verdict is for the shared experts' own block x + f_s(x), not for the layer, which also "
+    "adds the routed experts' outputs s sum_e p_e(x) f_e(x)"
+)
+_DEEPSEEK_DENSE_NOTE = (
+    "a dense layer (one of the first first_k_dense_replace layers): the block x + f(x) is the "
+    "layer's FFN with its residual"
+)
+
+
+def _shared_width(config: dict[str, Any], default_shared: int) -> Optional[int]:
+    """``moe_intermediate_size * n_shared_experts`` (DeepseekV2Moe /
+    DeepseekV3MoE); ``n_shared_experts`` defaults as the config class does."""
+    width = _int(config, "moe_intermediate_size")
+    if width is None:
+        return None
+    count = (
+        default_shared
+        if config.get("n_shared_experts") is None
+        else _int(config, "n_shared_experts")
+    )
+    return None if count is None else width * count
+
+
+def _deepseek_v2_shared_width(config: dict[str, Any]) -> Optional[int]:
+    """DeepseekV2Config: ``n_shared_experts`` defaults to 2."""
+    return _shared_width(config, 2)
+
+
+def _deepseek_v3_shared_width(config: dict[str, Any]) -> Optional[int]:
+    """DeepseekV3Config: ``n_shared_experts`` defaults to 1."""
+    return _shared_width(config, 1)
+
+
+def _deepseek(name: str, shared_width: Callable[[dict[str, Any]], Optional[int]]) -> Family:
+    return Family(
+        name=name,
+        parts=(
+            _dense(("intermediate_size",), _DEEPSEEK_DENSE_NOTE),
+            *_experts(
+                "expert",
+                "*layers.{i}.mlp.",
+                ("gate_proj", "up_proj", "down_proj"),
+                m_keys=("moe_intermediate_size",),
+                experts_keys=("n_routed_experts", "num_local_experts", "num_experts"),
+                form=_deepseek_form,
+                note=_PER_EXPERT,
+            ),
+            Part(
+                kind="shared_expert",
+                up="*layers.{i}.mlp.shared_experts.up_proj.weight",
+                gate="*layers.{i}.mlp.shared_experts.gate_proj.weight",
+                down="*layers.{i}.mlp.shared_experts.down_proj.weight",
+                activation="silu",
+                m_keys=(),
+                m_rule=shared_width,
+                form=_deepseek_form,
+                note=_DEEPSEEK_SHARED_NOTE,
+                optional=True,
+            ),
+        ),
+    )
+
+
+# -- GraniteMoE ------------------------------------------------------------------------------------
+
+_GRANITEMOE_NOTE = (
+    "the verdict is for this expert's own block x + a f_e(x) (a = residual_multiplier), not for "
+    "the layer: the routing weights p_e(x) depend on x and the layer adds several experts' outputs"
+)
+_GRANITEMOE = Family(
+    name="granitemoe",
+    parts=(
+        Part(
+            kind="expert",
+            # GraniteMoeParallelExperts: weight [E, out, in]; input_linear's
+            # output is chunk(2, dim=-1) -> (gate, up), activation on the first.
+            up="*layers.{i}.block_sparse_moe.input_linear.weight",
+            down="*layers.{i}.block_sparse_moe.output_linear.weight",
+            fused="gate_up",
+            experts=True,
+            activation="silu",
+            m_keys=("intermediate_size",),
+            experts_keys=("num_local_experts",),
+            scale_keys=("residual_multiplier",),
+            form=_granitemoe_form,
+            note=_GRANITEMOE_NOTE,
+        ),
+    ),
+)
+
+# -- gpt-oss ---------------------------------------------------------------------------------------
+
+_GPT_OSS_REASON = (
+    "gpt-oss's experts compute (clamp(u, -L, L) + 1) * g * sigmoid(alpha g) with "
+    "g = min(gate, L) (alpha = 1.702, L = swiglu_limit = 7): the clamps and the +1 on the up "
+    "projection make it no gated activation skipsearch has a theorem for"
+)
+_GPT_OSS = Family(
+    name="gpt_oss",
+    parts=(
+        Part(
+            kind="expert",
+            # GptOssExperts: gate_up_proj [E, d, 2m] stored (in, out), gate at
+            # even and up at odd columns (gate_up[..., ::2], gate_up[..., 1::2]);
+            # down_proj [E, m, d]; biases gate_up_proj_bias, down_proj_bias.
+            up="*layers.{i}.mlp.experts.gate_up_proj",
+            down="*layers.{i}.mlp.experts.down_proj",
+            fused="interleaved",
+            experts=True,
+            transpose=True,
+            activation="silu",
+            m_keys=("intermediate_size",),
+            experts_keys=("num_local_experts", "num_experts"),
+            form=(
+                "x + sum_e p_e(x) f_e(x): experts f_e(x) = W_down (clamped SwiGLU with (up + 1)) "
+                "+ b_down on RMSNorm(x), p_e the softmax of the top-k router logits"
+            ),
+            note=_PER_EXPERT,
+            undecided=_GPT_OSS_REASON,
+        ),
+    ),
+)
+
+#: ``model_type`` -> :class:`~skipsearch.layouts.Family` for the MoE models.
+FAMILIES: dict[str, Family] = {
+    "mixtral": _MIXTRAL,
+    "qwen2_moe": _QWEN2_MOE,
+    "qwen3_moe": _QWEN3_MOE,
+    "deepseek_v2": _deepseek("deepseek_v2", _deepseek_v2_shared_width),
+    "deepseek_v3": _deepseek("deepseek_v3", _deepseek_v3_shared_width),
+    "granitemoe": _GRANITEMOE,
+    "gpt_oss": _GPT_OSS,
+}
