@@ -30,7 +30,8 @@ layer.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from skipsearch.layouts import Family, Part
 
@@ -62,14 +63,21 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def _deepseek_form(config: dict[str, Any]) -> str:
-    """DeepSeek's MoE layer, with its ``routed_scaling_factor``."""
-    s = _fmt(_number(config, "routed_scaling_factor", 1.0))
-    return (
-        f"x + s sum_e p_e(x) f_e(x) + f_s(x) with s = routed_scaling_factor = {s}: routed "
-        "SwiGLU experts f_e weighted by the router's top-k weights p_e, plus the shared experts "
-        "f_s (n_shared_experts of them fused into one SwiGLU MLP) ungated, all on RMSNorm(x)"
-    )
+@dataclass(frozen=True)
+class _DeepseekForm:
+    """DeepSeek's MoE layer, with its ``routed_scaling_factor`` (default as
+    the config class has it: 1.0 for V2, 2.5 for V3)."""
+
+    default_scale: float
+
+    def __call__(self, config: dict[str, Any]) -> str:
+        s = _fmt(_number(config, "routed_scaling_factor", self.default_scale))
+        return (
+            f"x + s sum_e p_e(x) f_e(x) + f_s(x) with s = routed_scaling_factor = {s}: routed "
+            "SwiGLU experts f_e weighted by the router's top-k weights p_e, plus the shared "
+            "experts f_s (n_shared_experts of them fused into one SwiGLU MLP) ungated, all on "
+            "RMSNorm(x)"
+        )
 
 
 def _granitemoe_form(config: dict[str, Any]) -> str:
@@ -237,31 +245,29 @@ _DEEPSEEK_DENSE_NOTE = (
 )
 
 
-def _shared_width(config: dict[str, Any], default_shared: int) -> Optional[int]:
-    """``moe_intermediate_size * n_shared_experts`` (DeepseekV2Moe /
-    DeepseekV3MoE); ``n_shared_experts`` defaults as the config class does."""
-    width = _int(config, "moe_intermediate_size")
-    if width is None:
-        return None
-    count = (
-        default_shared
-        if config.get("n_shared_experts") is None
-        else _int(config, "n_shared_experts")
-    )
-    return None if count is None else width * count
+@dataclass(frozen=True)
+class _SharedWidth:
+    """The width of DeepSeek's shared experts, ``moe_intermediate_size *
+    n_shared_experts`` (DeepseekV2Moe / DeepseekV3MoE), with
+    ``n_shared_experts`` defaulting as the config class does (a dataclass,
+    so that the family pickles and compares by value)."""
+
+    default: int
+
+    def __str__(self) -> str:
+        return f"moe_intermediate_size * n_shared_experts (n_shared_experts default {self.default})"
+
+    def __call__(self, config: dict[str, Any]) -> Optional[int]:
+        width = _int(config, "moe_intermediate_size")
+        if width is None:
+            return None
+        if config.get("n_shared_experts") is None:
+            return width * self.default
+        count = _int(config, "n_shared_experts")
+        return None if count is None or count < 1 else width * count
 
 
-def _deepseek_v2_shared_width(config: dict[str, Any]) -> Optional[int]:
-    """DeepseekV2Config: ``n_shared_experts`` defaults to 2."""
-    return _shared_width(config, 2)
-
-
-def _deepseek_v3_shared_width(config: dict[str, Any]) -> Optional[int]:
-    """DeepseekV3Config: ``n_shared_experts`` defaults to 1."""
-    return _shared_width(config, 1)
-
-
-def _deepseek(name: str, shared_width: Callable[[dict[str, Any]], Optional[int]]) -> Family:
+def _deepseek(name: str, shared_width: _SharedWidth, form: _DeepseekForm) -> Family:
     return Family(
         name=name,
         parts=(
@@ -272,7 +278,7 @@ def _deepseek(name: str, shared_width: Callable[[dict[str, Any]], Optional[int]]
                 ("gate_proj", "up_proj", "down_proj"),
                 m_keys=("moe_intermediate_size",),
                 experts_keys=("n_routed_experts", "num_local_experts", "num_experts"),
-                form=_deepseek_form,
+                form=form,
                 note=_PER_EXPERT,
             ),
             Part(
@@ -283,7 +289,7 @@ def _deepseek(name: str, shared_width: Callable[[dict[str, Any]], Optional[int]]
                 activation="silu",
                 m_keys=(),
                 m_rule=shared_width,
-                form=_deepseek_form,
+                form=form,
                 note=_DEEPSEEK_SHARED_NOTE,
                 optional=True,
             ),
@@ -356,8 +362,10 @@ FAMILIES: dict[str, Family] = {
     "mixtral": _MIXTRAL,
     "qwen2_moe": _QWEN2_MOE,
     "qwen3_moe": _QWEN3_MOE,
-    "deepseek_v2": _deepseek("deepseek_v2", _deepseek_v2_shared_width),
-    "deepseek_v3": _deepseek("deepseek_v3", _deepseek_v3_shared_width),
+    # DeepseekV2Config: n_shared_experts 2, routed_scaling_factor 1.0;
+    # DeepseekV3Config: n_shared_experts 1, routed_scaling_factor 2.5.
+    "deepseek_v2": _deepseek("deepseek_v2", _SharedWidth(2), _DeepseekForm(1.0)),
+    "deepseek_v3": _deepseek("deepseek_v3", _SharedWidth(1), _DeepseekForm(2.5)),
     "granitemoe": _GRANITEMOE,
     "gpt_oss": _GPT_OSS,
 }
