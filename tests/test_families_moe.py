@@ -249,7 +249,8 @@ def qwen2_moe(rng, *, fused=False, **overrides):
     routed experts (moe_intermediate_size 6) and a shared expert
     (shared_expert_intermediate_size 8) behind shared_expert_gate.
 
-    Names and keys: the transformers v5 modular_qwen2_moe.py (Qwen2MoeMLP
+    Names and keys: huggingface/transformers
+    src/transformers/models/qwen2_moe/modular_qwen2_moe.py (commit 001f85b3: Qwen2MoeMLP
     gate_proj/up_proj/down_proj; Qwen2MoeSparseMoeBlock gate, experts,
     shared_expert, shared_expert_gate [1, d]; Qwen2MoeDecoderLayer: sparse when
     layer_idx not in mlp_only_layers and (layer_idx + 1) % decoder_sparse_step
