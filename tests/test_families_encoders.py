@@ -538,11 +538,6 @@ def test_decoder_only_checkpoint(tmp_path):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="locate._check_layers checks the layer count of a stack whose optional parts are all "
-    "absent (BartForCausalLM's config keeps encoder_layers)",
-)
 def test_decoder_only_checkpoint_with_encoder_layers(tmp_path):
     rng = np.random.default_rng(11)
     tensors, config = seq2seq(rng, "bart", stacks=("decoder",))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import skipsearch
 from skipsearch import cli
+from skipsearch.scan import SCHEMA_VERSION
 from skipsearch._scan import decide as decide_module
 from skipsearch.scan import BlockReport, scan
 
@@ -214,7 +215,7 @@ def test_json_validates_with_and_without_the_bracket(ckpt, tmp_path, capsys):
         assert code == 0 and err == ""
         doc = json.loads(out)
         validator().validate(doc)
-        assert doc["schema_version"] == 2
+        assert doc["schema_version"] == SCHEMA_VERSION
         bracketed = [b["bracket_lower"] is not None for b in doc["blocks"]]
         # The two ReLU layers get one with --bracket; the two SwiGLU layers never do.
         assert bracketed == ([True, True, False, False] if flag == "--bracket" else [False] * 4)

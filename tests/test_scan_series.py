@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import skipsearch
+from skipsearch.scan import SCHEMA_VERSION
 from skipsearch import cli
 from skipsearch._scan.locate import checkpoint_step, expand_paths
 from skipsearch.scan import CheckpointError, describe_checkpoint, scan
@@ -190,7 +191,7 @@ def test_cli_json_of_a_series_validates(series, capsys):
     assert code == 0 and err == ""
     doc = json.loads(out)
     validator().validate(doc)
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == SCHEMA_VERSION
     assert [(m["name"], m["step"]) for m in doc["models"]] == [
         ("checkpoint-2", 2),
         ("global_step5", 5),

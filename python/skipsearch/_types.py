@@ -121,6 +121,11 @@ class BlockReportDict(TypedDict):
     family: str
     block: str
     layer: int
+    kind: str
+    stack: Optional[str]
+    expert: Optional[int]
+    form: str
+    note: Optional[str]
     d: int
     m: int
     activation: str

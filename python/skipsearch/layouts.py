@@ -30,7 +30,16 @@ from skipsearch._types import Norm
 from skipsearch.activations import GATED_ENTRIES, Activation, get_activation
 from skipsearch.checkpoints import CheckpointError
 
-__all__ = ["FAMILIES", "Family", "Layout", "NORM_SCOPES", "supported_model_types"]
+__all__ = [
+    "FAMILIES",
+    "FUSED_LAYOUTS",
+    "Family",
+    "Layout",
+    "NORM_SCOPES",
+    "Part",
+    "Times",
+    "supported_model_types",
+]
 
 #: What a row of the report concerns, by LayerNorm placement.
 NORM_SCOPES: dict[Optional[Norm], str] = {
@@ -128,10 +137,19 @@ class Layout:
 
     def regex(self, pattern: str) -> re.Pattern[str]:
         """``pattern`` as an anchored regular expression with named groups."""
+        return Layout.regex_of(pattern)
+
+    @staticmethod
+    def regex_of(pattern: str) -> re.Pattern[str]:
+        """``pattern`` as an anchored regular expression with named groups:
+        ``layer`` for ``{i}``, ``expert`` for ``{e}``, ``s0``, ``s1``, ...
+        for the ``*`` parts."""
         out, star = [], 0
-        for part in re.split(r"(\{i\}|\*)", pattern):
+        for part in re.split(r"(\{i\}|\{e\}|\*)", pattern):
             if part == "{i}":
                 out.append(r"(?P<layer>[0-9]+)")
+            elif part == "{e}":
+                out.append(r"(?P<expert>[0-9]+)")
             elif part == "*":
                 out.append(f"(?P<s{star}>.*?)")
                 star += 1
@@ -145,9 +163,11 @@ class Layout:
         of another pattern of the same layout."""
         groups = match.groupdict()
         out, star = [], 0
-        for part in re.split(r"(\{i\}|\*)", pattern):
+        for part in re.split(r"(\{i\}|\{e\}|\*)", pattern):
             if part == "{i}":
                 out.append(groups["layer"])
+            elif part == "{e}":
+                out.append(groups.get("expert") or "")
             elif part == "*":
                 out.append(groups.get(f"s{star}", ""))
                 star += 1
@@ -163,17 +183,241 @@ def _first(config: dict[str, Any], keys: tuple[str, ...]) -> tuple[Optional[str]
     return None, None
 
 
+#: How a fused projection holds ``W_gate`` and ``W_up`` along its output axis:
+#: ``"gate_up"`` is ``[W_gate; W_up]`` (Phi-3's ``gate_up_proj``, the 3-D
+#: expert tensors of recent transformers), ``"up_gate"`` is ``[W_up; W_gate]``,
+#: ``"interleaved"`` puts gate rows at even and up rows at odd positions
+#: (gpt-oss).
+FUSED_LAYOUTS = ("gate_up", "up_gate", "interleaved")
+
+#: A config key's value, or a rule computing it from the (sub-)config.
+SizeRule = Callable[[dict[str, Any]], Optional[int]]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One kind of FFN block of a family: the dense MLP, a routed expert, a
+    shared expert, a vision tower's MLP, ...
+
+    Parameters
+    ----------
+    kind : str
+        What the block is, shown in every row: ``"mlp"``, ``"expert"``,
+        ``"shared_expert"``, ...
+    up, down, gate : str
+        Key patterns as in :class:`Layout`; ``{e}`` may stand for the expert
+        index (one block per expert). With ``fused``, ``up`` names the
+        fused gate/up tensor and ``gate`` is None.
+    fused : {"gate_up", "up_gate", "interleaved"}, optional
+        How the ``up`` tensor holds ``W_gate`` and ``W_up`` (see
+        :data:`FUSED_LAYOUTS`).
+    experts : bool
+        The tensors are 3-D, ``[E, out, in]`` (``[E, in, out]`` when
+        ``transpose``): one block per leading index.
+    transpose : bool
+        Stored ``(in, out)`` rather than ``torch.nn.Linear``'s ``(out, in)``.
+    stack : str, optional
+        The stack or tower (``"encoder"``, ``"decoder"``, ``"vision"``,
+        ``"text"``, ...); None for a model's only stack.
+    config : tuple of str
+        The sub-config its keys are read from (``("vision_config",)``);
+        empty for the top level.
+    activation_keys : tuple of str
+        Config keys of the activation, tried in order.
+    activation : str, optional
+        The activation when every key is absent or null (the default the
+        transformers config class applies), or the one the model's code
+        fixes when ``activation_keys`` is empty (BLOOM, MPT).
+    d_keys, m_keys, layer_keys : tuple of str
+        Config keys of the model width, the hidden width and the number of
+        layers of the stack; ``m_rule`` computes the hidden width when none
+        of ``m_keys`` is set (e.g. ``4 * hidden_size``), ``d_rule`` likewise.
+        A size whose keys are all absent or null, with no rule, is an error;
+        with empty keys (and no rule) it is read from the first ``W_up``.
+    experts_keys : tuple of str
+        Config keys of the number of experts per layer, checked when set.
+    norm : {"pre", "post"} or callable, optional
+        LayerNorm placement, or a rule reading it from the config.
+    form : str or callable
+        What the model computes around this FFN, in words and symbols, for
+        the report (``"x + f(x)"``, ``"x + attn(LN x) + f(LN x)"``, ...).
+    note : str or callable, optional
+        What else a reader of the verdict must know (shared layers, norms
+        inside the residual branch, routing).
+    undecided : str, optional
+        The block's form is outside every theorem skipsearch applies: every
+        block of the part is ``"undecided"`` with this reason.
+    scale_keys : tuple of str
+        Config keys of a residual multiplier ``a``: the model computes
+        ``x + a f(x)``, decided as that block.
+    repeat_keys : tuple of str
+        Config keys of how many layers apply this one block (ALBERT's shared
+        layer); the layer count is not checked against the stack.
+    optional : bool
+        The part may be absent from a checkpoint (MoE layers of a model
+        with dense ones only, a tower the checkpoint lacks).
+    """
+
+    kind: str
+    up: str
+    down: str
+    gate: Optional[str] = None
+    fused: Optional[str] = None
+    experts: bool = False
+    transpose: bool = False
+    stack: Optional[str] = None
+    config: tuple[str, ...] = ()
+    activation_keys: tuple[str, ...] = ("hidden_act",)
+    activation: Optional[str] = None
+    d_keys: tuple[str, ...] = ("hidden_size",)
+    m_keys: tuple[str, ...] = ("intermediate_size",)
+    layer_keys: tuple[str, ...] = ("num_hidden_layers",)
+    d_rule: Optional[SizeRule] = field(default=None, repr=False)
+    m_rule: Optional[SizeRule] = field(default=None, repr=False)
+    experts_keys: tuple[str, ...] = ()
+    norm: Union[Norm, None, Callable[[dict[str, Any]], Optional[Norm]]] = "pre"
+    form: Union[str, Callable[[dict[str, Any]], str]] = "x + f(x)"
+    note: Union[str, None, Callable[[dict[str, Any]], Optional[str]]] = None
+    undecided: Optional[str] = None
+    scale_keys: tuple[str, ...] = ()
+    repeat_keys: tuple[str, ...] = ()
+    optional: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fused is not None and self.fused not in FUSED_LAYOUTS:
+            raise ValueError(
+                f"Part fused must be one of {FUSED_LAYOUTS} or None, got {self.fused!r}"
+            )
+        if self.fused is not None and self.gate is not None:
+            raise ValueError("Part with a fused gate/up tensor names no separate gate pattern")
+        # Checks the patterns ({i} once, no more '*' than up).
+        self.layout()
+        expert_up = self.up.count("{e}")
+        for name in ("up", "down", "gate"):
+            value = getattr(self, name)
+            if value is not None and (value.count("{e}") > 1 or (value.count("{e}") != expert_up)):
+                raise ValueError(
+                    f"Part {name} pattern {value!r} must hold {{e}} (the expert index) as often as "
+                    f"the up pattern does, at most once"
+                )
+        if expert_up and self.experts:
+            raise ValueError("Part: experts are either named by {e} or stacked in 3-D tensors")
+
+    def layout(self, activation: Union[str, Activation, None] = None) -> Layout:
+        """The part's patterns as a :class:`Layout` (the fused gate is read
+        from the ``up`` tensor)."""
+        return Layout(
+            up=self.up,
+            down=self.down,
+            gate=self.gate,
+            activation=activation,
+            norm=None,
+            transpose=self.transpose,
+        )
+
+    def sub_config(self, config: dict[str, Any], where: str) -> dict[str, Any]:
+        """The (sub-)config the part's keys are read from."""
+        out = config
+        for key in self.config:
+            value = out.get(key)
+            if value is None:
+                return {}
+            if not isinstance(value, dict):
+                raise CheckpointError(f"{where}: {key} must be an object, got {value!r}")
+            out = value
+        return out
+
+    @property
+    def gated(self) -> bool:
+        return self.gate is not None or self.fused is not None
+
+    def resolve(
+        self, config: dict[str, Any], where: str, read_activation: bool = True
+    ) -> dict[str, Any]:
+        """Activation, sizes, norm, form and note of the part under ``config``."""
+        sub = self.sub_config(config, where)
+        at = where + (f" ({'.'.join(self.config)})" if self.config else "")
+        act_name: Any = None
+        act_key: Optional[str] = None
+        if read_activation:
+            act_key, act_name = _first(sub, self.activation_keys)
+            if act_key is None:
+                act_name = self.activation
+            if act_name is None:
+                raise CheckpointError(
+                    f"{at} has none of {', '.join(self.activation_keys)}: the scan reads the "
+                    f"activation of the {self.kind} blocks from it"
+                )
+        d_key, d = _part_size(sub, self.d_keys, self.d_rule, at)
+        m_key, m = _part_size(sub, self.m_keys, self.m_rule, at)
+        layers, layer_key = None, None
+        if not self.repeat_keys:
+            layer_key, layers = _first(sub, self.layer_keys)
+            if layer_key is not None:
+                layers = _size(sub, (layer_key,), at)
+        repeat = None
+        if self.repeat_keys:
+            key, _ = _first(sub, self.repeat_keys)
+            repeat = _size(sub, (key,), at) if key is not None else None
+        experts, experts_key = None, None
+        if self.experts_keys:
+            experts_key, _ = _first(sub, self.experts_keys)
+            experts = _size(sub, (experts_key,), at) if experts_key is not None else None
+        scale: Optional[float] = None
+        scale_key, value = _first(sub, self.scale_keys)
+        if scale_key is not None:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (value == value and abs(value) != float("inf") and value != 0)
+            ):
+                raise CheckpointError(
+                    f"{at}: {scale_key} must be a finite nonzero number, got {value!r}"
+                )
+            scale = float(value)
+            if scale == 1.0:
+                scale = None
+        norm = self.norm(sub if self.config else config) if callable(self.norm) else self.norm
+        form = self.form(sub if self.config else config) if callable(self.form) else self.form
+        note = self.note(sub if self.config else config) if callable(self.note) else self.note
+        act = config_activation(act_name, gated=self.gated, where=at) if read_activation else None
+        sizes = ", ".join(
+            f"{k}={v}" for k, v in ((d_key, d), (m_key, m)) if k is not None and v is not None
+        )
+        return dict(
+            activation=act,
+            hidden_act=act_name,
+            d=d,
+            m=m,
+            layers=layers,
+            layer_key=layer_key,
+            experts=experts,
+            experts_key=experts_key,
+            repeat=repeat,
+            scale=scale,
+            scale_key=scale_key,
+            norm=norm,
+            form=form,
+            note=note,
+            sizes=sizes,
+        )
+
+
 @dataclass(frozen=True)
 class Family:
-    """A model family: its layout and its ``config.json`` keys.
+    """A model family: the parts (kinds of FFN block) it has, and its
+    ``config.json`` keys.
 
-    ``activation_keys`` are tried in order (Gemma's ``hidden_activation``
-    before ``hidden_act``); ``d_keys``, ``m_keys`` and ``layer_keys`` give
-    the model width, the hidden width and the number of FFN blocks.
+    ``Family(name, layout, ...)`` with one :class:`Layout` and the keys
+    describes a model with one kind of block; ``parts`` lists several
+    (:class:`Part`). ``activation_keys`` are tried in order (Gemma's
+    ``hidden_activation`` before ``hidden_act``); ``d_keys``, ``m_keys`` and
+    ``layer_keys`` give the model width, the hidden width and the number of
+    FFN blocks.
     """
 
     name: str
-    layout: Layout
+    layout: Optional[Layout] = None
     activation_keys: tuple[str, ...] = ("hidden_act",)
     d_keys: tuple[str, ...] = ("hidden_size",)
     m_keys: tuple[str, ...] = ("intermediate_size",)
@@ -183,48 +427,91 @@ class Family:
     adapt: Optional[Callable[[dict[str, Any]], tuple[Layout, Optional[str]]]] = field(
         default=None, repr=False
     )
+    parts: tuple[Part, ...] = ()
+    m_rule: Optional[SizeRule] = field(default=None, repr=False)
+    form: Union[str, Callable[[dict[str, Any]], str]] = "x + f(x)"
+    note: Union[str, None, Callable[[dict[str, Any]], Optional[str]]] = None
 
-    def resolve(
-        self, config: dict[str, Any], where: str, read_activation: bool = True
-    ) -> dict[str, Any]:
-        """Layout, activation, sizes and norm placement for ``config``; the
-        activation is None when ``read_activation`` is false (the user
-        names it)."""
+    def __post_init__(self) -> None:
+        if (self.layout is None) == (not self.parts):
+            raise ValueError(f"Family {self.name!r} needs a layout or parts, not both")
+
+    def resolve_parts(self, config: dict[str, Any]) -> tuple[Part, ...]:
+        """The parts for ``config`` (T5 reads its layout from ``feed_forward_proj``)."""
+        if self.parts:
+            return self.parts
         layout, act_name = self.layout, None
         if self.adapt is not None:
             layout, act_name = self.adapt(config)
-        if act_name is None and read_activation:
-            key, act_name = _first(config, self.activation_keys)
-            if key is None:
-                raise CheckpointError(
-                    f"{where} has none of {', '.join(self.activation_keys)}: the {self.name} "
-                    "scan reads the activation from it"
-                )
-        d = _size(config, self.d_keys, where)
-        m = _size(config, self.m_keys, where, default=4 * d if self.name == "gpt2" else None)
-        layers, layer_key = None, None
-        key, value = _first(config, self.layer_keys)
-        if key is not None:
-            layers, layer_key = _size(config, (key,), where), key
-        d_key = _first(config, self.d_keys)[0]
-        m_key = _first(config, self.m_keys)[0] or f"{self.m_keys[0]} (default 4 * {d_key})"
-        norm = self.norm(config) if callable(self.norm) else self.norm
-        act = (
-            config_activation(act_name, gated=layout.gate is not None, where=where)
-            if read_activation
-            else None
+        assert layout is not None
+        return (
+            Part(
+                kind="mlp",
+                up=layout.up,
+                down=layout.down,
+                gate=layout.gate,
+                transpose=layout.transpose,
+                activation_keys=() if act_name is not None else self.activation_keys,
+                activation=act_name,
+                d_keys=self.d_keys,
+                m_keys=self.m_keys,
+                layer_keys=self.layer_keys,
+                m_rule=self.m_rule,
+                norm=self.norm,
+                form=self.form,
+                note=self.note,
+            ),
         )
-        return dict(
-            layout=layout,
-            activation=act,
-            hidden_act=act_name,
-            d=d,
-            m=m,
-            layers=layers,
-            norm=norm,
-            sizes=f"{d_key}={d}, {m_key}={m}",
-            layer_key=layer_key,
+
+
+@dataclass(frozen=True)
+class Times:
+    """A size rule: ``factor`` times the first of ``keys`` the config sets,
+    or None when none is a positive integer (e.g. "a null FFN width means 4
+    x hidden": ``Times(4, "n_embd")``). A dataclass rather than a lambda, so
+    that families pickle and compare by value."""
+
+    factor: int
+    keys: Union[str, tuple[str, ...]]
+
+    def __str__(self) -> str:
+        keys = (self.keys,) if isinstance(self.keys, str) else self.keys
+        return f"{self.factor} * {' or '.join(keys)}"
+
+    def __call__(self, config: dict[str, Any]) -> Optional[int]:
+        keys = (self.keys,) if isinstance(self.keys, str) else self.keys
+        _, value = _first(config, keys)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return None
+        return self.factor * value
+
+
+def _part_size(
+    config: dict[str, Any], keys: tuple[str, ...], rule: Optional[SizeRule], at: str
+) -> tuple[Optional[str], Optional[int]]:
+    """A part's size and the key (or rule) it came from: the first of
+    ``keys`` set, else ``rule``; ``(None, None)`` when neither is given
+    (the size is then read from the tensors).
+
+    Raises
+    ------
+    CheckpointError
+        The key's value is not a positive integer, or the keys are all
+        absent or null and no rule gives the size.
+    """
+    key, value = _first(config, keys)
+    if key is not None:
+        return key, _size(config, (key,), at)
+    if rule is not None:
+        value = rule(config)
+        if value is not None:
+            label = f"{keys[0]} (default {rule})" if keys else str(rule)
+            return label, value
+    if keys:
+        raise CheckpointError(
+            f"{at}: {' or '.join(keys)} must be a positive integer; it is missing"
         )
+    return None, None
 
 
 def _size(
@@ -325,9 +612,25 @@ def _opt_norm(config: dict[str, Any]) -> Norm:
     return "pre" if value else "post"
 
 
+#: The form and note of Gemma 2 and 3, whose MLP sits between two RMSNorms
+#: inside the residual branch (``Gemma2DecoderLayer.forward``,
+#: transformers ``models/gemma2/modeling_gemma2.py``).
+SANDWICH_FORM = "x + RMSNorm_post(f(RMSNorm_pre x)) (pre_ and post_feedforward_layernorm)"
+SANDWICH_NOTE = (
+    "the model normalizes the MLP's output (post_feedforward_layernorm) before adding it to x; "
+    "the verdict concerns y -> y + f(y) for the MLP alone, not the model's residual block"
+)
+
 _BERT = _bert("post")
 _LLAMA = _gated("llama")
 _GEMMA = _gated("gemma", activation_keys=("hidden_activation", "hidden_act"))
+_GEMMA2 = Family(
+    name="gemma",
+    layout=_GEMMA.layout,
+    activation_keys=_GEMMA.activation_keys,
+    form=SANDWICH_FORM,
+    note=SANDWICH_NOTE,
+)
 
 #: ``model_type`` -> :class:`Family`.
 FAMILIES: dict[str, Family] = {
@@ -346,6 +649,8 @@ FAMILIES: dict[str, Family] = {
         d_keys=("n_embd",),
         m_keys=("n_inner",),
         layer_keys=("n_layer",),
+        # GPT2Config: n_inner None means 4 * n_embd.
+        m_rule=Times(4, "n_embd"),
     ),
     "gpt_neox": Family(
         name="gpt_neox",
@@ -379,8 +684,8 @@ FAMILIES: dict[str, Family] = {
     "qwen2": _LLAMA,
     "qwen3": _LLAMA,
     "gemma": _GEMMA,
-    "gemma2": _GEMMA,
-    "gemma3_text": _GEMMA,
+    "gemma2": _GEMMA2,
+    "gemma3_text": _GEMMA2,
 }
 FAMILIES["mt5"] = FAMILIES["umt5"] = FAMILIES["t5"]
 
@@ -388,3 +693,18 @@ FAMILIES["mt5"] = FAMILIES["umt5"] = FAMILIES["t5"]
 def supported_model_types() -> list[str]:
     """The ``model_type`` values the scan reads without a user layout."""
     return sorted(FAMILIES)
+
+
+def _merge_families() -> None:
+    """Add the families of :mod:`skipsearch._families`; a ``model_type``
+    defined twice is a bug."""
+    from skipsearch._families import decoders, encoders, gated, gguf, moe, towers
+
+    for module in (decoders, encoders, gated, gguf, moe, towers):
+        twice = sorted(set(FAMILIES) & set(module.FAMILIES))
+        if twice:
+            raise RuntimeError(f"model_type defined twice: {', '.join(twice)}")
+        FAMILIES.update(module.FAMILIES)
+
+
+_merge_families()

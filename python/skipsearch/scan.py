@@ -44,6 +44,7 @@ from tqdm import tqdm
 
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._scan.decide import check_bracket, check_distance, decide_block
+from skipsearch._scan.hub import resolve_path
 from skipsearch._scan.locate import (
     SUPPORTED_MODEL_TYPES,
     BlockKeys,
@@ -123,12 +124,16 @@ def default_checkpoint() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-def _checkpoint_paths(paths: Union[PathLike, Iterable[PathLike], None]) -> list[Path]:
+def _checkpoint_paths(
+    paths: Union[PathLike, Iterable[PathLike], None], revision: Optional[str] = None
+) -> list[Path]:
     """Expand the paths (see :func:`skipsearch._scan.locate.expand_paths`);
     None is the default checkpoint."""
     if paths is None:
+        if revision is not None:
+            raise ValueError("revision applies to a Hugging Face repo id; give one as the path")
         return [default_checkpoint()]
-    return expand_paths(paths)
+    return expand_paths(paths, revision)
 
 
 def _locate(
@@ -155,14 +160,16 @@ def describe_checkpoint(
     *,
     layout: Optional[Layout] = None,
     activation: Union[str, Activation, None] = None,
+    revision: Optional[str] = None,
 ) -> CheckpointInfo:
     """Locate a checkpoint and check its layout without loading any weight.
 
     Parameters
     ----------
     path : str or os.PathLike, optional
-        As for :func:`scan`, one checkpoint. Default: all-MiniLM-L6-v2.
-    layout, activation : optional
+        As for :func:`scan`, one checkpoint (or a Hugging Face repo id in
+        the local cache). Default: all-MiniLM-L6-v2.
+    layout, activation, revision : optional
         As for :func:`scan`.
 
     Returns
@@ -175,6 +182,10 @@ def describe_checkpoint(
     FileNotFoundError, CheckpointError, ModuleNotFoundError
         As for :func:`scan`.
     """
+    if path is not None:
+        path = resolve_path(path, revision)
+    elif revision is not None:
+        raise ValueError("revision applies to a Hugging Face repo id; give one as the path")
     info, _ = _locate(default_checkpoint() if path is None else path, layout, activation)
     return info
 
@@ -206,6 +217,7 @@ def scan(
     *,
     layout: Optional[Layout] = None,
     activation: Union[str, Activation, None] = None,
+    revision: Optional[str] = None,
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
@@ -252,6 +264,11 @@ def scan(
         ``"gelu"``; for gated blocks the gate's activation or the gated
         name, ``"silu"`` or ``"swiglu"``). Default: the layout's, else the
         family's ``config.json`` key.
+    revision : str, optional
+        For paths that are Hugging Face repo ids (``org/name``, not an
+        existing path): the branch, tag or commit whose snapshot in the
+        local cache is scanned. Default: ``main``. Nothing is downloaded:
+        a model not in the cache is a FileNotFoundError naming the cache.
     tol : float, optional
         Relative tolerance in (0, 1) of the absorption condition. Default:
         ``sqrt(eps)`` of the coarsest stored dtype of ``W_up`` and ``W_down``
@@ -394,7 +411,7 @@ def scan(
     block_threads = 1 if executor is not None and threads is None else threads
     # Stage 1, for every checkpoint before any block is decided: paths,
     # configs, tensor names, shapes, dtypes and quantization.
-    models = [_locate(p, layout, activation) for p in _checkpoint_paths(paths)]
+    models = [_locate(p, layout, activation) for p in _checkpoint_paths(paths, revision)]
     total = sum(info.num_layers for info, _ in models)
     for info, _ in models:
         _logger.info(
@@ -409,8 +426,8 @@ def scan(
             info.path,
         )
     reports: list[Optional[BlockReport]] = []  # None while its decision is pending
-    # (checkpoint, fingerprint of the weights) -> [(index in reports, block)]
-    slot_of: dict[tuple[Path, str], list[tuple[int, BlockKeys]]] = {}
+    # (checkpoint, part, fingerprint of the weights) -> [(index in reports, block)]
+    slot_of: dict[tuple[Path, int, str], list[tuple[int, BlockKeys]]] = {}
     tied: dict[int, list[str]] = {}  # index in reports -> names of the blocks tied to it
     pending: deque[tuple[int, CheckpointInfo, BlockKeys, float, Future[_Decision]]] = deque()
     with tqdm(
@@ -446,8 +463,8 @@ def scan(
                 block.name,
                 result.verdict,
                 "" if result.status == "complete" else f" ({result.status})",
-                info.d,
-                info.m,
+                block.d,
+                block.m,
                 result.activation,
                 read_seconds + decide_seconds,
             )
@@ -465,15 +482,13 @@ def scan(
 
         try:
             for info, ckpt in models:
-                # Registry activations travel by name (any executor can
-                # ship a string); a hand-made Activation as itself.
-                act = info._act if info._act is not None else info.activation
                 for block in info._blocks:
+                    part = info.parts[block.part]
                     # Stage 2: this block's tensors, and nothing else.
                     start = time.perf_counter()
                     try:
                         tensors = read_block(info, ckpt, block)
-                        key = (info.path, fingerprint(tensors))
+                        key = (info.path, block.part, fingerprint(tensors))
                         twin = next(
                             (
                                 slot
@@ -501,7 +516,9 @@ def scan(
                     job: tuple[Any, ...] = (
                         tensors["W_up"],
                         tensors["W_down"],
-                        act,
+                        # Registry activations travel by name (any executor
+                        # can ship a string); a hand-made one as itself.
+                        part.job_activation,
                         tensors["b_up"],
                         tensors["b_down"],
                         tensors["W_gate"],
@@ -511,6 +528,8 @@ def scan(
                         tensors["b_gate"],
                         distance,
                         bracket,
+                        part.scale,
+                        part.undecided,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))

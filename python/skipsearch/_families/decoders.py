@@ -15,11 +15,11 @@ model definitions (``src/transformers/models/<family>/modeling_*.py`` and
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part
+from skipsearch.layouts import Family, Part, Times
 
 __all__ = ["FAMILIES"]
 
@@ -44,20 +44,6 @@ def _flag(config: dict[str, Any], key: str, default: bool, where: str) -> bool:
     if not isinstance(value, bool):
         raise CheckpointError(f"{where}: {key} must be true or false in config.json, got {value!r}")
     return value
-
-
-def _times(factor: int, keys: tuple[str, ...]) -> Callable[[dict[str, Any]], Optional[int]]:
-    """``factor`` times the first integer of ``keys`` (the transformers rule
-    for a null FFN width), or None when none is an integer."""
-
-    def rule(config: dict[str, Any]) -> Optional[int]:
-        for key in keys:
-            value = config.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return factor * value
-        return None
-
-    return rule
 
 
 # -- Falcon ---------------------------------------------------------------------------------
@@ -121,7 +107,7 @@ _FALCON = Family(
             d_keys=("n_embed", "hidden_size"),
             # FalconConfig: ffn_hidden_size None means hidden_size * 4.
             m_keys=("ffn_hidden_size",),
-            m_rule=_times(4, ("n_embed", "hidden_size")),
+            m_rule=Times(4, ("n_embed", "hidden_size")),
             # RW configs name the layer count n_layer.
             layer_keys=("num_hidden_layers", "n_layer"),
             norm="pre",
@@ -175,7 +161,7 @@ _BLOOM = Family(
             d_keys=("n_embed", "hidden_size"),
             # BloomMLP: 4 * hidden_size always; n_inner is not read.
             m_keys=(),
-            m_rule=_times(4, ("n_embed", "hidden_size")),
+            m_rule=Times(4, ("n_embed", "hidden_size")),
             layer_keys=("n_layer", "num_hidden_layers"),
             norm=_bloom_norm,
             form=_bloom_form,
@@ -203,7 +189,7 @@ def _gptj(name: str) -> Family:
                 d_keys=("n_embd", "hidden_size"),
                 # n_inner None means 4 * n_embd (GPTJMLP / CodeGenMLP).
                 m_keys=("n_inner",),
-                m_rule=_times(4, ("n_embd", "hidden_size")),
+                m_rule=Times(4, ("n_embd", "hidden_size")),
                 layer_keys=("n_layer", "num_hidden_layers"),
                 norm="pre",
                 form=_PARALLEL_ONE_LN,
@@ -248,7 +234,7 @@ _GPT_BIGCODE = Family(
             d_keys=("n_embd", "hidden_size"),
             # n_inner None means 4 * n_embd (GPTBigCodeMLP).
             m_keys=("n_inner",),
-            m_rule=_times(4, ("n_embd", "hidden_size")),
+            m_rule=Times(4, ("n_embd", "hidden_size")),
             layer_keys=("n_layer", "num_hidden_layers"),
             norm="pre",
             form=_SEQUENTIAL,

@@ -22,6 +22,7 @@ says so when it disagrees with the class).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
@@ -36,21 +37,24 @@ PRE_LN = "x + f(LN x) (pre-LN: the LayerNorm is inside the residual branch, befo
 _FORMS: dict[Norm, str] = {"post": POST_LN, "pre": PRE_LN}
 
 
-def _ignored_normalize_before(family: str, norm: Norm) -> Callable[[dict[str, Any]], Optional[str]]:
+@dataclass(frozen=True)
+class _IgnoredNormalizeBefore:
     """A note for configs whose ``normalize_before`` contradicts the model
-    class, which hard-codes the LayerNorm placement and never reads it."""
-    placement = "before" if norm == "pre" else "after"
+    class, which hard-codes the LayerNorm placement and never reads it (a
+    dataclass, so that the family pickles and compares by value)."""
 
-    def note(config: dict[str, Any]) -> Optional[str]:
+    family: str
+    norm: Norm
+
+    def __call__(self, config: dict[str, Any]) -> Optional[str]:
         value = config.get("normalize_before")
-        if isinstance(value, bool) and value != (norm == "pre"):
+        if isinstance(value, bool) and value != (self.norm == "pre"):
+            placement = "before" if self.norm == "pre" else "after"
             return (
                 f"config.json has normalize_before={str(value).lower()}, which transformers' "
-                f"{family} layers ignore: they put the LayerNorm {placement} the FFN"
+                f"{self.family} layers ignore: they put the LayerNorm {placement} the FFN"
             )
         return None
-
-    return note
 
 
 def _seq2seq(
@@ -178,9 +182,9 @@ FAMILIES: dict[str, Family] = {
             ),
         ),
     ),
-    "bart": _seq2seq("bart", "post", note=_ignored_normalize_before("BART", "post")),
-    "mbart": _seq2seq("mbart", "pre", note=_ignored_normalize_before("mBART", "pre")),
-    "marian": _seq2seq("marian", "post", note=_ignored_normalize_before("Marian", "post")),
-    "pegasus": _seq2seq("pegasus", "pre", note=_ignored_normalize_before("PEGASUS", "pre")),
+    "bart": _seq2seq("bart", "post", note=_IgnoredNormalizeBefore("BART", "post")),
+    "mbart": _seq2seq("mbart", "pre", note=_IgnoredNormalizeBefore("mBART", "pre")),
+    "marian": _seq2seq("marian", "post", note=_IgnoredNormalizeBefore("Marian", "post")),
+    "pegasus": _seq2seq("pegasus", "pre", note=_IgnoredNormalizeBefore("PEGASUS", "pre")),
     "whisper": _seq2seq("whisper", "pre"),
 }

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part
+from skipsearch.layouts import SANDWICH_FORM, SANDWICH_NOTE, Family, Part
 
 __all__ = ["FAMILIES", "TowerPart"]
 
@@ -94,18 +94,38 @@ QWEN2_5_VL_VISION = {
 QWEN2_5_VL_TEXT = dict(QWEN2_VL_TEXT)
 
 
-def _fixed(defaults: dict[str, Any]) -> Defaults:
-    return lambda sub: defaults
+Items = tuple[tuple[str, Any], ...]
 
 
-def _by_type(table: dict[str, dict[str, Any]], absent: str) -> Defaults:
+@dataclass(frozen=True)
+class _Fixed:
+    """The same defaults for every sub-config (a dataclass of items, so that
+    families pickle, compare and hash by value)."""
+
+    items: Items
+
+    def __call__(self, sub: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.items)
+
+
+@dataclass(frozen=True)
+class _ByType:
     """Defaults chosen by the sub-config's ``model_type`` (``absent`` when it
     has none, as LLaVA's config assumes); other types get none."""
 
-    def pick(sub: dict[str, Any]) -> dict[str, Any]:
-        return table.get(sub.get("model_type") or absent, {})
+    table: tuple[tuple[str, Items], ...]
+    absent: str
 
-    return pick
+    def __call__(self, sub: dict[str, Any]) -> dict[str, Any]:
+        return dict(dict(self.table).get(sub.get("model_type") or self.absent, ()))
+
+
+def _fixed(defaults: dict[str, Any]) -> Defaults:
+    return _Fixed(tuple(defaults.items()))
+
+
+def _by_type(table: dict[str, dict[str, Any]], absent: str) -> Defaults:
+    return _ByType(tuple((k, tuple(v.items())) for k, v in table.items()), absent)
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,7 @@ class TowerPart(Part):
     defaults : callable
         The (raw) sub-config -> the defaults of its config class; a key that
         is absent or null in the sub-config takes the default's value.
-    when_absent : dict, optional
+    when_absent : tuple of (key, value) pairs, optional
         The defaults when the sub-config itself is absent or null (LLaVA
         builds a larger CLIP tower then). Default: ``defaults({})``.
     legacy : str, optional
@@ -131,7 +151,7 @@ class TowerPart(Part):
     """
 
     defaults: Defaults = field(default=_fixed({}), repr=False)
-    when_absent: Optional[dict[str, Any]] = field(default=None, repr=False)
+    when_absent: Optional[Items] = field(default=None, repr=False)
     legacy: Optional[str] = None
     top_level: bool = False
 
@@ -282,7 +302,7 @@ _LLAVA = Family(
             "vision",
             ("vision_config",),
             _by_type(_VISION_TYPES, "clip_vision_model"),
-            when_absent=LLAVA_VISION,
+            when_absent=tuple(LLAVA_VISION.items()),
             form=_CLIP_FORM,
             note=(
                 "LLaVA feeds the language model the vision tower's hidden state at "
@@ -294,15 +314,10 @@ _LLAVA = Family(
         _lm(
             ("text_config",),
             _by_type({"llama": LLAMA}, "llama"),
-            when_absent=LLAMA,
+            when_absent=tuple(LLAMA.items()),
             form=_LM_FORM,
         ),
     ),
-)
-
-_GEMMA3_UNDECIDED = (
-    "Gemma 3 adds post_feedforward_layernorm(mlp(pre_feedforward_layernorm x)) to x: the "
-    "FFN's output passes an RMSNorm inside the residual branch, a form no theorem covers"
 )
 
 _GEMMA3 = Family(
@@ -321,9 +336,8 @@ _GEMMA3 = Family(
             ("text_config",),
             _fixed(GEMMA3_TEXT),
             activation_keys=("hidden_activation",),
-            form="x + RMSNorm_post(f(RMSNorm_pre x)) (sandwich norm around the MLP)",
-            note="the MLP reads text_config.hidden_activation (Gemma3TextConfig)",
-            undecided=_GEMMA3_UNDECIDED,
+            form=SANDWICH_FORM,
+            note=SANDWICH_NOTE + "; the MLP reads text_config.hidden_activation (Gemma3TextConfig)",
         ),
     ),
 )

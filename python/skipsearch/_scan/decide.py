@@ -8,6 +8,7 @@ name, numbers), so process pools and ``dask.distributed`` can pickle it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any, Optional, Union
 
@@ -61,6 +62,8 @@ def decide_block(
     b_gate: Optional[npt.ArrayLike] = None,
     distance: Optional[bool] = None,
     bracket: Optional[bool] = None,
+    scale: Optional[float] = None,
+    undecided: Optional[str] = None,
 ) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
@@ -72,8 +75,23 @@ def decide_block(
     tensor does inside ``find_absorbing_subset``). ``distance`` and
     ``bracket`` are passed on only when they are True or False, so None
     (``find_absorbing_subset``'s own default) works with any version of it.
+
+    ``scale`` is a residual multiplier ``a``: the model computes ``x + a
+    f(x)``, which equals ``a ((1/a) x + f(x))``, so it is absorbable exactly
+    when the block with skip ``(1/a) I`` is (a skip-free block divided by
+    ``a`` is one of the same width). When ``1/a`` is not exact in float64,
+    only the arguments that need the skip to be nonzero (the gated and
+    degree arguments) stand; any other verdict is undecided. ``undecided``
+    is a reason why no theorem covers the block's form (gpt-oss's clamped
+    gated experts): the block is still run through the decision, for the
+    checks on its weights, and reported undecided with that reason.
     """
     start = time.perf_counter()
+    skip: Optional[float] = None
+    exact_skip = True
+    if scale is not None:
+        skip = 1.0 / scale
+        exact_skip = math.frexp(abs(scale))[0] == 0.5  # a power of two: 1/a is exact
     extra: dict[str, Any] = {} if distance is None else {"distance": distance}
     if bracket is not None:
         extra["bracket"] = bracket
@@ -84,7 +102,7 @@ def decide_block(
         b_up=b_up,
         b_down=b_down,
         W_gate=W_gate,
-        skip=None,
+        skip=skip,
         tol=tol,
         time_limit=time_limit,
         threads=threads,
@@ -101,6 +119,34 @@ def decide_block(
                 f"biases, but the checkpoint has a gate bias b_gate{zeros}, so the block's form "
                 "has inner biases and the same-width skip-free blocks it is compared with may "
                 "have them too; no theorem covers that class."
+            ),
+        )
+    if undecided is not None:
+        result = dataclasses.replace(
+            result, verdict="undecided", argument="none", reason=f"Undecided: {undecided}"
+        )
+    elif (
+        not exact_skip
+        and result.verdict != "undecided"
+        and result.argument not in ("linearization", "degree", "boundedness")
+    ):
+        result = dataclasses.replace(
+            result,
+            verdict="undecided",
+            argument="none",
+            reason=(
+                f"Undecided: the model computes x + a f(x) with a = {scale!r}, decided as the "
+                f"block with skip (1/a) I, and 1/a is not exact in float64, so a verdict resting "
+                "on the tolerance would be about a rounded skip."
+            ),
+        )
+    elif scale is not None and result.verdict == "absorbable":
+        result = dataclasses.replace(
+            result,
+            reason=(
+                f"{result.reason} The model computes x + a f(x) with a = {scale!r}; this is "
+                "the block (1/a) x + f(x) times a, so the model's skip-free block is a times the "
+                "one built (W_down and b_down scaled by a)."
             ),
         )
     return result, time.perf_counter() - start

@@ -13,6 +13,7 @@ so that a file changed afterwards is refused when a block is read
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import warnings
@@ -23,11 +24,18 @@ from typing import Any, Optional, Union, cast
 
 import numpy as np
 
+from skipsearch._scan import hub
 from skipsearch._types import Norm
 from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.activations import Activation, get_activation
-from skipsearch.checkpoints import CONFIG_NAME, FLOAT_DTYPES, Checkpoint, CheckpointError
-from skipsearch.layouts import FAMILIES, Layout, config_activation, supported_model_types
+from skipsearch.checkpoints import (
+    CONFIG_NAME,
+    FLOAT_DTYPES,
+    Checkpoint,
+    CheckpointError,
+    open_checkpoint,
+)
+from skipsearch.layouts import FAMILIES, Layout, Part, config_activation, supported_model_types
 from skipsearch.quantization import (
     SCALE_NAMES,
     Quantization,
@@ -39,6 +47,7 @@ from skipsearch.quantization import (
 __all__ = [
     "BlockKeys",
     "CheckpointInfo",
+    "PartInfo",
     "STEP_NAME",
     "SUPPORTED_MODEL_TYPES",
     "checkpoint_step",
@@ -73,6 +82,62 @@ class BlockKeys:
     up_scale: Optional[str] = None
     down_scale: Optional[str] = None
     gate_scale: Optional[str] = None
+    d: int = 0
+    m: int = 0
+    part: int = 0
+    expert: Optional[int] = None
+    fused: Optional[str] = None
+    transpose: bool = False
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """One kind of FFN block of a checkpoint, as located.
+
+    Attributes
+    ----------
+    kind : str
+        ``"mlp"``, ``"expert"``, ``"shared_expert"``, ...
+    stack : str or None
+        The stack or tower (``"encoder"``, ``"decoder"``, ``"vision"``,
+        ``"text"``), None for a model's only stack.
+    hidden_act, activation : str
+        The activation as the config gives it, and its registry name.
+    d, m : int
+        Model width and hidden width of these blocks.
+    blocks : int
+        How many blocks of this kind were found.
+    norm : {"pre", "post"} or None
+        LayerNorm placement.
+    form : str
+        What the model computes around these blocks.
+    note : str or None
+        What else the verdict's reader must know.
+    scale : float or None
+        The residual multiplier ``a`` of ``x + a f(x)``, when not 1.
+    undecided : str or None
+        Why no theorem covers these blocks' form, when none does.
+    """
+
+    kind: str
+    stack: Optional[str]
+    hidden_act: str
+    activation: str
+    d: int
+    m: int
+    blocks: int
+    norm: Optional[Norm]
+    form: str
+    note: Optional[str]
+    scale: Optional[float] = None
+    undecided: Optional[str] = None
+    _act: Optional[Activation] = field(default=None, repr=False, compare=False)
+
+    @property
+    def job_activation(self) -> Union[str, Activation]:
+        """The activation as the decision receives it: registry activations
+        by name (any executor ships a string), a hand-made one as itself."""
+        return self.activation if self._act is None else self._act
 
 
 @dataclass(frozen=True)
@@ -100,9 +165,10 @@ class CheckpointInfo:
     activation : str
         Its registry name; gated blocks get the gated entry (``"swiglu"``).
     d, m : int
-        Model width and hidden width: ``W_up`` is ``(m, d)`` once read.
+        Model width and hidden width of the first kind of block: ``W_up``
+        is ``(m, d)`` once read (other kinds: :attr:`parts`).
     num_layers : int
-        Number of FFN blocks found.
+        Number of FFN blocks found, of every kind.
     norm : {"pre", "post"} or None
         LayerNorm placement.
     dtype : str
@@ -135,9 +201,8 @@ class CheckpointInfo:
     blocks: tuple[str, ...]
     quantization: Optional[str] = None
     step: Optional[int] = None
+    parts: tuple[PartInfo, ...] = ()
     _blocks: tuple[BlockKeys, ...] = field(default=(), repr=False, compare=False)
-    _act: Optional[Activation] = field(default=None, repr=False, compare=False)
-    _transpose: bool = field(default=False, repr=False, compare=False)
     _quant: Optional[Quantization] = field(default=None, repr=False, compare=False)
 
 
@@ -219,7 +284,9 @@ def _series_order(path: Path, children: list[Path]) -> list[Path]:
     return sorted(stepped, key=lambda c: cast(int, steps[c]))
 
 
-def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
+def expand_paths(
+    paths: Union[PathLike, Iterable[PathLike]], revision: Optional[str] = None
+) -> list[Path]:
     """The checkpoints named by ``paths`` (a path or a sequence of paths).
 
     A directory that holds no checkpoint itself (no ``config.json``, no
@@ -228,11 +295,21 @@ def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
     (:data:`STEP_NAME`: a checkpoint series), else by name. A checkpoint
     named twice (or through a link) is listed once.
 
+    A string that is not an existing path and has the form ``org/name``
+    is a Hugging Face repo id: it stands for its snapshot in the local
+    cache (of ``revision``: a branch, tag or commit; default ``main``),
+    found offline by :func:`skipsearch._scan.hub.resolve_repo_id`.
+
     Raises
     ------
     CheckpointError
         A directory mixes step-named checkpoints with others, or holds two
         of the same step.
+    FileNotFoundError
+        A repo id (or its revision) is not in the local Hugging Face cache;
+        nothing is downloaded.
+    ValueError
+        ``revision`` is given but no path is a repo id.
 
     Warns
     -----
@@ -256,12 +333,17 @@ def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
     if not paths:
         raise ValueError("paths is empty: give at least one checkpoint path")
     out: list[Path] = []
+    hub_ids = 0
     for p in paths:
         if not isinstance(p, (str, os.PathLike)) or isinstance(os.fspath(p), bytes):
             raise TypeError(f"paths must hold str or os.PathLike values, got {type(p).__name__}")
         if os.fspath(p) == "":
             raise ValueError("paths holds an empty path; give a checkpoint directory or file")
         q = Path(os.fspath(p)).expanduser()
+        if not os.path.lexists(q) and hub.looks_like_repo_id(os.fspath(p)):
+            # Not a path: a Hugging Face repo id, found in the local cache.
+            q = hub.resolve_repo_id(os.fspath(p), revision)
+            hub_ids += 1
         if q.is_dir():
             children = _checkpoint_children(q)
             if not _is_checkpoint_dir(q):
@@ -281,6 +363,11 @@ def expand_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
                         stacklevel=3,
                     )
         out.append(q)
+    if revision is not None and not hub_ids:
+        raise ValueError(
+            f"revision {revision!r} applies to Hugging Face repo ids (org/name) found in the local "
+            "cache, and no path given is one"
+        )
     seen: set[Path] = set()
     unique: list[Path] = []
     for q in out:
@@ -319,7 +406,7 @@ def locate(
     -------
     (CheckpointInfo, Checkpoint)
     """
-    ckpt = Checkpoint(path, config_required=layout is None)
+    ckpt = open_checkpoint(path, config_required=layout is None)
     if names and ckpt.root in names:
         ckpt.name = names[ckpt.root]
     where = str(ckpt.config_path or ckpt.root)
@@ -329,50 +416,142 @@ def locate(
     # AWQ checkpoints have no .weight tensors to find).
     quant = config_quantization(config, where, CheckpointError)
     refuse_other_formats(ckpt.keys(), str(ckpt.root), CheckpointError)
-    spec = _resolve(config, layout, activation, where)
-    layout = spec["layout"]
-    blocks = _find_blocks(ckpt, layout)
+    family, parts = _resolve(config, layout, activation, where, ckpt)
+    blocks = _find_blocks(ckpt, [p for p, _ in parts], where)
     if not blocks:
-        found = sorted(ckpt.keys())
-        sample = ", ".join(repr(n) for n in found[:4]) + (", ..." if len(found) > 4 else "")
-        hint = (
-            "; patterns match whole tensor names, so start one with '*' to allow a prefix"
-            if "*" not in layout.up
-            else ""
+        raise CheckpointError(_nothing_found(ckpt, [p for p, _ in parts]))
+    # The sizes of each part found: (d, m, where they came from).
+    sized: dict[int, tuple[int, int, str]] = {}
+    for index, (part, spec) in enumerate(parts):
+        mine = [b for b in blocks if b.part == index]
+        if mine:
+            sized[index] = _sizes(ckpt, mine[0], part, spec, where)
+        elif not part.optional:
+            raise CheckpointError(
+                f"{ckpt.root}: no {_what(part)} blocks found, expected tensors named like "
+                f"{part.up!r} and {part.down!r} beside the "
+                f"{', '.join(sorted({_what(parts[b.part][0]) for b in blocks}))} blocks found"
+            )
+    blocks = [_with(b, d=sized[b.part][0], m=sized[b.part][1]) for b in blocks]
+    _check_layers(ckpt, blocks, parts, where)
+    schemes: set[Optional[str]] = set()
+    for b in blocks:
+        schemes |= _check_block(ckpt, b, sized[b.part][2], quant, where)
+    part_infos = []
+    for index, (d, m, _) in sized.items():
+        part, spec = parts[index]
+        act = spec["activation"]
+        part_infos.append(
+            PartInfo(
+                kind=part.kind,
+                stack=part.stack,
+                hidden_act=str(spec["hidden_act"]),
+                activation=act.name,
+                d=d,
+                m=m,
+                blocks=sum(b.part == index for b in blocks),
+                norm=spec["norm"],
+                form=_form(spec),
+                note=_note(spec),
+                scale=spec["scale"],
+                undecided=part.undecided,
+                _act=None if _is_registered(act) else act,
+            )
         )
-        raise CheckpointError(
-            f"no FFN blocks found in {ckpt.root}: expected tensors named like {layout.up!r} "
-            f"and {layout.down!r} ({{i}} is the layer index"
-            + (", * any run of characters)" if "*" in layout.up else ")")
-            + f"; the checkpoint has {len(found)} tensor(s): {sample or 'none'}{hint}"
-        )
-    d, m, sizes = _sizes(ckpt, blocks, spec, where)
-    schemes = {_check_block(ckpt, b, layout.transpose, d, m, sizes, quant, where) for b in blocks}
+    # Number the parts found 0, 1, ... as info.parts lists them.
+    renumber = {old: new for new, old in enumerate(sized)}
+    blocks = [_with(b, part=renumber[b.part]) for b in blocks]
+    first = part_infos[0]
     single = len(ckpt.files) == 1
-    act = spec["activation"]
     info = CheckpointInfo(
         path=ckpt.files[0] if single else ckpt.root,
         config_path=ckpt.config_path,
         files=tuple(ckpt.files),
         name=ckpt.name,
         model_type=config.get("model_type"),
-        family=spec["family"],
-        hidden_act=str(spec["hidden_act"]),
-        activation=act.name,
-        d=d,
-        m=m,
+        family=family,
+        hidden_act=first.hidden_act,
+        activation=first.activation,
+        d=first.d,
+        m=first.m,
         num_layers=len(blocks),
-        norm=spec["norm"],
+        norm=first.norm,
         dtype=ckpt.dtype(blocks[0].up),
         blocks=tuple(b.name for b in blocks),
-        quantization="; ".join(sorted(s for s in set().union(*schemes) if s is not None)) or None,
+        quantization="; ".join(sorted(s for s in schemes if s is not None)) or None,
         step=_step_of(path, ckpt),
+        parts=tuple(part_infos),
         _blocks=tuple(blocks),
-        _act=None if _is_registered(act) else act,
-        _transpose=layout.transpose,
         _quant=quant,
     )
     return info, ckpt
+
+
+def _with(block: BlockKeys, **changes: Any) -> BlockKeys:
+    return dataclasses.replace(block, **changes)
+
+
+def _what(part: Part) -> str:
+    """A part's kind and stack in words: ``"vision mlp"``."""
+    return f"{part.stack} {part.kind}" if part.stack else part.kind
+
+
+def _form(spec: dict[str, Any]) -> str:
+    form = str(spec["form"])
+    if spec["scale"] is not None:
+        form = form.replace("f(", f"{spec['scale']:g} * f(", 1) if "f(" in form else form
+        form += f" ({spec['scale_key']} = {spec['scale']:g})"
+    return form
+
+
+def _note(spec: dict[str, Any]) -> Optional[str]:
+    notes = [n for n in (spec["note"],) if n]
+    if spec["repeat"] is not None and not notes:
+        notes.append(
+            f"one FFN block shared by every layer: the model applies it {spec['repeat']} times"
+        )
+    return "; ".join(notes) or None
+
+
+def _nothing_found(ckpt: Checkpoint, parts: list[Part]) -> str:
+    """The error for a checkpoint in which no part matches: what was looked
+    for, what the checkpoint holds, and the names closest to the patterns."""
+    found = sorted(ckpt.keys())
+    part = parts[0]
+    sample = ", ".join(repr(n) for n in found[:4]) + (", ..." if len(found) > 4 else "")
+    message = (
+        f"no FFN blocks found in {ckpt.root}: expected tensors named like {part.up!r} "
+        f"and {part.down!r} ({{i}} is the layer index"
+        + (", * any run of characters)" if "*" in part.up else ")")
+        + f"; the checkpoint has {len(found)} tensor(s): {sample or 'none'}"
+    )
+    return message + _closest_hint(found, part)
+
+
+def _closest_hint(keys: list[str], part: Part) -> str:
+    """Tensor names that look like the up pattern, and the pattern that
+    would match them (the usual slip: no leading ``*`` for a prefix)."""
+    import difflib
+
+    probe = part.up.replace("{i}", "0").replace("{e}", "0").replace("*", "")
+    close = difflib.get_close_matches(probe, keys, n=3, cutoff=0.4)
+    tail = probe.lstrip(".")
+    suffix = [k for k in keys if k.endswith(tail) or tail.split(".", 1)[-1] in k]
+    candidates = list(dict.fromkeys(close + suffix[:2]))[:3]
+    hint = ""
+    if candidates:
+        hint = f"; closest names in the checkpoint: {', '.join(repr(k) for k in candidates)}"
+    if not part.up.startswith("*"):
+        matches = [k for k in keys if Layout.regex_of("*" + part.up).match(k)]
+        if matches:
+            hint += (
+                f"; the pattern {'*' + part.up!r} would match {len(matches)} of them (e.g. "
+                f"{matches[0]!r}): patterns match whole tensor names, so start one with '*' to "
+                "allow a prefix"
+            )
+        else:
+            hint += "; patterns match whole tensor names, so start one with '*' to allow a prefix"
+    return hint
 
 
 def _step_of(path: PathLike, ckpt: Checkpoint) -> Optional[int]:
@@ -389,9 +568,11 @@ def _resolve(
     layout: Optional[Layout],
     activation: Union[str, Activation, None],
     where: str,
-) -> dict[str, Any]:
-    """Layout, activation, family, norm and the sizes the config gives (None
-    for a generic layout, whose sizes come from the first ``W_up``)."""
+    ckpt: Checkpoint,
+) -> tuple[str, list[tuple[Part, dict[str, Any]]]]:
+    """The family name and, for each of its parts, the part and what the
+    config gives for it (activation, sizes, norm, form, ...); a generic
+    layout is one part whose sizes come from its first ``W_up``."""
     override = "the activation argument (--activation)"
     if layout is not None:
         given = activation if activation is not None else layout.activation
@@ -408,18 +589,21 @@ def _resolve(
                     "--activation on the command line)"
                 )
             act = config_activation(hidden_act, gated=layout.gate is not None, where=where)
-        return dict(
-            layout=layout,
-            activation=act,
-            hidden_act=hidden_act,
-            family="generic",
+        part = Part(
+            kind="mlp",
+            up=layout.up,
+            down=layout.down,
+            gate=layout.gate,
+            transpose=layout.transpose,
+            activation_keys=(),
+            d_keys=(),
+            m_keys=(),
+            layer_keys=(),
             norm=layout.norm,
-            d=None,
-            m=None,
-            layers=None,
-            layer_key=None,
-            sizes="the layout",
         )
+        spec = part.resolve({}, where, read_activation=False)
+        spec.update(activation=act, hidden_act=hidden_act, sizes="the layout")
+        return "generic", [(part, spec)]
     model_type = config.get("model_type")
     if model_type is None:
         raise CheckpointError(
@@ -430,19 +614,30 @@ def _resolve(
         raise CheckpointError(f"model_type in {where} must be a string, got {model_type!r}")
     fam = FAMILIES.get(model_type)
     if fam is None:
-        raise CheckpointError(
-            f"model_type {model_type!r} in {where} is not supported; supported: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}; any other model needs the generic mapping of "
-            "key patterns and activation (a Layout, or --up/--down/--activation on the command line)"
-        )
-    spec = fam.resolve(config, where, read_activation=activation is None)
-    if activation is not None:
-        spec["hidden_act"] = activation if isinstance(activation, str) else activation.name
-        spec["activation"] = _chosen_activation(
-            activation, spec["layout"].gate is not None, override
-        )
-    spec.update(family=fam.name, sizes=f"config.json: {spec['sizes']}")
-    return spec
+        return _automatic(config, model_type, activation, where, ckpt)
+    out = []
+    for part in fam.resolve_parts(config):
+        spec = part.resolve(config, where, read_activation=activation is None)
+        if activation is not None:
+            spec["hidden_act"] = activation if isinstance(activation, str) else activation.name
+            spec["activation"] = _chosen_activation(activation, part.gated, override)
+        spec["sizes"] = f"config.json: {spec['sizes']}" if spec["sizes"] else "the tensors"
+        out.append((part, spec))
+    return fam.name, out
+
+
+def _automatic(
+    config: dict[str, Any],
+    model_type: str,
+    activation: Union[str, Activation, None],
+    where: str,
+    ckpt: Checkpoint,
+) -> tuple[str, list[tuple[Part, dict[str, Any]]]]:
+    """The automatic layout of a ``model_type`` the registry lacks (see
+    :func:`skipsearch._scan.auto.automatic_parts`)."""
+    from skipsearch._scan.auto import automatic_parts
+
+    return automatic_parts(config, model_type, activation, where, ckpt, SUPPORTED_MODEL_TYPES)
 
 
 def _chosen_activation(activation: object, gated: bool, where: str) -> Activation:
@@ -468,43 +663,75 @@ def _is_registered(act: Activation) -> bool:
         return False
 
 
-def _find_blocks(ckpt: Checkpoint, layout: Layout) -> list[BlockKeys]:
-    """Every block whose ``up`` key matches the layout, encoder blocks before
-    decoder blocks (T5), then by layer."""
-    up_re = layout.regex(layout.up)
-    blocks: list[tuple[tuple[tuple[tuple[bool, str], ...], int], BlockKeys]] = []
-    for key in ckpt.keys():
-        match = up_re.match(key)
-        if match is None:
-            continue
-        down = Layout.fill(layout.down, match)
-        gate = None if layout.gate is None else Layout.fill(layout.gate, match)
-        for role, name in (("down", down), ("gate", gate)):
-            if name is not None and name not in ckpt:
+def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockKeys]:
+    """Every block of every part: encoder blocks before decoder blocks (T5),
+    stacks in the order the family lists them, then by layer, part and
+    expert."""
+    stacks: dict[Optional[str], int] = {}
+    for part in parts:
+        stacks.setdefault(part.stack, len(stacks))
+    keys = ckpt.keys()
+    blocks: list[tuple[tuple[Any, ...], BlockKeys]] = []
+    claimed: dict[str, int] = {}
+    for index, part in enumerate(parts):
+        layout = part.layout()
+        up_re = layout.regex(part.up)
+        for key in keys:
+            match = up_re.match(key)
+            if match is None:
+                continue
+            if key in claimed:
                 raise CheckpointError(
-                    f"{ckpt.root} has {key} but no {name} (the {role} projection)"
+                    f"{ckpt.root}: tensor {key} matches two kinds of block "
+                    f"({_what(parts[claimed[key]])} and {_what(part)}); the family's patterns "
+                    "overlap"
                 )
-        # The module path shared by the projections: "h.0.mlp" for
-        # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
-        common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
-        name = common[: common.rfind(".")] if "." in common else common
-        stars = tuple(
-            ("decoder" in v, v) for k, v in sorted(match.groupdict().items()) if k.startswith("s")
-        )
-        block = BlockKeys(
-            name=name,
-            layer=int(match["layer"]),
-            up=key,
-            down=down,
-            gate=gate,
-            b_up=_bias(ckpt, key),
-            b_down=_bias(ckpt, down),
-            b_gate=_bias(ckpt, gate),
-            up_scale=_scale(ckpt, key),
-            down_scale=_scale(ckpt, down),
-            gate_scale=_scale(ckpt, gate),
-        )
-        blocks.append(((stars, block.layer), block))
+            claimed[key] = index
+            down = Layout.fill(part.down, match)
+            gate = None if part.gate is None else Layout.fill(part.gate, match)
+            for role, name in (("down", down), ("gate", gate)):
+                if name is not None and name not in ckpt:
+                    raise CheckpointError(
+                        f"{ckpt.root} has {key} but no {name} (the {role} projection)"
+                    )
+            # The module path shared by the projections: "h.0.mlp" for
+            # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
+            common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
+            name = common[: common.rfind(".")] if "." in common else common
+            stars = tuple(
+                ("decoder" in v, v)
+                for k, v in sorted(match.groupdict().items())
+                if k.startswith("s")
+            )
+            block = BlockKeys(
+                name=name,
+                layer=int(match["layer"]),
+                up=key,
+                down=down,
+                gate=gate,
+                b_up=_bias(ckpt, key),
+                b_down=_bias(ckpt, down),
+                b_gate=_bias(ckpt, gate),
+                up_scale=_scale(ckpt, key),
+                down_scale=_scale(ckpt, down),
+                gate_scale=_scale(ckpt, gate),
+                part=index,
+                fused=part.fused,
+                transpose=part.transpose,
+                expert=int(match["expert"]) if match.groupdict().get("expert") else None,
+            )
+            order = (stacks[part.stack], stars, block.layer, index)
+            if part.experts:
+                shape = ckpt.shape(key)
+                if len(shape) != 3:
+                    raise CheckpointError(
+                        f"{key} has shape {shape}; expected a 3-D tensor of stacked experts "
+                        "[experts, out, in]"
+                    )
+                for e in range(shape[0]):
+                    blocks.append((order + (e,), _with(block, name=f"{name}.{e}", expert=e)))
+            else:
+                blocks.append((order + (block.expert or 0,), block))
     blocks.sort(key=lambda item: item[0])
     return [b for _, b in blocks]
 
@@ -518,7 +745,15 @@ def _beside(ckpt: Checkpoint, key: Optional[str], name: str) -> Optional[str]:
 
 
 def _bias(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
-    return _beside(ckpt, key, "bias") if key is not None and key.endswith(".weight") else None
+    """The bias of a projection: ``<module>.bias`` beside ``<module>.weight``,
+    or ``<name>_bias`` beside a bare parameter ``<name>`` (gpt-oss's
+    stacked experts)."""
+    if key is None:
+        return None
+    if key.endswith(".weight"):
+        return _beside(ckpt, key, "bias")
+    other = key + "_bias"
+    return other if other in ckpt else None
 
 
 def _scale(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
@@ -528,22 +763,39 @@ def _scale(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
 # -- checks from the headers -----------------------------------------------------------------------
 
 
+def _stored(ckpt: Checkpoint, key: str, block: BlockKeys) -> tuple[int, ...]:
+    """The shape of one expert's slice (or of the whole tensor), as stored."""
+    shape = ckpt.shape(key)
+    if block.expert is not None and _stacked(ckpt, block):
+        return shape[1:]
+    return shape
+
+
+def _stacked(ckpt: Checkpoint, block: BlockKeys) -> bool:
+    """Whether the block is one slice of 3-D expert tensors."""
+    return block.expert is not None and len(ckpt.shape(block.up)) == 3
+
+
 def _sizes(
-    ckpt: Checkpoint, blocks: list[BlockKeys], spec: dict[str, Any], where: str
+    ckpt: Checkpoint, first: BlockKeys, part: Part, spec: dict[str, Any], where: str
 ) -> tuple[int, int, str]:
-    """``d``, ``m`` and where they came from, checked against the layer count
-    and the orientation of a transposed layout."""
+    """``d``, ``m`` of a part and where they came from, checked against the
+    orientation of a transposed layout."""
     d, m, sizes = spec["d"], spec["m"], spec["sizes"]
-    transpose = spec["layout"].transpose
-    if d is None:
-        first = ckpt.shape(blocks[0].up)
-        if len(first) != 2:
-            raise CheckpointError(f"{blocks[0].up} has shape {first}; expected a matrix")
-        m, d = first[::-1] if transpose else first
-        sizes = f"d={d}, m={m} from {blocks[0].up}"
-    elif transpose and d == m:
+    shape = _stored(ckpt, first.up, first)
+    if len(shape) != 2:
+        raise CheckpointError(f"{first.up} has shape {ckpt.shape(first.up)}; expected a matrix")
+    out, inp = shape[::-1] if part.transpose else shape
+    if part.fused is not None:
+        out //= 2
+    if d is None or m is None:
+        found = f"d={inp}, m={out} from {first.up}"
+        sizes = found if d is None and m is None else f"{sizes}, {found}"
+        d = inp if d is None else d
+        m = out if m is None else m
+    if part.transpose and d == m and spec["d"] is not None and spec["m"] is not None:
         raise CheckpointError(
-            f"{where}: the {spec['family']} weights are stored transposed (in, out), but the hidden "
+            f"{where}: the {_what(part)} weights are stored transposed (in, out), but the hidden "
             f"width equals the model width ({d}), so the shapes cannot confirm the orientation; "
             "scan it with the generic mapping, which states the orientation (a Layout with "
             "transpose=..., or --up/--down with or without --transpose on the command line)"
@@ -553,43 +805,91 @@ def _sizes(
             f"{where}: the FFN blocks have {sizes}; a block needs d >= 1 and m >= 1 (a "
             "zero-width FFN is no block to decide)"
         )
-    layers = spec["layers"]
-    if layers is not None and len(blocks) != layers:
-        raise CheckpointError(
-            f"{where} has {spec['layer_key']}={layers} but {ckpt.root} holds {len(blocks)} FFN block(s) "
-            f"({', '.join(b.name for b in blocks[:6])}{' ...' if len(blocks) > 6 else ''})"
-        )
     return d, m, sizes
+
+
+def _check_layers(
+    ckpt: Checkpoint,
+    blocks: list[BlockKeys],
+    parts: list[tuple[Part, dict[str, Any]]],
+    where: str,
+) -> None:
+    """Per stack, the layers found must be exactly those the config counts;
+    per layer, the experts those it counts."""
+    stacks: dict[Optional[str], list[int]] = {}
+    for index, (part, _) in enumerate(parts):
+        stacks.setdefault(part.stack, []).append(index)
+    for stack, members in stacks.items():
+        counted = [(parts[i][1]["layers"], parts[i][1]["layer_key"]) for i in members]
+        counted = [(n, k) for n, k in counted if n is not None]
+        if not counted:
+            continue
+        layers, key = counted[0]
+        mine = [b for b in blocks if b.part in members and not parts[b.part][0].repeat_keys]
+        if not any(b.part in members for b in blocks):
+            continue  # a stack the checkpoint lacks (optional parts only: checked before)
+        found = sorted({b.layer for b in mine})
+        if found != list(range(layers)):
+            names = [b.name for b in mine]
+            held = (
+                f"{len(found)} layer(s) with FFN blocks"
+                if len(names) != len(found)
+                else (f"{len(mine)} FFN block(s)")
+            )
+            raise CheckpointError(
+                f"{where} has {key}={layers}"
+                + (f" for the {stack} stack" if stack else "")
+                + f" but {ckpt.root} holds {held} "
+                f"({', '.join(names[:6])}{' ...' if len(names) > 6 else ''})"
+            )
+    for index, (part, spec) in enumerate(parts):
+        if spec["experts"] is None:
+            continue
+        # Experts of one kind in one layer, whichever form names them: a
+        # layer holding both the per-expert and the stacked form counts both.
+        per_layer: dict[int, int] = {}
+        for b in blocks:
+            other = parts[b.part][0]
+            if (other.kind, other.stack) == (part.kind, part.stack):
+                per_layer[b.layer] = per_layer.get(b.layer, 0) + 1
+        wrong = {layer: n for layer, n in per_layer.items() if n != spec["experts"]}
+        if wrong:
+            layer, n = sorted(wrong.items())[0]
+            raise CheckpointError(
+                f"{where} gives {spec['experts_key']}={spec['experts']} experts per layer, but "
+                f"layer {layer} of "
+                f"{ckpt.root} holds {n} {_what(part)} block(s)"
+            )
 
 
 def _check_block(
     ckpt: Checkpoint,
     b: BlockKeys,
-    transpose: bool,
-    d: int,
-    m: int,
     sizes: str,
     quant: Optional[Quantization],
     where: str,
-) -> frozenset[Optional[str]]:
+) -> set[Optional[str]]:
     """Check one block's shapes, dtypes and quantization; return how its
     projections are dequantized (None for plain weights)."""
     schemes: set[Optional[str]] = set()
     for key, scale in ((b.up, b.up_scale), (b.down, b.down_scale), (b.gate, b.gate_scale)):
         if key is not None:
             schemes.add(_check_quantized(ckpt, key, scale, quant, where))
+    d, m = b.d, b.m
+    width = 2 * m if b.fused is not None else m
 
     def expect(shape: tuple[int, int]) -> tuple[int, ...]:
-        return shape[::-1] if transpose else shape
+        return shape[::-1] if b.transpose else shape
 
-    _check_tensor(ckpt, b.up, expect((m, d)), sizes)
-    _check_tensor(ckpt, b.down, expect((d, m)), sizes)
+    stacked = _stacked(ckpt, b)
+    for key, shape in ((b.up, expect((width, d))), (b.down, expect((d, m)))):
+        _check_tensor(ckpt, key, shape, sizes, stacked)
     if b.gate is not None:
-        _check_tensor(ckpt, b.gate, expect((m, d)), sizes)
-    for key, size in ((b.b_up, m), (b.b_down, d), (b.b_gate, m)):
+        _check_tensor(ckpt, b.gate, expect((m, d)), sizes, stacked)
+    for key, size in ((b.b_up, width), (b.b_down, d), (b.b_gate, m)):
         if key is not None:
-            _check_tensor(ckpt, key, (size,), sizes)
-    return frozenset(schemes)
+            _check_tensor(ckpt, key, (size,), sizes, stacked)
+    return schemes
 
 
 def _check_quantized(
@@ -637,8 +937,12 @@ def _check_quantized(
     return f"{dtype} x {scale.rsplit('.', 1)[-1]}, {how}"
 
 
-def _check_tensor(ckpt: Checkpoint, key: str, expected: tuple[int, ...], sizes: str) -> None:
+def _check_tensor(
+    ckpt: Checkpoint, key: str, expected: tuple[int, ...], sizes: str, stacked: bool = False
+) -> None:
     shape = ckpt.shape(key)
+    if stacked:
+        expected = (shape[0], *expected) if shape else expected
     if shape != tuple(expected):
         raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")
     dtype = ckpt.dtype(key)

@@ -32,8 +32,10 @@ __all__ = [
 #: renamed or retyped, a new null, a new verdict, status or argument) raises it.
 #: Version 2 added ``step`` (blocks and models) and the bracket keys
 #: ``bracket_lower``, ``bracket_upper``, ``bracket_status`` and
-#: ``best_subset_size`` (blocks).
-SCHEMA_VERSION = 2
+#: ``best_subset_size`` (blocks). Version 3 added each block's ``kind``,
+#: ``stack``, ``expert``, ``form`` and ``note``, and each model's ``parts``;
+#: a model's ``d``, ``m`` and ``activation`` are its first part's.
+SCHEMA_VERSION = 3
 
 #: The JSON Schema (draft 2020-12) of that document, inside the package.
 SCHEMA_RESOURCE = "schema/scan-report.schema.json"
@@ -94,6 +96,23 @@ class BlockReport:
         The training step of the checkpoint, read from its directory's name
         (``checkpoint-2000``, ``step1000``, ``global_step500``, ``step_1000``);
         None when the name carries none.
+    kind : str
+        What the block is: ``"mlp"`` (a dense FFN), ``"expert"`` (one routed
+        expert of a mixture-of-experts layer), ``"shared_expert"``, ...
+    stack : str or None
+        The stack or tower it belongs to (``"encoder"``, ``"decoder"``,
+        ``"vision"``, ``"text"``); None for a model's only stack.
+    expert : int or None
+        The expert's index within its layer, for experts.
+    form : str
+        What the model computes around this FFN (``"x + f(x)"``, ``"x +
+        attn(LN x) + f(LN x)"`` for parallel attention, ``"x + sum_e p_e(x)
+        f_e(x)"`` for routed experts, ...): the verdict is on ``x + f(x)``
+        for this block's own ``f`` (times the residual multiplier, when the
+        form has one).
+    note : str or None
+        What else the verdict's reader must know: a layer shared by every
+        layer of the stack, a norm inside the residual branch, routing.
 
     The bracket of the result, when it has one, is in
     :attr:`distance_bracket`, :attr:`bracket_status` and
@@ -118,6 +137,11 @@ class BlockReport:
     path: str = ""
     distance_bound: Optional[float] = None
     step: Optional[int] = None
+    kind: str = "mlp"
+    stack: Optional[str] = None
+    expert: Optional[int] = None
+    form: str = "x + f(x)"
+    note: Optional[str] = None
 
     @property
     def distance_bracket(self) -> Optional[tuple[float, float]]:
@@ -187,6 +211,11 @@ class BlockReport:
             "family": self.family,
             "block": self.block,
             "layer": self.layer,
+            "kind": self.kind,
+            "stack": self.stack,
+            "expert": self.expert,
+            "form": self.form,
+            "note": self.note,
             "d": self.d,
             "m": self.m,
             "activation": self.activation,
@@ -232,16 +261,17 @@ def block_report(
     info: CheckpointInfo, block: BlockKeys, result: AbsorptionResult, seconds: float
 ) -> BlockReport:
     """The report row of ``block`` of checkpoint ``info``, decided as ``result``."""
+    part = info.parts[block.part]
     return BlockReport(
         model=info.name,
         family=info.family,
         block=block.name,
         layer=block.layer,
-        d=info.d,
-        m=info.m,
+        d=block.d,
+        m=block.m,
         activation=result.activation,
-        norm=info.norm,
-        scope=NORM_SCOPES[info.norm],
+        norm=part.norm,
+        scope=NORM_SCOPES[part.norm],
         verdict=result.verdict,
         relaxation_distance=finite(result.relaxation_distance),
         seconds=seconds,
@@ -250,6 +280,11 @@ def block_report(
         result=result,
         distance_bound=finite(result.distance_bound),
         step=info.step,
+        kind=part.kind,
+        stack=part.stack,
+        expert=block.expert,
+        form=part.form,
+        note=part.note,
     )
 
 
@@ -296,6 +331,21 @@ def scan_document(
                 "norm": info.norm,
                 "dtype": info.dtype,
                 "scope": NORM_SCOPES[info.norm],
+                "parts": [
+                    {
+                        "kind": p.kind,
+                        "stack": p.stack,
+                        "hidden_act": p.hidden_act,
+                        "activation": p.activation,
+                        "d": p.d,
+                        "m": p.m,
+                        "blocks": p.blocks,
+                        "norm": p.norm,
+                        "form": p.form,
+                        "note": p.note,
+                    }
+                    for p in info.parts
+                ],
             }
             for info in models
         ],

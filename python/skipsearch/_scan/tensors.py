@@ -46,26 +46,57 @@ _KEYS = {
 }
 
 
+def _split(array: npt.NDArray[Any], fused: str, m: int) -> tuple[Any, Any]:
+    """``(gate, up)`` from a fused gate/up array (its first axis is the
+    output axis; see :data:`skipsearch.layouts.FUSED_LAYOUTS`)."""
+    if fused == "gate_up":
+        gate, up = array[:m], array[m:]
+    elif fused == "up_gate":
+        up, gate = array[:m], array[m:]
+    else:  # interleaved: gate rows at even positions, up rows at odd ones
+        gate, up = array[0::2], array[1::2]
+    return np.ascontiguousarray(gate), np.ascontiguousarray(up)
+
+
+def _read(
+    info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, key: str, scale: Optional[str]
+) -> npt.NDArray[Any]:
+    """One stored tensor of the block (one expert's slice of a 3-D one),
+    dequantized with its scale and put in ``torch.nn.Linear`` layout."""
+    stacked = block.expert is not None and len(ckpt.shape(block.up)) == 3
+    index = block.expert if stacked and len(ckpt.shape(key)) >= 2 else None
+    array = ckpt.get(key) if index is None else ckpt.get(key, index)
+    if scale is not None:
+        scale_index = index if index is not None and len(ckpt.shape(scale)) == 3 else None
+        quant_block = None if info._quant is None else info._quant.block
+        scale_array = ckpt.get(scale) if scale_index is None else ckpt.get(scale, scale_index)
+        array = dequantize(array, scale_array, quant_block, scale, CheckpointError)
+    if block.transpose and array.ndim == 2:
+        array = np.ascontiguousarray(array.T)
+    return array
+
+
 def read_tensor(
     info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: str
 ) -> Optional[npt.NDArray[Any]]:
     """One tensor of ``block`` (a name in :data:`ROLES`) as a new float array:
     weights in ``torch.nn.Linear`` layout (``W_up`` of shape ``(m, d)``), FP8
-    weights dequantized with their scales; None when the block has none."""
+    weights dequantized with their scales, fused gate/up tensors split;
+    None when the block has none."""
     key_field, scale_field = _KEYS[role]
+    if block.fused is not None and role in ("W_up", "W_gate", "b_up", "b_gate"):
+        fused_key = block.up if role in ("W_up", "W_gate") else block.b_up
+        if fused_key is None:
+            return None
+        scale = block.up_scale if role in ("W_up", "W_gate") else None
+        gate, up = _split(_read(info, ckpt, block, fused_key, scale), block.fused, block.m)
+        half: npt.NDArray[Any] = gate if role in ("W_gate", "b_gate") else up
+        return half
     key = getattr(block, key_field)
     if key is None:
         return None
-    array = ckpt.get(key)
-    if scale_field is None:
-        return array
-    scale = getattr(block, scale_field)
-    if scale is not None:
-        quant_block = None if info._quant is None else info._quant.block
-        array = dequantize(array, ckpt.get(scale), quant_block, scale, CheckpointError)
-    if info._transpose:
-        array = np.ascontiguousarray(array.T)
-    return array
+    scale = None if scale_field is None else getattr(block, scale_field)
+    return _read(info, ckpt, block, key, scale)
 
 
 def block_keys(block: BlockKeys) -> tuple[str, ...]:
