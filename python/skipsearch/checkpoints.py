@@ -19,9 +19,21 @@ truncated or deleted while it is read raises
 header does not describe. They are returned as new numpy arrays: float16 is widened to float32,
 bfloat16 is widened to float32 from its raw 16 bits (the upper half of the
 float32 bit pattern; bfloat16 is never read as float16), and float8 (E4M3FN,
-E5M2) is decoded exactly to float32. Nothing is
-unpickled: ``pytorch_model.bin`` checkpoints are refused with a hint to
-convert them.
+E5M2) is decoded exactly to float32.
+
+:func:`open_checkpoint` opens any checkpoint the scan reads, choosing the
+reader by what the files are (their first bytes, not only their names):
+safetensors (:class:`Checkpoint`), PyTorch ``pytorch_model.bin`` single or
+sharded (:class:`TorchCheckpoint`, through ``torch.load(...,
+weights_only=True)``, the ``torch`` extra) and GGUF (llama.cpp;
+:class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`, the ``gguf`` extra). A
+file renamed to another format's suffix, or of no known format, is refused
+with what it looks like.
+
+A checkpoint in the Hugging Face cache (``.../models--ORG--NAME/snapshots/
+<commit>``, whose files are relative links into ``blobs/``) is named
+``ORG/NAME``; a link whose target is missing (an interrupted download) is
+refused with a hint to download it again.
 """
 
 from __future__ import annotations
@@ -44,24 +56,81 @@ __all__ = [
     "CheckpointChangedError",
     "CheckpointError",
     "CONFIG_NAME",
+    "FLOAT_DTYPES",
+    "GGUF_DTYPES",
     "INDEX_NAME",
     "NARROW_TOL",
+    "TORCH_INDEX_NAME",
+    "TORCH_WEIGHTS_NAME",
+    "TorchCheckpoint",
     "WEIGHTS_NAME",
+    "hub_name",
+    "open_checkpoint",
     "read_safetensors",
     "stored_tolerance",
 ]
 
 WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"
+TORCH_WEIGHTS_NAME = "pytorch_model.bin"
+TORCH_INDEX_NAME = "pytorch_model.bin.index.json"
 CONFIG_NAME = "config.json"
-FLOAT_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64")
+
+#: Relative precision ``eps`` of each GGUF (ggml) block-quantized type, from
+#: the bits of its codes: a ``b``-bit code of a block scaled to its largest
+#: magnitude (``Q8_0``: codes -127..127 times a per-32 scale; ``Q4_K``:
+#: 4-bit codes with a scale and a minimum per 32 in blocks of 256) rounds a
+#: weight to ``2**-(b-1)`` of that magnitude. The IQ types' lattice codes
+#: count by their bits per weight (``IQ2_*`` 2, ``IQ3_*`` 3, ``IQ4_*`` 4);
+#: ``MXFP4`` and ``NVFP4`` store E2M1 (one mantissa bit, ``2**-1``); the
+#: ternary (``TQ1_0``, ``TQ2_0``) and 1-bit types (``IQ1_S``, ``IQ1_M``,
+#: ``Q1_0``) keep only a sign and zero per weight (``eps`` 1).
+_GGUF_EPS = {
+    "Q8_0": 2.0**-7,
+    "Q8_1": 2.0**-7,
+    "Q8_K": 2.0**-7,
+    "Q6_K": 2.0**-5,
+    "Q5_0": 2.0**-4,
+    "Q5_1": 2.0**-4,
+    "Q5_K": 2.0**-4,
+    "Q4_0": 2.0**-3,
+    "Q4_1": 2.0**-3,
+    "Q4_K": 2.0**-3,
+    "IQ4_NL": 2.0**-3,
+    "IQ4_XS": 2.0**-3,
+    "Q3_K": 2.0**-2,
+    "IQ3_XXS": 2.0**-2,
+    "IQ3_S": 2.0**-2,
+    "Q2_K": 2.0**-1,
+    "IQ2_XXS": 2.0**-1,
+    "IQ2_XS": 2.0**-1,
+    "IQ2_S": 2.0**-1,
+    "MXFP4": 2.0**-1,
+    "NVFP4": 2.0**-1,
+    "TQ1_0": 1.0,
+    "TQ2_0": 1.0,
+    "IQ1_S": 1.0,
+    "IQ1_M": 1.0,
+    "Q1_0": 1.0,
+}
+#: The GGUF types read as real weights (dequantized to float32 with the
+#: ``gguf`` package): the float types and every block-quantized one.
+GGUF_DTYPES = ("F16", "BF16", "F32", "F64", *_GGUF_EPS)
+#: Stored dtypes that hold real weights: safetensors' floats and the GGUF
+#: types (``F16``, ``BF16``, ``F32``, ``F64`` are named alike in both).
+FLOAT_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64", *_GGUF_EPS)
 #: sqrt(eps) of each stored dtype that is read widened to float32: the
 #: default tolerance for such weights (float32's own would be too strict).
+#: The GGUF block-quantized types follow the same rule with the ``eps`` of
+#: their codes (``Q8_0``: 2**-3.5, ``Q6_K``: 2**-2.5, ``Q5_*``: 2**-2,
+#: ``Q4_*``/``IQ4_*``: 2**-1.5, ``Q3_K``/``IQ3_*``: 2**-1, ``Q2_K``/``IQ2_*``/FP4:
+#: 2**-0.5, ternary and 1-bit: 1).
 NARROW_TOL = {
     "F8_E4M3": 2.0**-1.5,
     "F8_E5M2": 2.0**-1.0,
     "BF16": 2.0**-3.5,
     "F16": 2.0**-5.0,
+    **{name: eps**0.5 for name, eps in _GGUF_EPS.items()},
 }
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -162,7 +231,89 @@ def _newer_dtypes_hint(path: Path) -> str:
     )
 
 
-class _File:
+class StoredFile:
+    """One weights file whose identity was recorded when its header was read.
+
+    Subclasses (one per format) fill :attr:`path` and :attr:`_identity`
+    and give the tensors' names, shapes, stored dtypes and values; this base
+    checks that the file is still the one whose header was read.
+    """
+
+    path: Path
+    _identity: _Identity
+
+    def keys(self) -> list[str]:
+        raise NotImplementedError
+
+    def shape(self, key: str) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def dtype(self, key: str) -> str:
+        raise NotImplementedError
+
+    def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`CheckpointChangedError` unless the file at
+        :attr:`path` is still the one whose header was read, unchanged."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            raise self._changed("was deleted or renamed after its header was read") from None
+        self._check(now, "after its header was read")
+
+    def _check(self, st: os.stat_result, when: str) -> None:
+        """Raise :class:`CheckpointChangedError` unless ``st`` shows the file
+        whose header was read, unchanged."""
+        if _identity(st) == self._identity:
+            return
+        dev, ino, size = self._identity[:3]
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            what = "was replaced by another file (a different inode)"
+        elif st.st_size < size:
+            what = f"was truncated ({size} bytes when its header was read, {st.st_size} now)"
+        elif st.st_size != size:
+            what = f"changed size ({size} bytes when its header was read, {st.st_size} now)"
+        else:
+            what = "was written again (its modification or status-change time changed)"
+        raise self._changed(f"{what} {when}")
+
+    def _changed(self, what: str) -> CheckpointChangedError:
+        return CheckpointChangedError(
+            f"{self.path} {what}: the checkpoint is being saved again (a training run writing "
+            "into it?), so nothing more is read from it and no verdict is given from its changed "
+            "bytes; scan it again once it is no longer written",
+            self.path,
+        )
+
+    def _read_range(self, begin: int, size: int, what: str) -> np.ndarray:
+        """``size`` bytes from offset ``begin`` as a new flat uint8 array, read
+        from a descriptor checked, before and after the read, to be the file
+        whose header was read, unchanged (``what`` names the tensor)."""
+        out = np.empty(size, dtype=np.uint8)
+        try:
+            fh = open(self.path, "rb", buffering=0)
+        except FileNotFoundError:
+            raise self._changed("was deleted or renamed after its header was read") from None
+        with fh:
+            self._check(os.fstat(fh.fileno()), "after its header was read")
+            fh.seek(begin)
+            view = out.data  # a writable memoryview of the new array
+            done = 0
+            while done < size:
+                n = fh.readinto(view[done:])
+                if not n:
+                    raise self._changed(
+                        f"ended after {begin + done} bytes while {what} was read (truncated)"
+                    )
+                done += n
+            # A write during the read would leave a mix of two versions.
+            self._check(os.fstat(fh.fileno()), f"while {what} was read")
+        return out
+
+
+class _File(StoredFile):
     """One safetensors file: names, shapes and dtypes from its header, and
     tensors read one at a time.
 
@@ -207,14 +358,22 @@ class _File:
     def dtype(self, key: str) -> str:
         return str(self._entries[key]["dtype"])
 
-    def get(self, key: str) -> np.ndarray:
+    def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
         dtype = self.dtype(key)
         if dtype not in _STORED and dtype not in ("BF16", "F8_E4M3", "F8_E5M2"):
             raise CheckpointError(
                 f"{self.path}: tensor {key!r} has dtype {dtype}, which numpy cannot hold and "
                 "skipsearch does not widen (it widens F16, BF16, F8_E4M3 and F8_E5M2)"
             )
-        raw = self._read(key)
+        shape = self.shape(key)
+        if index is not None:
+            if not shape or not 0 <= index < shape[0]:
+                raise CheckpointError(
+                    f"{self.path}: tensor {key!r} of shape {shape} has no index {index} on its "
+                    "first axis"
+                )
+            shape = shape[1:]
+        raw = self._read(key, index)
         if dtype == "BF16":
             # numpy has no bfloat16: shift the raw bits into the top half of
             # a float32, which is exactly the value bfloat16 encodes.
@@ -231,68 +390,19 @@ class _File:
             if not stored.isnative:
                 array = array.astype(stored.newbyteorder("="))
         del raw
-        return array.reshape(self.shape(key))
+        return array.reshape(shape)
 
-    def check_unchanged(self) -> None:
-        """Raise :class:`CheckpointChangedError` unless the file at
-        :attr:`path` is still the one whose header was read, unchanged."""
-        try:
-            now = os.stat(self.path)
-        except FileNotFoundError:
-            raise self._changed("was deleted or renamed after its header was read") from None
-        self._check(now, "after its header was read")
-
-    def _read(self, key: str) -> np.ndarray:
-        """The stored bytes of ``key`` as a new flat uint8 array, read from a
+    def _read(self, key: str, index: Optional[int] = None) -> np.ndarray:
+        """The stored bytes of ``key`` (of its ``index``-th slice along the
+        first axis, when given) as a new flat uint8 array, read from a
         descriptor checked, before and after the read, to be the file whose
         header was read, unchanged."""
         begin, end = self._entries[key]["data_offsets"]
-        size = end - begin
-        out = np.empty(size, dtype=np.uint8)
-        try:
-            fh = open(self.path, "rb", buffering=0)
-        except FileNotFoundError:
-            raise self._changed("was deleted or renamed after its header was read") from None
-        with fh:
-            self._check(os.fstat(fh.fileno()), "after its header was read")
-            fh.seek(self._data_start + begin)
-            view = out.data  # a writable memoryview of the new array
-            done = 0
-            while done < size:
-                n = fh.readinto(view[done:])
-                if not n:
-                    raise self._changed(
-                        f"ended after {self._data_start + begin + done} bytes while tensor "
-                        f"{key!r} was read (truncated)"
-                    )
-                done += n
-            # A write during the read would leave a mix of two versions.
-            self._check(os.fstat(fh.fileno()), f"while tensor {key!r} was read")
-        return out
-
-    def _check(self, st: os.stat_result, when: str) -> None:
-        """Raise :class:`CheckpointChangedError` unless ``st`` shows the file
-        whose header was read, unchanged."""
-        if _identity(st) == self._identity:
-            return
-        dev, ino, size = self._identity[:3]
-        if (st.st_dev, st.st_ino) != (dev, ino):
-            what = "was replaced by another file (a different inode)"
-        elif st.st_size < size:
-            what = f"was truncated ({size} bytes when its header was read, {st.st_size} now)"
-        elif st.st_size != size:
-            what = f"changed size ({size} bytes when its header was read, {st.st_size} now)"
-        else:
-            what = "was written again (its modification or status-change time changed)"
-        raise self._changed(f"{what} {when}")
-
-    def _changed(self, what: str) -> CheckpointChangedError:
-        return CheckpointChangedError(
-            f"{self.path} {what}: the checkpoint is being saved again (a training run writing "
-            "into it?), so nothing more is read from it and no verdict is given from its changed "
-            "bytes; scan it again once it is no longer written",
-            self.path,
-        )
+        if index is not None:
+            rows = self.shape(key)[0]
+            step = (end - begin) // rows
+            begin, end = begin + index * step, begin + (index + 1) * step
+        return self._read_range(self._data_start + begin, end - begin, f"tensor {key!r}")
 
 
 def _parse_header(fh: Any) -> tuple[int, dict[str, Any]]:
@@ -364,8 +474,85 @@ def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
+def _dangling(path: Path) -> bool:
+    """Whether ``path`` is a link whose target is missing (not a link loop,
+    which resolving reports)."""
+    if not path.is_symlink():
+        return False
+    try:
+        path.resolve(strict=True)
+    except FileNotFoundError:
+        return True
+    except (OSError, RuntimeError):
+        return False
+    return False
+
+
+def _hub_repo(folder: Path) -> Optional[str]:
+    """The repo id ``ORG/NAME`` of a Hugging Face cache snapshot folder
+    (``.../models--ORG--NAME/snapshots/<revision>``), else None."""
+    snapshots, repo = folder.parent, folder.parent.parent
+    if snapshots.name != "snapshots" or not repo.name.startswith("models--"):
+        return None
+    parts = repo.name[len("models--") :].split("--")
+    if not all(parts):
+        return None
+    return "/".join(parts)
+
+
+def hub_name(path: PathLike) -> Optional[str]:
+    """The repo id (``"ORG/NAME"``) of a checkpoint in the Hugging Face cache.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A checkpoint directory or file.
+
+    Returns
+    -------
+    str or None
+        ``ORG/NAME`` when the directory (or the file's directory) is
+        ``.../models--ORG--NAME/snapshots/<revision>``, as given or with
+        its links resolved; else None.
+    """
+    p = Path(os.fspath(path)).expanduser()
+    folder = p if p.is_dir() else p.parent
+    found = _hub_repo(Path(os.path.abspath(folder)))
+    if found is None:
+        try:
+            found = _hub_repo(folder.resolve())
+        except (OSError, RuntimeError):
+            return None
+    return found
+
+
+def _incomplete(path: Path, what: str) -> FileNotFoundError:
+    """The error for a link whose target is missing."""
+    target = os.readlink(path)
+    repo = hub_name(path.parent)
+    again = f"hf download {repo}" if repo else "download it again"
+    return FileNotFoundError(
+        f"{path} ({what}) is a link to {target}, which is missing: the download is incomplete "
+        f"(interrupted?); download the checkpoint again ({again})"
+    )
+
+
+def _missing_hint(folder: Path) -> str:
+    """A hint for files missing from a Hugging Face cache snapshot."""
+    repo = hub_name(folder)
+    if repo is None:
+        return ""
+    return (
+        f"; {folder} is a snapshot of {repo} in the Hugging Face cache, so its download is "
+        f"probably incomplete: download it again (hf download {repo})"
+    )
+
+
 class Checkpoint:
     """A checkpoint on disk: its ``config.json`` and its tensors.
+
+    Use :func:`open_checkpoint` to open a checkpoint of any format; this
+    class reads safetensors ones.
 
     Parameters
     ----------
@@ -382,20 +569,25 @@ class Checkpoint:
     ----------
     root : pathlib.Path
         The directory of the checkpoint.
+    name : str
+        A short name for reports: the repo id (``ORG/NAME``) of a snapshot in
+        the Hugging Face cache, else the directory's name.
     config : dict
         The parsed ``config.json``.
     config_path : pathlib.Path or None
     files : list of pathlib.Path
-        The safetensors files read (one, or the shards of the index).
+        The weights files read (one, or the shards of the index).
 
     Raises
     ------
     FileNotFoundError
         The path, ``config.json``, the weights or a shard named by the index
-        is missing (all missing shards are listed).
+        is missing (all missing shards are listed), or is a link whose
+        target is missing (an interrupted download).
     CheckpointError
         Invalid JSON, a file that is not safetensors, an index whose
-        ``weight_map`` names tensors its shard does not hold.
+        ``weight_map`` names tensors its shard does not hold, or a shard
+        that is not a plain file name in the index's folder.
 
     Warns
     -----
@@ -403,6 +595,10 @@ class Checkpoint:
         The folder of a sharded checkpoint holds ``.safetensors`` files that
         the index does not name; they are ignored (the message lists them).
     """
+
+    #: The suffix of this format's weights files (shards not named by an
+    #: index are looked for by it).
+    _suffix = ".safetensors"
 
     def __init__(self, path: PathLike, config_required: bool = True):
         try:
@@ -413,71 +609,78 @@ class Checkpoint:
             ) from None
 
     def _open_checkpoint(self, path: PathLike, config_required: bool) -> None:
-        p = Path(os.fspath(path)).expanduser()
-        if not p.exists():
-            raise FileNotFoundError(f"checkpoint path does not exist: {p}")
+        p = _existing(path)
+        root, target = self._weights(p)
+        if _dangling(target):
+            raise _incomplete(target, "the weights")
+        self._load(root, target, config_required)
+
+    def _weights(self, p: Path) -> tuple[Path, Path]:
+        """The checkpoint's directory and its weights file (or index)."""
         if p.is_dir():
-            root = p
             index = p / INDEX_NAME
             single = p / WEIGHTS_NAME
+            for q in (single, index):
+                if _dangling(q):
+                    raise _incomplete(q, "the weights")
             if single.is_file():
-                target = single
-            elif index.is_file():
-                target = index
-            elif (p / "pytorch_model.bin").is_file():
+                return p, single
+            if index.is_file():
+                return p, index
+            # One weights file under another name is unambiguous.
+            others = sorted(q for q in p.glob("*.safetensors") if q.is_file())
+            if len(others) != 1:
+                found = f"{len(others)} .safetensors files" if others else "no .safetensors file"
                 raise FileNotFoundError(
-                    f"no {WEIGHTS_NAME} in {p}, only pytorch_model.bin: skipsearch never unpickles "
-                    "checkpoints; convert it to safetensors first (or load it with "
-                    "torch.load(..., weights_only=True) and use skipsearch.from_torch)"
+                    f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}, and {found}: pass a "
+                    "checkpoint directory (safetensors, pytorch_model.bin or GGUF), or the "
+                    "weights file itself" + _missing_hint(p)
                 )
-            else:
-                # One weights file under another name is unambiguous.
-                others = sorted(q for q in p.glob("*.safetensors") if q.is_file())
-                if len(others) != 1:
-                    found = (
-                        f"{len(others)} .safetensors files" if others else "no .safetensors file"
-                    )
-                    raise FileNotFoundError(
-                        f"no {WEIGHTS_NAME} or {INDEX_NAME} in {p}, and {found}: pass a "
-                        "checkpoint directory, or the .safetensors file itself"
-                    )
-                target = others[0]
-        else:
-            root = p.parent
-            target = p
-            if not (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
-                raise CheckpointError(
-                    f"{p} is not a .safetensors file or a .safetensors.index.json index; pass a "
-                    "checkpoint directory, or the .safetensors file itself"
-                )
+            return p, others[0]
+        if not (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
+            raise CheckpointError(
+                f"{p} is not a .safetensors file or a .safetensors.index.json index; pass a "
+                "checkpoint directory, or the .safetensors file itself"
+            )
+        return p.parent, p
+
+    def _load(self, root: Path, target: Path, config_required: bool) -> None:
+        """Read ``config.json`` beside ``target`` and the weights' headers."""
         self.root = root.resolve()
-        self.config_path: Optional[Path] = (root / CONFIG_NAME).resolve()
+        config = root / CONFIG_NAME
+        if _dangling(config):
+            raise _incomplete(config, CONFIG_NAME)
+        self.config_path: Optional[Path] = config.resolve()
         if self.config_path.is_file():
             self.config = _read_json(self.config_path, "config.json")
         elif config_required:
             raise FileNotFoundError(
                 f"no {CONFIG_NAME} beside {target}: the scan reads the model type, the "
                 "activation and the sizes from it (a model without one can be scanned with "
-                "the generic mapping: a Layout, or --up/--down/--activation)"
+                "the generic mapping: a Layout, or --up/--down/--activation)" + _missing_hint(root)
             )
         else:
             self.config_path, self.config = None, {}
-        self.name = self.root.name
-        self._files: dict[Path, _File] = {}
+        self.name = hub_name(root) or self.root.name
+        self._files: dict[Path, StoredFile] = {}
         if target.name.endswith(".json"):
-            self._key_file = self._read_index(target.resolve())
+            self._key_file = self._read_index(target)
         else:
             f = self._open(target.resolve())
             self._key_file = {key: f.path for key in f.keys()}
         self.files = sorted(set(self._key_file.values()))
 
-    def _open(self, path: Path) -> _File:
+    def _new_file(self, path: Path) -> StoredFile:
+        """The reader of one weights file of this format."""
+        return _File(path)
+
+    def _open(self, path: Path) -> StoredFile:
         if path not in self._files:
-            self._files[path] = _File(path)
+            self._files[path] = self._new_file(path)
         return self._files[path]
 
     def _read_index(self, index_path: Path) -> dict[str, Path]:
-        index = _read_json(index_path, "index")
+        index = _read_json(index_path.resolve(), "index")
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
@@ -485,29 +688,41 @@ class Checkpoint:
             raise CheckpointError(
                 f"{index_path} must hold a 'weight_map' object mapping tensor names to shard files"
             )
+        # The folder the index is in, as given: in the Hugging Face cache the
+        # index and its shards are links into blobs/, wherever they point.
         folder = index_path.parent
         shards = sorted(set(weight_map.values()))
-        outside = [s for s in shards if (folder / s).resolve().parent != folder.resolve()]
+        # A shard is named by its file name in the folder; where a link by
+        # that name points is the folder's business (the cache's blobs/).
+        outside = [
+            s
+            for s in shards
+            if not s or "/" in s or "\\" in s or ".." in s or s in (".",) or Path(s).name != s
+        ]
         if outside:
             raise CheckpointError(
                 f"{index_path} names shard(s) outside its folder: {', '.join(outside)}; a shard must "
                 "be a file name in the checkpoint folder"
             )
+        for s in shards:
+            if _dangling(folder / s):
+                raise _incomplete(folder / s, f"a shard named by {index_path.name}")
         missing = [s for s in shards if not (folder / s).is_file()]
         if missing:
             raise FileNotFoundError(
                 f"{index_path} names {len(missing)} shard(s) that are missing from {folder}: "
                 + ", ".join(missing)
+                + _missing_hint(folder)
             )
         unindexed = sorted(
-            q.name for q in folder.glob("*.safetensors") if q.name not in set(shards)
+            q.name for q in folder.glob("*" + self._suffix) if q.name not in set(shards)
         )
         if unindexed:
             warnings.warn(
-                f"{folder}: ignoring {len(unindexed)} .safetensors file(s) not named in "
+                f"{folder}: ignoring {len(unindexed)} {self._suffix} file(s) not named in "
                 f"{index_path.name}: " + ", ".join(unindexed),
                 UnindexedShardWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         key_file = {key: (folder / shard).resolve() for key, shard in weight_map.items()}
         for shard in shards:
@@ -533,11 +748,14 @@ class Checkpoint:
         return self._file(key).shape(key)
 
     def dtype(self, key: str) -> str:
-        """The safetensors dtype of ``key`` (``"F32"``, ``"BF16"``, ...)."""
+        """The stored dtype of ``key`` (``"F32"``, ``"BF16"``, ``"Q8_0"``, ...)."""
         return self._file(key).dtype(key)
 
-    def get(self, key: str) -> np.ndarray:
+    def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
         """Tensor ``key`` as a new numpy array; F16 and BF16 become float32.
+
+        With ``index``, only its ``index``-th slice along the first axis is
+        read (one expert of a 3-D expert tensor).
 
         Raises
         ------
@@ -545,7 +763,7 @@ class Checkpoint:
             The file holding ``key`` was saved again, replaced, truncated or
             deleted after its header was read.
         """
-        return self._file(key).get(key)
+        return self._file(key).get(key, index)
 
     def check_unchanged(self, keys: Optional[Iterable[Optional[str]]] = None) -> None:
         """Check that the files holding ``keys`` (default: every file) are
@@ -563,12 +781,371 @@ class Checkpoint:
         for path in sorted(paths):
             self._open(path).check_unchanged()
 
-    def _file(self, key: str) -> _File:
+    def _file(self, key: str) -> StoredFile:
         try:
             path = self._key_file[key]
         except KeyError:
             raise CheckpointError(f"{self.root} has no tensor named {key!r}") from None
         return self._open(path)
+
+
+def _existing(path: PathLike) -> Path:
+    """``path`` (``~`` expanded), which must exist.
+
+    Raises
+    ------
+    FileNotFoundError
+        It does not exist, or is a link whose target is missing.
+    """
+    p = Path(os.fspath(path)).expanduser()
+    if _dangling(p):
+        raise _incomplete(p, "the checkpoint path")
+    if not p.exists():
+        raise FileNotFoundError(f"checkpoint path does not exist: {p}")
+    return p
+
+
+# -- PyTorch checkpoints ---------------------------------------------------------------------------
+
+#: The stored dtype names of torch dtypes, as safetensors names them.
+_TORCH_DTYPES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
+
+_TORCH_EXTRA = 'pip install "skipsearch[torch]"'
+
+
+def _import_torch(path: Path) -> Any:
+    """The ``torch`` module, or an ImportError naming the extra."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(
+            f"{path} is a PyTorch checkpoint, read through torch.load(..., weights_only=True), "
+            f"but torch is not installed: install the torch extra ({_TORCH_EXTRA}), or convert "
+            "the checkpoint to safetensors (e.g. load it with transformers and save it with "
+            "save_pretrained(..., safe_serialization=True))"
+        ) from None
+    return torch
+
+
+class _TorchFile(StoredFile):
+    """One PyTorch state-dict file (``pytorch_model.bin``), read with
+    ``torch.load(..., weights_only=True, mmap=True, map_location="cpu")``.
+
+    Nothing is unpickled but tensors and plain containers (``weights_only``).
+    The file is loaded (memory-mapped) to list its tensors and again for
+    each tensor read, from a descriptor checked, before and after, to be the
+    file whose names were read, unchanged; no mapping is kept between reads.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._torch = _import_torch(path)
+        with open(path, "rb") as fh:
+            self._identity = _identity(os.fstat(fh.fileno()))
+        state = self._load("while its tensors were listed")
+        self._entries = {
+            key: (tuple(int(n) for n in t.shape), self._dtype_name(t.dtype))
+            for key, t in state.items()
+        }
+        del state
+
+    def _load(self, when: str) -> dict[str, Any]:
+        """The file's state dict (memory-mapped tensors), checked unchanged."""
+        torch = self._torch
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            raise self._changed("was deleted or renamed after its header was read") from None
+        with fh:
+            self._check(os.fstat(fh.fileno()), when)
+            try:
+                try:
+                    state = torch.load(fh, weights_only=True, mmap=True, map_location="cpu")
+                except RuntimeError as e:
+                    if "mmap" not in str(e):
+                        raise
+                    # The legacy (pre-zip) format cannot be mapped: read it whole.
+                    fh.seek(0)
+                    state = torch.load(fh, weights_only=True, map_location="cpu")
+            except CheckpointChangedError:
+                raise
+            except Exception as e:
+                raise CheckpointError(
+                    f"{self.path} is not a readable PyTorch state dict (torch.load with "
+                    f"weights_only=True refused it): {e}"
+                ) from e
+            self._check(os.fstat(fh.fileno()), when)
+        if isinstance(state, dict) and "state_dict" in state and len(state) <= 4:
+            inner = state["state_dict"]
+            if isinstance(inner, dict):
+                state = inner
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise CheckpointError(
+                f"{self.path} holds a {type(state).__name__}, not a state dict of named tensors"
+            )
+        return {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
+
+    def _dtype_name(self, dtype: Any) -> str:
+        name = str(dtype).replace("torch.", "")
+        return _TORCH_DTYPES.get(name, name)
+
+    def keys(self) -> list[str]:
+        return sorted(self._entries)
+
+    def shape(self, key: str) -> tuple[int, ...]:
+        return self._entries[key][0]
+
+    def dtype(self, key: str) -> str:
+        return self._entries[key][1]
+
+    def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
+        shape = self.shape(key)
+        if index is not None and (not shape or not 0 <= index < shape[0]):
+            raise CheckpointError(
+                f"{self.path}: tensor {key!r} of shape {shape} has no index {index} on its first "
+                "axis"
+            )
+        state = self._load(f"while tensor {key!r} was read")
+        tensor = state.get(key)
+        if tensor is None:
+            raise self._changed(f"no longer holds tensor {key!r}")
+        if index is not None:
+            tensor = tensor[index]
+        if self.dtype(key) in ("F16", "BF16", "F8_E4M3", "F8_E5M2"):
+            tensor = tensor.float()  # exact: every such value is a float32
+        elif self.dtype(key) not in _STORED:
+            raise CheckpointError(
+                f"{self.path}: tensor {key!r} has dtype {self.dtype(key)}, which skipsearch does "
+                "not read"
+            )
+        array = np.array(tensor.detach().contiguous().numpy(), copy=True)
+        del tensor, state
+        self.check_unchanged()
+        return array
+
+
+class TorchCheckpoint(Checkpoint):
+    """A PyTorch checkpoint: ``config.json`` with ``pytorch_model.bin`` or a
+    sharded set described by ``pytorch_model.bin.index.json``.
+
+    Read through ``torch.load(..., weights_only=True, mmap=True,
+    map_location="cpu")`` (the ``torch`` extra); the interface is
+    :class:`Checkpoint`'s.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A directory holding ``pytorch_model.bin`` or
+        ``pytorch_model.bin.index.json`` with its shards, or such a file
+        (``.bin``, ``.pt``, ``.pth``, or the index) with ``config.json``
+        beside it.
+    config_required : bool
+        As for :class:`Checkpoint`.
+
+    Raises
+    ------
+    ImportError
+        torch is not installed (the message names the extra and the
+        conversion to safetensors).
+    """
+
+    _suffix = ".bin"
+
+    def _weights(self, p: Path) -> tuple[Path, Path]:
+        if p.is_dir():
+            for q in (p / TORCH_WEIGHTS_NAME, p / TORCH_INDEX_NAME):
+                if _dangling(q):
+                    raise _incomplete(q, "the weights")
+                if q.is_file():
+                    return p, q
+            raise FileNotFoundError(f"no {TORCH_WEIGHTS_NAME} or {TORCH_INDEX_NAME} in {p}")
+        return p.parent, p
+
+    def _new_file(self, path: Path) -> StoredFile:
+        return _TorchFile(path)
+
+
+# -- which format ----------------------------------------------------------------------------------
+
+_TORCH_SUFFIXES = (".bin", ".pt", ".pth")
+
+
+def _sniff(path: Path) -> str:
+    """What a file's first bytes say it is: ``"safetensors"``, ``"gguf"``,
+    ``"torch"`` (a torch zip archive or pickle), ``"zip"`` (another zip
+    archive), ``"json"`` or ``"unknown"``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(9)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError as e:
+        raise CheckpointError(f"cannot read {path}: {e}") from e
+    if head[:4] == b"GGUF":
+        return "gguf"
+    if head[:4] == b"PK\x03\x04":
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError):
+            return "zip"
+        return "torch" if any(n.endswith("data.pkl") for n in names) else "zip"
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "torch"  # a pickle (torch's legacy format)
+    if len(head) == 9 and head[8:9] == b"{":
+        (n,) = struct.unpack("<Q", head[:8])
+        if 8 + n <= size:
+            return "safetensors"
+    if head.lstrip()[:1] == b"{":
+        return "json"
+    return "unknown"
+
+
+_LOOKS = {
+    "safetensors": "a safetensors file",
+    "gguf": "a GGUF file",
+    "torch": "a PyTorch (torch.save) file",
+    "zip": "a zip archive that is not a PyTorch checkpoint",
+    "json": "a JSON file",
+    "unknown": "not a safetensors, GGUF or PyTorch file",
+}
+
+_SUFFIXES = {"safetensors": ".safetensors", "gguf": ".gguf", "torch": ".bin"}
+
+
+def checkpoint_format(path: PathLike) -> str:
+    """The format of the checkpoint at ``path``: ``"safetensors"``,
+    ``"torch"`` or ``"gguf"``, from its files' first bytes and names.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist, or is a link whose target is missing.
+    CheckpointError
+        A file whose first bytes are another format's than its suffix
+        says (a GGUF file without the ``.gguf`` suffix, ...) or of no
+        known format; a directory with several GGUF files.
+    """
+    p = _existing(path)
+    if p.is_dir():
+        if any((p / n).is_file() or _dangling(p / n) for n in (WEIGHTS_NAME, INDEX_NAME)) or any(
+            q.is_file() for q in p.glob("*.safetensors")
+        ):
+            return "safetensors"
+        if any(
+            (p / n).is_file() or _dangling(p / n) for n in (TORCH_WEIGHTS_NAME, TORCH_INDEX_NAME)
+        ):
+            return "torch"
+        ggufs = sorted(q.name for q in p.glob("*.gguf") if q.is_file() or _dangling(q))
+        if len(ggufs) == 1:
+            return "gguf"
+        if ggufs:
+            raise CheckpointError(
+                f"{p} holds {len(ggufs)} GGUF files ({', '.join(ggufs[:6])}"
+                f"{' ...' if len(ggufs) > 6 else ''}): pass the one to scan (a GGUF file is a "
+                "whole model; split files must be merged first: llama-gguf-split --merge)"
+            )
+        return "safetensors"  # its reader says what is missing
+    name = p.name
+    if name.endswith(".index.json"):
+        if name.endswith(".safetensors.index.json"):
+            return "safetensors"
+        if name.endswith(".bin.index.json"):
+            return "torch"
+        raise CheckpointError(
+            f"{p} is an index of neither safetensors (.safetensors.index.json) nor PyTorch "
+            "(.bin.index.json) shards"
+        )
+    kind = _sniff(p)
+    suffix = p.suffix.lower()
+    expected = {".safetensors": "safetensors", ".gguf": "gguf"}.get(
+        suffix, "torch" if suffix in _TORCH_SUFFIXES else None
+    )
+    if kind == expected:
+        return kind
+    looks = _LOOKS[kind]
+    if kind in _SUFFIXES:
+        if expected is None:
+            raise CheckpointError(
+                f"{p} is {looks} without the {_SUFFIXES[kind]} suffix: rename it to end in "
+                f"{_SUFFIXES[kind]} (skipsearch reads a file by its format and its suffix alike)"
+            )
+        raise CheckpointError(
+            f"{p} has the {suffix} suffix of {_LOOKS[expected]}, but its first bytes are those "
+            f"of {looks}: it was renamed; give it the {_SUFFIXES[kind]} suffix"
+        )
+    if expected is not None:
+        readable = {"safetensors": "safetensors", "gguf": "GGUF", "torch": "PyTorch"}[expected]
+        raise CheckpointError(
+            f"{p} is not a readable {readable} file: by its first bytes it is {looks}; "
+            "skipsearch reads safetensors (.safetensors), GGUF (.gguf) and PyTorch "
+            "(pytorch_model.bin, .pt, .pth) checkpoints"
+        )
+    raise CheckpointError(
+        f"{p} cannot be read: it is {looks}; skipsearch reads safetensors (.safetensors), "
+        "GGUF (.gguf) and PyTorch (pytorch_model.bin, .pt, .pth) checkpoints"
+    )
+
+
+def open_checkpoint(path: PathLike, config_required: bool = True) -> Checkpoint:
+    """Open a checkpoint of any format the scan reads.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A checkpoint directory (safetensors, ``pytorch_model.bin`` single
+        or sharded, or one ``.gguf`` file), or a weights file (``.safetensors``,
+        ``.gguf``, ``.bin``/``.pt``/``.pth``, or an index ``.json``).
+    config_required : bool
+        Whether a missing ``config.json`` is an error (default). A GGUF file
+        carries its own configuration.
+
+    Returns
+    -------
+    Checkpoint
+        A :class:`Checkpoint` (safetensors), :class:`TorchCheckpoint` or
+        :class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`; all have the
+        same interface.
+
+    Raises
+    ------
+    FileNotFoundError
+        The path or its files are missing, or a link's target is missing
+        (an interrupted download).
+    CheckpointError
+        A renamed file or one of no known format (the message says what it
+        looks like), or a file its reader refuses.
+    ImportError
+        The reader's optional dependency is missing: ``torch`` (extra
+        ``torch``) or ``gguf`` (extra ``gguf``).
+    """
+    try:
+        fmt = checkpoint_format(path)
+    except RuntimeError as e:  # pathlib's "Symlink loop from ..."
+        raise CheckpointError(
+            f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}"
+        ) from None
+    if fmt == "gguf":
+        from skipsearch.gguf_checkpoint import GGUFCheckpoint
+
+        return GGUFCheckpoint(path, config_required=config_required)
+    if fmt == "torch":
+        return TorchCheckpoint(path, config_required=config_required)
+    return Checkpoint(path, config_required=config_required)
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:

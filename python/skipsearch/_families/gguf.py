@@ -1,0 +1,203 @@
+"""GGUF checkpoints (llama.cpp): families keyed by ``"gguf-<architecture>"``.
+
+A GGUF file is read by :class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`,
+whose config holds the file's metadata under GGUF's own keys
+(``<arch>.embedding_length``, ``<arch>.feed_forward_length``,
+``<arch>.block_count``, ``<arch>.expert_count``, ...) and whose tensors
+keep GGUF's names. The names here are those of ``gguf.constants``
+(``TENSOR_NAMES`` of ``MODEL_TENSOR.FFN_UP``, ``FFN_GATE``, ``FFN_DOWN``,
+``FFN_UP_EXP``, ``FFN_UP_SHEXP``, ...; ``MODEL_TENSORS`` lists which an
+architecture has), checked against the package by the tests; this module
+does not import ``gguf``, an optional dependency.
+
+GGUF stores no activation name: each architecture's activation, gate and
+residual form are fixed by its graph in llama.cpp (``src/models/<arch>.cpp``,
+``build_ffn``/``build_moe_ffn`` in ``src/llama-graph.cpp``):
+
+- ``llama``, ``qwen2``, ``qwen3``: ``LLM_FFN_SILU, LLM_FFN_PAR`` (SwiGLU with
+  ``ffn_gate``), after RMSNorm; ``llama`` with ``ffn_*_exps`` is Mixtral's
+  MoE (``build_moe_ffn`` with ``LLM_FFN_SILU``), with a shared expert
+  ``ffn_*_shexp`` when ``llama.expert_shared_feed_forward_length`` is set
+  (Granite MoE shared).
+- ``gemma``: ``LLM_FFN_GELU, LLM_FFN_PAR``: GeGLU with ``ggml_gelu``, the
+  tanh approximation.
+- ``phi3``: ``LLM_FFN_SWIGLU, LLM_FFN_SEQ`` on one ``ffn_up`` of
+  ``2 n_ff`` rows: ``ggml_swiglu`` applies SiLU to the first half (the
+  gate) and multiplies by the second (the up projection).
+- ``gpt2``, ``bloom``, ``starcoder``, ``mpt``, ``gptneox``, ``falcon``:
+  ``LLM_FFN_GELU, LLM_FFN_SEQ``: ``ggml_gelu`` (tanh approximation), with
+  biases where the file has them. GPT-NeoX adds attention and FFN in
+  parallel when ``gptneox.use_parallel_residual`` is true; Falcon always
+  does, feeding the FFN the attention's LayerNorm output.
+- ``qwen2moe``: routed SwiGLU experts (``ffn_*_exps``) plus a shared SwiGLU
+  expert (``ffn_*_shexp``) scaled by ``sigmoid(ffn_gate_inp_shexp . y)``;
+  ``qwen3moe``: routed experts only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from skipsearch.layouts import Family, Part
+
+__all__ = ["FAMILIES", "FFN_TENSORS"]
+
+#: The FFN tensor names read here, by ``gguf.constants.MODEL_TENSOR`` member.
+FFN_TENSORS = {
+    "FFN_UP": "blk.{i}.ffn_up.weight",
+    "FFN_GATE": "blk.{i}.ffn_gate.weight",
+    "FFN_DOWN": "blk.{i}.ffn_down.weight",
+    "FFN_UP_EXP": "blk.{i}.ffn_up_exps.weight",
+    "FFN_GATE_EXP": "blk.{i}.ffn_gate_exps.weight",
+    "FFN_DOWN_EXP": "blk.{i}.ffn_down_exps.weight",
+    "FFN_UP_SHEXP": "blk.{i}.ffn_up_shexp.weight",
+    "FFN_GATE_SHEXP": "blk.{i}.ffn_gate_shexp.weight",
+    "FFN_DOWN_SHEXP": "blk.{i}.ffn_down_shexp.weight",
+}
+
+_SEQ = "x + f(N(x)), N the FFN's norm (pre-norm: attention and FFN in sequence)"
+_PARALLEL = "x + attn(N1(x)) + f(N2(x)) (parallel attention and FFN)"
+_FALCON = "x + attn(LN(x)) + f(LN(x)) (parallel attention and FFN, one LayerNorm)"
+_ROUTED = (
+    "one routed expert of a mixture-of-experts layer: the layer computes x + sum over the "
+    "top-k experts of p_e(y) f_e(y), y = RMSNorm(x), with router weights p_e(y){shared}; the "
+    "verdict concerns y -> y + f_e(y) for this expert alone"
+)
+_SHARED = (
+    "the shared expert of a mixture-of-experts layer: it is added to the routed experts' "
+    "output{scaled}; the verdict concerns y -> y + f(y) for this expert alone"
+)
+
+
+def _sizes(arch: str, m_keys: Optional[tuple[str, ...]] = None) -> dict[str, Any]:
+    return dict(
+        activation_keys=(),
+        d_keys=(f"{arch}.embedding_length",),
+        m_keys=m_keys or (f"{arch}.feed_forward_length",),
+        layer_keys=(f"{arch}.block_count",),
+        norm="pre",
+    )
+
+
+def _gated(arch: str, activation: str, **kw: Any) -> Part:
+    """The dense gated MLP: ffn_up, ffn_gate, ffn_down."""
+    return Part(
+        kind="mlp",
+        up=FFN_TENSORS["FFN_UP"],
+        gate=FFN_TENSORS["FFN_GATE"],
+        down=FFN_TENSORS["FFN_DOWN"],
+        activation=activation,
+        form=_SEQ,
+        **{**_sizes(arch), **kw},
+    )
+
+
+def _plain(arch: str, form: Any = _SEQ) -> Part:
+    """The dense MLP without a gate: ffn_up, ffn_down (biases when present)."""
+    return Part(
+        kind="mlp",
+        up=FFN_TENSORS["FFN_UP"],
+        down=FFN_TENSORS["FFN_DOWN"],
+        activation="gelu_tanh",
+        form=form,
+        **_sizes(arch),
+    )
+
+
+def _experts(arch: str, m_keys: tuple[str, ...], shared: str = "", **kw: Any) -> Part:
+    """Routed SwiGLU experts in 3-D ``[E, out, in]`` tensors."""
+    return Part(
+        kind="expert",
+        up=FFN_TENSORS["FFN_UP_EXP"],
+        gate=FFN_TENSORS["FFN_GATE_EXP"],
+        down=FFN_TENSORS["FFN_DOWN_EXP"],
+        experts=True,
+        activation="silu",
+        form=_SEQ,
+        note=_ROUTED.format(shared=shared),
+        **{**_sizes(arch, m_keys), **kw},
+    )
+
+
+def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "", **kw: Any) -> Part:
+    """The shared SwiGLU expert: ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp."""
+    return Part(
+        kind="shared_expert",
+        up=FFN_TENSORS["FFN_UP_SHEXP"],
+        gate=FFN_TENSORS["FFN_GATE_SHEXP"],
+        down=FFN_TENSORS["FFN_DOWN_SHEXP"],
+        activation="silu",
+        form=_SEQ,
+        note=_SHARED.format(scaled=scaled),
+        **{**_sizes(arch, m_keys), **kw},
+    )
+
+
+def _neox_form(config: dict[str, Any]) -> str:
+    # llama.cpp's gptneox graph: parallel when use_parallel_residual is true
+    # (the converter writes it; GPTNeoXConfig's default is true).
+    return _PARALLEL if config.get("gptneox.use_parallel_residual", True) is not False else _SEQ
+
+
+def _family(arch: str, *parts: Part) -> tuple[str, Family]:
+    return "gguf-" + arch, Family(name="gguf-" + arch, parts=parts)
+
+
+_FORM: Callable[[dict[str, Any]], str] = _neox_form
+
+#: ``"gguf-<architecture>"`` -> :class:`~skipsearch.layouts.Family`.
+FAMILIES: dict[str, Family] = dict(
+    [
+        # Dense llama, or Mixtral's MoE (3-D experts: llama.cpp's llama graph
+        # calls build_moe_ffn with n_ff-wide experts and no shared expert).
+        _family(
+            "llama",
+            _gated("llama", "silu", optional=True),
+            _experts("llama", ("llama.feed_forward_length",), optional=True),
+        ),
+        _family("qwen2", _gated("qwen2", "silu")),
+        _family("qwen3", _gated("qwen3", "silu")),
+        _family("gemma", _gated("gemma", "gelu_tanh")),
+        _family(
+            "phi3",
+            Part(
+                kind="mlp",
+                up=FFN_TENSORS["FFN_UP"],
+                down=FFN_TENSORS["FFN_DOWN"],
+                fused="gate_up",
+                activation="silu",
+                form=_SEQ,
+                **_sizes("phi3"),
+            ),
+        ),
+        _family("gpt2", _plain("gpt2")),
+        _family("bloom", _plain("bloom")),
+        _family("starcoder", _plain("starcoder")),
+        _family("mpt", _plain("mpt")),
+        _family("gptneox", _plain("gptneox", form=_FORM)),
+        _family("falcon", _plain("falcon", form=_FALCON)),
+        _family(
+            "qwen2moe",
+            _experts(
+                "qwen2moe",
+                ("qwen2moe.expert_feed_forward_length",),
+                shared=" and a shared expert",
+                experts_keys=("qwen2moe.expert_count",),
+            ),
+            # llama.cpp: n_ff_shexp defaults to n_ff when the key is absent.
+            _shared(
+                "qwen2moe",
+                ("qwen2moe.expert_shared_feed_forward_length", "qwen2moe.feed_forward_length"),
+                scaled=" scaled by sigmoid(ffn_gate_inp_shexp . y)",
+            ),
+        ),
+        _family(
+            "qwen3moe",
+            _experts(
+                "qwen3moe",
+                ("qwen3moe.expert_feed_forward_length",),
+                experts_keys=("qwen3moe.expert_count",),
+            ),
+        ),
+    ]
+)

@@ -1,0 +1,371 @@
+"""GGUF checkpoints (llama.cpp): the reader, the gguf families and the scan.
+
+Files are written with the gguf package's own writer (gguf.GGUFWriter) and
+quantized with gguf.quants.quantize; tensor names and metadata keys are
+those of gguf.constants (TENSOR_NAMES, MODEL_TENSORS, Keys.LLM), and each
+architecture's activation is that of its graph in llama.cpp
+(ggml-org/llama.cpp src/models/<arch>.cpp, build_ffn in src/llama-graph.cpp).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import skipsearch
+from skipsearch.checkpoints import (
+    FLOAT_DTYPES,
+    NARROW_TOL,
+    CheckpointError,
+    open_checkpoint,
+    stored_tolerance,
+)
+from skipsearch.scan import describe_checkpoint
+
+gguf = pytest.importorskip("gguf")
+Q = gguf.GGMLQuantizationType
+
+
+def planted(rng, d, m):
+    """W_up (m, d), W_down (d, m) with W_down[:, :d] = -inv(W_up[:d]): the flip set {0..d-1}
+    absorbs the skip for c = 1 (GELU and its tanh form)."""
+    up = rng.standard_normal((m, d))
+    down = rng.standard_normal((d, m))
+    down[:, :d] = -np.linalg.inv(up[:d])
+    return up, down
+
+
+def write(path, arch, tensors, meta=None, qtypes=None):
+    """A GGUF file of ``arch`` with ``tensors`` (F32 unless ``qtypes`` names a type)."""
+    w = gguf.GGUFWriter(str(path), arch)
+    for key, value in (meta or {}).items():
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, int):
+            w.add_uint32(key, value)
+        else:
+            w.add_string(key, value)
+    for name, array in tensors.items():
+        array = np.ascontiguousarray(array, dtype=np.float32)
+        qtype = (qtypes or {}).get(name)
+        if qtype is None:
+            w.add_tensor(name, array)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(array, qtype), raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def sizes(arch, d, m, layers, **more):
+    return {
+        f"{arch}.embedding_length": d,
+        f"{arch}.feed_forward_length": m,
+        f"{arch}.block_count": layers,
+        **{f"{arch}.{k}": v for k, v in more.items()},
+    }
+
+
+def gpt2_file(path, rng, d=4, m=8):
+    """GPT-2 in GGUF (llama.cpp src/models/gpt2.cpp: ffn_up/ffn_down with biases,
+    LLM_FFN_GELU, LLM_FFN_SEQ): layer 0 planted, layer 1 random."""
+    t = {
+        "token_embd.weight": rng.standard_normal((11, d)),
+        "position_embd.weight": rng.standard_normal((7, d)),
+        "output_norm.weight": np.ones(d),
+    }
+    for i, (up, down) in enumerate(
+        [planted(rng, d, m), (rng.standard_normal((m, d)), rng.standard_normal((d, m)))]
+    ):
+        t[f"blk.{i}.attn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.attn_qkv.weight"] = rng.standard_normal((3 * d, d))
+        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.ffn_up.weight"] = up
+        t[f"blk.{i}.ffn_up.bias"] = np.zeros(m)
+        t[f"blk.{i}.ffn_down.weight"] = down
+        t[f"blk.{i}.ffn_down.bias"] = rng.standard_normal(d) * 0.1
+    return write(path, "gpt2", t, sizes("gpt2", d, m, 2))
+
+
+def test_gpt2_gguf_planted_block_is_absorbable(tmp_path):
+    rng = np.random.default_rng(0)
+    path = gpt2_file(tmp_path / "tiny-gpt2.F32.gguf", rng)
+    reports = skipsearch.scan(path)
+    assert [(r.block, r.verdict) for r in reports] == [
+        ("blk.0", "absorbable"),
+        ("blk.1", "not_absorbable"),
+    ]
+    assert {(r.d, r.m, r.activation, r.family, r.kind) for r in reports} == {
+        (4, 8, "gelu_tanh", "gguf-gpt2", "mlp")
+    }
+    assert {r.model for r in reports} == {"tiny-gpt2.F32"}
+    assert list(reports[0].result.subset) == [0, 1, 2, 3]
+    # float32 storage: the float32 default tolerance, sqrt(eps).
+    assert reports[0].result.tolerance == pytest.approx(math.sqrt(np.finfo(np.float32).eps))
+    info = describe_checkpoint(path)
+    assert (info.model_type, info.dtype, info.num_layers) == ("gguf-gpt2", "F32", 2)
+
+
+def test_gguf_config_is_the_metadata(tmp_path):
+    rng = np.random.default_rng(1)
+    path = gpt2_file(tmp_path / "m.gguf", rng)
+    ckpt = open_checkpoint(path)
+    assert type(ckpt).__name__ == "GGUFCheckpoint"
+    assert ckpt.config["model_type"] == "gguf-gpt2"
+    assert ckpt.config["general.architecture"] == "gpt2"
+    assert (
+        ckpt.config["gpt2.embedding_length"],
+        ckpt.config["gpt2.feed_forward_length"],
+        ckpt.config["gpt2.block_count"],
+    ) == (4, 8, 2)
+    assert ckpt.config_path == path.resolve() and ckpt.files == [path.resolve()]
+    # A directory holding one GGUF file is that checkpoint.
+    assert open_checkpoint(tmp_path).keys() == ckpt.keys()
+
+
+def q4_k_blocks(rng, rows, cols):
+    """Raw Q4_K data (gguf.quants cannot quantize to it): per block of 256 values, f16
+    d and dmin, 12 bytes of 6-bit scales and mins, 128 bytes of 4-bit codes."""
+    blocks = rng.integers(0, 256, size=(rows, cols // 256, 144), dtype=np.uint8)
+    blocks[:, :, 0:2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
+    blocks[:, :, 2:4] = np.frombuffer(np.float16(0.002).tobytes(), np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+def llama_file(path, rng, d, m, qtype, layers=2):
+    """Llama in GGUF (llama.cpp src/models/llama.cpp: ffn_gate/ffn_up/ffn_down,
+    LLM_FFN_SILU, LLM_FFN_PAR), the projections stored as ``qtype``; returns the path and
+    the dequantized values gguf itself gives for each projection."""
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(layers)
+    w.add_embedding_length(d)
+    w.add_feed_forward_length(m)
+    w.add_tensor("token_embd.weight", rng.standard_normal((16, d)).astype(np.float32))
+    values = {}
+    for i in range(layers):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(d, np.float32))
+        w.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(d, np.float32))
+        for name, (rows, cols) in (("ffn_gate", (m, d)), ("ffn_up", (m, d)), ("ffn_down", (d, m))):
+            key = f"blk.{i}.{name}.weight"
+            if qtype == Q.Q4_K:
+                data = q4_k_blocks(rng, rows, cols)
+            else:
+                data = gguf.quants.quantize(
+                    rng.standard_normal((rows, cols)).astype(np.float32), qtype
+                )
+            w.add_tensor(key, data, raw_dtype=qtype)
+            values[key] = gguf.quants.dequantize(data, qtype)
+            assert values[key].shape == (rows, cols)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path, values
+
+
+@pytest.mark.parametrize("qtype", [Q.Q8_0, Q.Q4_0, Q.Q4_K], ids=lambda q: q.name)
+def test_llama_gguf_quantized_is_read_dequantized(tmp_path, qtype):
+    rng = np.random.default_rng(2)
+    d, m = (256, 512) if qtype == Q.Q4_K else (32, 64)  # whole blocks per row
+    path, values = llama_file(tmp_path / "llama.gguf", rng, d, m, qtype)
+    ckpt = open_checkpoint(path)
+    for key in ("blk.0.ffn_up.weight", "blk.0.ffn_gate.weight", "blk.1.ffn_down.weight"):
+        assert ckpt.dtype(key) == qtype.name
+        # numpy's (out, in), row-major, dequantized by gguf itself.
+        got = ckpt.get(key)
+        assert got.shape == values[key].shape == ckpt.shape(key)
+        assert got.dtype == np.float32 and np.array_equal(got, values[key])
+    reports = skipsearch.scan(path)
+    assert [(r.block, r.kind, r.d, r.m, r.activation) for r in reports] == [
+        ("blk.0", "mlp", d, m, "swiglu"),
+        ("blk.1", "mlp", d, m, "swiglu"),
+    ]
+    assert {r.verdict for r in reports} == {"not_absorbable"}
+    assert {r.family for r in reports} == {"gguf-llama"}
+
+
+def test_gguf_quantized_planted_block_keeps_its_verdict(tmp_path):
+    """A planted GPT-2 block stored as Q8_0: the dequantized weights are the planted ones
+    to within Q8_0's rounding, which the Q8_0 tolerance (2**-3.5) accepts."""
+    rng = np.random.default_rng(9)
+    d, m = 32, 64
+    up, down = planted(rng, d, m)
+    # A well-conditioned W_up[:d] (orthogonal), so that W_down[:, :d] = -W_up[:d]^T is
+    # of the same scale as the rest and Q8_0's rounding stays small against the skip.
+    up[:d] = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    down[:, :d] = -up[:d].T
+    t = {}
+    for i, (up, down) in enumerate(
+        [(up, down), (rng.standard_normal((m, d)), rng.standard_normal((d, m)))]
+    ):
+        t[f"blk.{i}.ffn_up.weight"] = up
+        t[f"blk.{i}.ffn_down.weight"] = down
+    q = {k: Q.Q8_0 for k in t}
+    path = write(tmp_path / "g.gguf", "gpt2", t, sizes("gpt2", d, m, 2), q)
+    reports = skipsearch.scan(path)
+    assert [(r.block, r.verdict) for r in reports] == [
+        ("blk.0", "absorbable"),
+        ("blk.1", "not_absorbable"),
+    ]
+    assert list(reports[0].result.subset) == list(range(d))
+    assert {r.result.tolerance for r in reports} == {2.0**-3.5}
+
+
+def test_gguf_tolerances_follow_the_code_bits():
+    assert NARROW_TOL["Q8_0"] == 2.0**-3.5
+    assert NARROW_TOL["Q6_K"] == 2.0**-2.5
+    assert NARROW_TOL["Q4_K"] == NARROW_TOL["IQ4_XS"] == 2.0**-1.5
+    assert NARROW_TOL["Q2_K"] == NARROW_TOL["MXFP4"] == 2.0**-0.5
+    assert stored_tolerance({"F32", "Q8_0", "Q4_K"}) == 2.0**-1.5
+    # Every block-quantized type gguf dequantizes is a weight dtype with a tolerance.
+    for name in ("Q4_0", "Q5_K", "IQ2_XXS", "IQ3_S", "TQ2_0", "MXFP4"):
+        assert name in FLOAT_DTYPES and name in NARROW_TOL
+    assert "I32" not in FLOAT_DTYPES
+
+
+def test_qwen2moe_gguf_experts_and_shared_expert(tmp_path):
+    """qwen2moe (llama.cpp src/models/qwen2moe.cpp): 3-D ffn_{gate,up,down}_exps
+    {n_embd, n_ff_exp, n_expert} (numpy (E, out, in)) and a shared expert ffn_*_shexp."""
+    rng = np.random.default_rng(3)
+    d, m_exp, m_sh, experts = 4, 6, 10, 3
+    t = {"token_embd.weight": rng.standard_normal((9, d))}
+    for i in range(2):
+        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.ffn_gate_inp.weight"] = rng.standard_normal((experts, d))
+        t[f"blk.{i}.ffn_gate_exps.weight"] = rng.standard_normal((experts, m_exp, d))
+        t[f"blk.{i}.ffn_up_exps.weight"] = rng.standard_normal((experts, m_exp, d))
+        t[f"blk.{i}.ffn_down_exps.weight"] = rng.standard_normal((experts, d, m_exp))
+        t[f"blk.{i}.ffn_gate_inp_shexp.weight"] = rng.standard_normal(d)
+        t[f"blk.{i}.ffn_gate_shexp.weight"] = rng.standard_normal((m_sh, d))
+        t[f"blk.{i}.ffn_up_shexp.weight"] = rng.standard_normal((m_sh, d))
+        t[f"blk.{i}.ffn_down_shexp.weight"] = rng.standard_normal((d, m_sh))
+    meta = sizes(
+        "qwen2moe",
+        d,
+        m_exp * 2,
+        2,
+        expert_count=experts,
+        expert_used_count=2,
+        expert_feed_forward_length=m_exp,
+        expert_shared_feed_forward_length=m_sh,
+    )
+    path = write(tmp_path / "moe.gguf", "qwen2moe", t, meta)
+    ckpt = open_checkpoint(path)
+    assert ckpt.shape("blk.0.ffn_up_exps.weight") == (experts, m_exp, d)
+    assert np.array_equal(
+        ckpt.get("blk.1.ffn_down_exps.weight", index=2),
+        t["blk.1.ffn_down_exps.weight"][2].astype(np.float32),
+    )
+    reports = skipsearch.scan(path)
+    rows = sorted((r.layer, r.kind, r.expert, r.m) for r in reports)
+    assert rows == sorted(
+        [(i, "expert", e, m_exp) for i in range(2) for e in range(experts)]
+        + [(i, "shared_expert", None, m_sh) for i in range(2)]
+    )
+    assert {(r.d, r.activation, r.verdict) for r in reports} == {(d, "swiglu", "not_absorbable")}
+    assert all("sigmoid" in r.note for r in reports if r.kind == "shared_expert")
+
+
+def test_phi3_gguf_fused_gate_up(tmp_path):
+    """phi3 (llama.cpp src/models/phi3.cpp): one ffn_up {n_embd, 2 n_ff}, LLM_FFN_SWIGLU:
+    SiLU of the first half times the second."""
+    rng = np.random.default_rng(4)
+    d, m = 4, 6
+    t = {}
+    for i in range(2):
+        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.ffn_up.weight"] = rng.standard_normal((2 * m, d))
+        t[f"blk.{i}.ffn_down.weight"] = rng.standard_normal((d, m))
+    path = write(tmp_path / "phi3.gguf", "phi3", t, sizes("phi3", d, m, 2))
+    reports = skipsearch.scan(path)
+    assert [(r.block, r.d, r.m, r.activation, r.verdict) for r in reports] == [
+        ("blk.0", d, m, "swiglu", "not_absorbable"),
+        ("blk.1", d, m, "swiglu", "not_absorbable"),
+    ]
+
+
+def test_gguf_family_names_are_the_gguf_constants():
+    """Every tensor a gguf family reads is one of its architecture's GGUF tensors."""
+    from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSORS, TENSOR_NAMES
+    from skipsearch._families.gguf import FAMILIES, FFN_TENSORS
+
+    for member, pattern in FFN_TENSORS.items():
+        assert TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, member)] + ".weight" == pattern.replace(
+            "{i}", "{bid}"
+        )
+    by_name = {name: arch for arch, name in MODEL_ARCH_NAMES.items()}
+    assert set(FAMILIES) >= {
+        f"gguf-{a}"
+        for a in (
+            "llama",
+            "qwen2",
+            "qwen3",
+            "gemma",
+            "phi3",
+            "gpt2",
+            "falcon",
+            "bloom",
+            "starcoder",
+            "gptneox",
+            "mpt",
+            "qwen2moe",
+            "qwen3moe",
+        )
+    }
+    for model_type, family in FAMILIES.items():
+        arch = by_name[model_type.removeprefix("gguf-")]
+        names = {TENSOR_NAMES[t] for t in MODEL_TENSORS[arch]}
+        for part in family.parts:
+            for pattern in (part.up, part.down, part.gate):
+                if pattern is not None:
+                    assert pattern.replace("{i}", "{bid}").removesuffix(".weight") in names
+
+
+def test_gguf_without_the_package_names_the_extra(tmp_path, monkeypatch):
+    path = gpt2_file(tmp_path / "m.gguf", np.random.default_rng(5))
+    monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf -> ImportError
+    with pytest.raises(ImportError, match=r"skipsearch\[gguf\]"):
+        skipsearch.scan(path)
+
+
+def test_renamed_and_unknown_files_say_what_they_look_like(tmp_path):
+    path = gpt2_file(tmp_path / "m.gguf", np.random.default_rng(6))
+    renamed = tmp_path / "weights.dat"
+    renamed.write_bytes(path.read_bytes())
+    with pytest.raises(CheckpointError, match="a GGUF file without the .gguf suffix"):
+        open_checkpoint(renamed)
+    as_bin = tmp_path / "pytorch_model.bin"
+    as_bin.write_bytes(path.read_bytes())
+    with pytest.raises(CheckpointError, match=r"\.bin suffix .* those of a GGUF file"):
+        open_checkpoint(as_bin)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"\x00\x01not a model at all")
+    with pytest.raises(CheckpointError, match="not a safetensors, GGUF or PyTorch file"):
+        open_checkpoint(junk)
+
+
+def test_a_gguf_folder_with_several_files_names_them(tmp_path):
+    rng = np.random.default_rng(7)
+    gpt2_file(tmp_path / "m-Q8_0.gguf", rng)
+    gpt2_file(tmp_path / "m-F32.gguf", rng)
+    with pytest.raises(CheckpointError, match="2 GGUF files .*m-F32.gguf, m-Q8_0.gguf"):
+        skipsearch.scan(tmp_path)
+
+
+def test_gguf_output_scales_are_refused(tmp_path):
+    """llama.cpp multiplies a projection's output by <weight>.scale when present
+    (build_ffn's up_s/down_s); reading the weight alone would decide another block."""
+    rng = np.random.default_rng(8)
+    d, m = 4, 8
+    t = {}
+    for i in range(2):
+        t[f"blk.{i}.ffn_up.weight"] = rng.standard_normal((m, d))
+        t[f"blk.{i}.ffn_down.weight"] = rng.standard_normal((d, m))
+    t["blk.1.ffn_down.scale"] = np.ones(1)
+    path = write(tmp_path / "s.gguf", "gpt2", t, sizes("gpt2", d, m, 2))
+    with pytest.raises(CheckpointError, match="blk.1.ffn_down.scale rescales"):
+        skipsearch.scan(path)
