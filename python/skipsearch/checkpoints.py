@@ -873,12 +873,15 @@ class _TorchFile(StoredFile):
             self._check(os.fstat(fh.fileno()), when)
             try:
                 try:
-                    state = torch.load(fh, weights_only=True, mmap=True, map_location="cpu")
-                except RuntimeError as e:
+                    # torch maps only a file named by its path.
+                    state = torch.load(
+                        str(self.path), weights_only=True, mmap=True, map_location="cpu"
+                    )
+                except (RuntimeError, ValueError, TypeError) as e:
                     if "mmap" not in str(e):
                         raise
-                    # The legacy (pre-zip) format cannot be mapped: read it whole.
-                    fh.seek(0)
+                    # The legacy (pre-zip) format cannot be mapped, nor can torch
+                    # before 2.1 map at all: read it whole.
                     state = torch.load(fh, weights_only=True, map_location="cpu")
             except CheckpointChangedError:
                 raise
@@ -887,7 +890,9 @@ class _TorchFile(StoredFile):
                     f"{self.path} is not a readable PyTorch state dict (torch.load with "
                     f"weights_only=True refused it): {e}"
                 ) from e
+            # The file torch read by its path is the one open here, unchanged.
             self._check(os.fstat(fh.fileno()), when)
+            self._check(os.stat(self.path), when)
         if isinstance(state, dict) and "state_dict" in state and len(state) <= 4:
             inner = state["state_dict"]
             if isinstance(inner, dict):
