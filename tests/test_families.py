@@ -883,8 +883,8 @@ def test_activation_override_and_no_config_with_a_layout(tmp_path, capsys):
 def test_cli_messages_name_the_cli_options(tmp_path, capsys):
     from skipsearch import cli
 
-    tensors, config = bert_like(np.random.default_rng(0))
-    path = save(tmp_path / "m", tensors, {**config, "model_type": "madeup"})
+    # Names no registry family uses: the automatic layout finds nothing.
+    path = save(tmp_path / "m", *_custom(np.random.default_rng(0)))
     assert cli.main(["scan", str(path), "--no-progress"]) == 2
     assert "--up/--down/--activation" in capsys.readouterr().err
     assert cli.main(["scan", str(path), "--gate", "x.{i}.g", "--no-progress"]) == 2

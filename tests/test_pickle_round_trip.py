@@ -222,6 +222,7 @@ def test_warnings_round_trip():
         skipsearch.PrecisionWarning,
         skipsearch.UnindexedShardWarning,
         skipsearch.CheckpointSeriesWarning,
+        skipsearch.AutomaticLayoutWarning,
         CheckpointError,
     ):
         w = cls("message")
@@ -329,6 +330,7 @@ def test_process_pool_scan_returns_absorbed_leaky_relu_blocks(tmp_path):
 COVERED = {
     "AbsorptionResult",
     "Activation",
+    "AutomaticLayoutWarning",
     "BlockReport",
     "CheckpointSeriesWarning",
     "GenericityChecks",
@@ -336,6 +338,7 @@ COVERED = {
     "Layout",
     "MLPBlock",
     "PrecisionWarning",
+    "ScanReports",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",

@@ -424,7 +424,6 @@ def test_directory_without_weights(tmp_path, capsys):
         (dict(intermediate_size=7), ["intermediate_size=7"]),
         (dict(intermediate_size=None), ["intermediate_size", "missing"]),
         (dict(num_hidden_layers=3), ["num_hidden_layers=3", "2 FFN block"]),
-        (dict(model_type="mamba"), ["mamba", "not supported", "bert", "gpt2", "Layout"]),
         (dict(hidden_act="swiglu"), ["swiglu", "gated"]),
     ],
 )

@@ -70,6 +70,7 @@ from skipsearch._types import (
     Verdict,
 )
 from skipsearch._warnings import (
+    AutomaticLayoutWarning,
     CheckpointSeriesWarning,
     PrecisionWarning,
     SkipsearchWarning,
@@ -104,6 +105,7 @@ __all__ = [
     "AbsorptionResult",
     "Activation",
     "Argument",
+    "AutomaticLayoutWarning",
     "Backend",
     "BlockReport",
     "BlockReportDict",

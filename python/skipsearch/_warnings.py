@@ -18,6 +18,7 @@ with exit code 2 and the warning's message on one line.
 from __future__ import annotations
 
 __all__ = [
+    "AutomaticLayoutWarning",
     "CheckpointSeriesWarning",
     "PrecisionWarning",
     "SkipsearchWarning",
@@ -80,6 +81,22 @@ class CheckpointSeriesWarning(SkipsearchWarning):
     directory is scanned as the one checkpoint it is, not as a checkpoint
     series; the message names the step-named subdirectories and says how
     to scan them as a series.
+
+    See Also
+    --------
+    SkipsearchWarning
+    """
+
+
+class AutomaticLayoutWarning(SkipsearchWarning):
+    """A checkpoint's ``model_type`` is not in the registry, and the scan
+    found its FFN blocks by the automatic layout.
+
+    Emitted by :func:`skipsearch.scan` (and ``skipsearch scan``) once per
+    checkpoint: the message gives the mapping chosen (the key patterns of
+    ``W_up``, ``W_down`` and ``W_gate``, the registry family they come from,
+    and the config key the activation was read from), so that a reader can
+    check it; ``--up/--down`` (a :class:`skipsearch.Layout`) overrides it.
 
     See Also
     --------

@@ -44,6 +44,7 @@ from tqdm import tqdm
 
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._scan.decide import check_bracket, check_distance, decide_block
+from skipsearch._scan.frames import ScanReports
 from skipsearch._scan.hub import resolve_path
 from skipsearch._scan.locate import (
     SUPPORTED_MODEL_TYPES,
@@ -226,7 +227,7 @@ def scan(
     progress: Optional[bool] = None,
     executor: Optional[Executor] = None,
     max_pending: int = 4,
-) -> list[BlockReport]:
+) -> ScanReports:
     """Decide absorption for every FFN block of one or more checkpoints.
 
     Each block is ``x -> x + f(x)`` (identity skip) decided by
@@ -312,9 +313,13 @@ def scan(
 
     Returns
     -------
-    list of BlockReport
-        One record per distinct block, in checkpoint then layer order; tied
-        blocks appear once, with ``shared_with`` naming the others.
+    ScanReports
+        A list of :class:`BlockReport`, one per distinct block, in
+        checkpoint then layer order (every kind of block of a layer: dense,
+        each routed expert, shared experts; stacks and towers in the order
+        the family lists them); tied blocks appear once, with
+        ``shared_with`` naming the others. ``.to_pandas()`` and
+        ``.to_polars()`` make it one table.
 
     Raises
     ------
@@ -559,10 +564,10 @@ def scan(
                 item[-1].cancel()
             raise
     done = cast("list[BlockReport]", reports)  # every slot is filled by now
-    return [
+    return ScanReports(
         BlockReport(**{**r.__dict__, "shared_with": tuple(tied[slot])}) if tied[slot] else r
         for slot, r in enumerate(done)
-    ]
+    )
 
 
 @in_standard_float_env

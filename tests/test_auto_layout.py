@@ -1,0 +1,161 @@
+"""The automatic layout for a ``model_type`` the registry lacks
+(:mod:`skipsearch._scan.auto`): it finds FFN blocks under the registry's
+own tensor names when the shapes agree, says which mapping it chose, and
+refuses when nothing, or more than one mapping, fits."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import skipsearch
+from skipsearch import AutomaticLayoutWarning, cli
+from skipsearch._scan.auto import candidate_patterns
+from skipsearch.checkpoints import CheckpointError
+
+from tests.test_families import D, M, generic, planted, save
+
+
+def neox_like(rng, model_type="my_neox", hidden_act="gelu", layers=2):
+    """GPT-NeoX names (``dense_h_to_4h``/``dense_4h_to_h``) under a new model type;
+    layer 0 planted absorbable."""
+    t = {"gpt_neox.embed_in.weight": rng.standard_normal((13, D))}
+    blocks = [planted(rng)] + [generic(rng) for _ in range(layers - 1)]
+    for i, (up, down) in enumerate(blocks):
+        base = f"gpt_neox.layers.{i}."
+        t[base + "input_layernorm.weight"] = np.ones(D)
+        t[base + "attention.dense.weight"] = rng.standard_normal((D, D))
+        t[base + "mlp.dense_h_to_4h.weight"] = up
+        t[base + "mlp.dense_4h_to_h.weight"] = down
+    config = {"model_type": model_type, "hidden_size": D, "num_hidden_layers": layers}
+    if hidden_act is not None:
+        config["hidden_act"] = hidden_act
+    return t, config
+
+
+def llama_like(rng, model_type="my_llama"):
+    t = {"model.embed_tokens.weight": rng.standard_normal((13, D))}
+    for i in range(2):
+        base = f"model.layers.{i}.mlp."
+        t[base + "gate_proj.weight"] = rng.standard_normal((M, D))
+        t[base + "up_proj.weight"] = rng.standard_normal((M, D))
+        t[base + "down_proj.weight"] = rng.standard_normal((D, M))
+    return t, {"model_type": model_type, "hidden_act": "silu", "num_hidden_layers": 2}
+
+
+def test_non_gated_blocks_found_and_decided(tmp_path):
+    path = save(tmp_path / "neox", *neox_like(np.random.default_rng(1)))
+    with pytest.warns(AutomaticLayoutWarning, match="dense_h_to_4h") as caught:
+        reports = skipsearch.scan(path)
+    message = str(caught[0].message)
+    assert "'my_neox'" in message and "gpt_neox" in message and "hidden_act" in message
+    assert [r.block for r in reports] == ["gpt_neox.layers.0.mlp", "gpt_neox.layers.1.mlp"]
+    assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
+    assert reports[0].result.subset.tolist() == list(range(D))
+    for r in reports:
+        assert (r.family, r.d, r.m, r.activation) == ("auto", D, M, "gelu")
+        assert r.note is not None and r.note.startswith("automatic layout")
+
+
+def test_gated_names_win_over_the_same_names_without_a_gate(tmp_path):
+    path = save(tmp_path / "llama", *llama_like(np.random.default_rng(2)))
+    with pytest.warns(AutomaticLayoutWarning, match="gate_proj"):
+        reports = skipsearch.scan(path)
+    assert [(r.verdict, r.activation, r.result.argument) for r in reports] == [
+        ("not_absorbable", "swiglu", "linearization")
+    ] * 2
+
+
+def test_layer_count_is_checked(tmp_path):
+    tensors, config = neox_like(np.random.default_rng(3))
+    path = save(tmp_path / "neox", tensors, {**config, "num_hidden_layers": 3})
+    with pytest.warns(AutomaticLayoutWarning), pytest.raises(CheckpointError, match="=3"):
+        skipsearch.scan(path)
+
+
+def test_no_activation_is_refused(tmp_path):
+    path = save(tmp_path / "neox", *neox_like(np.random.default_rng(4), hidden_act=None))
+    with pytest.raises(CheckpointError, match="activation is unknown.*--activation"):
+        skipsearch.scan(path)
+    # ... and given, it is used.
+    with pytest.warns(AutomaticLayoutWarning, match="the activation argument"):
+        reports = skipsearch.scan(path, activation="relu")
+    assert [r.activation for r in reports] == ["relu", "relu"]
+
+
+def test_unknown_activation_is_refused(tmp_path):
+    path = save(tmp_path / "neox", *neox_like(np.random.default_rng(5), hidden_act="snake"))
+    with pytest.raises(CheckpointError, match="snake"):
+        skipsearch.scan(path)
+
+
+def test_square_transposable_names_are_ambiguous(tmp_path):
+    # GPT-2 stores c_fc (in, out), GPTBigCode (out, in): with d == m the
+    # shapes cannot tell them apart, so the automatic layout refuses and
+    # lists both mappings.
+    rng = np.random.default_rng(6)
+    t = {}
+    for i in range(2):
+        t[f"transformer.h.{i}.mlp.c_fc.weight"] = rng.standard_normal((D, D))
+        t[f"transformer.h.{i}.mlp.c_proj.weight"] = rng.standard_normal((D, D))
+    path = save(tmp_path / "sq", t, {"model_type": "my_gpt", "activation_function": "gelu"})
+    with pytest.raises(CheckpointError, match="ambiguous: 2 mappings") as info:
+        skipsearch.scan(path)
+    assert "gpt2" in str(info.value) and "gpt_bigcode" in str(info.value)
+
+
+def test_two_kinds_of_block_are_ambiguous(tmp_path):
+    # A vision tower's fc1/fc2 beside a gated language model: two mappings.
+    rng = np.random.default_rng(7)
+    t, config = llama_like(rng)
+    for i in range(2):
+        base = f"visual.blocks.{i}.mlp."
+        t[base + "fc1.weight"] = rng.standard_normal((M + 1, D))
+        t[base + "fc2.weight"] = rng.standard_normal((D, M + 1))
+    with pytest.raises(CheckpointError, match="ambiguous") as info:
+        skipsearch.scan(save(tmp_path / "vl", t, config))
+    assert "visual.blocks" in str(info.value) and "gate_proj" in str(info.value)
+
+
+def test_wrong_shapes_are_not_an_ffn(tmp_path):
+    # The names match, but W_down is not (d, m): no mapping, a clear error.
+    rng = np.random.default_rng(8)
+    t = {
+        "gpt_neox.layers.0.mlp.dense_h_to_4h.weight": rng.standard_normal((M, D)),
+        "gpt_neox.layers.0.mlp.dense_4h_to_h.weight": rng.standard_normal((D + 1, M)),
+    }
+    path = save(tmp_path / "bad", t, {"model_type": "my_neox", "hidden_act": "gelu"})
+    with pytest.raises(CheckpointError, match="found no FFN blocks"):
+        skipsearch.scan(path)
+
+
+def test_user_layout_overrides_the_automatic_one(tmp_path, capsys):
+    path = save(tmp_path / "neox", *neox_like(np.random.default_rng(9)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AutomaticLayoutWarning)
+        code = cli.main(
+            [
+                "scan",
+                str(path),
+                "--up",
+                "*layers.{i}.mlp.dense_h_to_4h.weight",
+                "--down",
+                "*layers.{i}.mlp.dense_4h_to_h.weight",
+                "--activation",
+                "relu",
+                "--no-progress",
+                "--json",
+            ]
+        )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert '"family": "generic"' in out and '"activation": "relu"' in out
+
+
+def test_candidates_cover_the_registry_names():
+    patterns = {c[0] for c, _ in candidate_patterns()}
+    assert "*layers.{i}.mlp.up_proj.weight" in patterns
+    assert "*h.{i}.mlp.c_fc.weight" in patterns
+    # Stacked experts and fused gate/up tensors are never guessed.
+    assert not any("gate_up_proj" in p or "{e}" in p for p in patterns)
