@@ -193,14 +193,14 @@ def test_gguf_quantized_planted_block_keeps_its_verdict(tmp_path):
     to within Q8_0's rounding, which the Q8_0 tolerance (2**-3.5) accepts."""
     rng = np.random.default_rng(9)
     d, m = 32, 64
-    up, down = planted(rng, d, m)
+    w_up, w_down = planted(rng, d, m)
     # A well-conditioned W_up[:d] (orthogonal), so that W_down[:, :d] = -W_up[:d]^T is
     # of the same scale as the rest and Q8_0's rounding stays small against the skip.
-    up[:d] = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    down[:, :d] = -up[:d].T
+    w_up[:d] = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    w_down[:, :d] = -w_up[:d].T
     t = {}
     for i, (up, down) in enumerate(
-        [(up, down), (rng.standard_normal((m, d)), rng.standard_normal((d, m)))]
+        [(w_up, w_down), (rng.standard_normal((m, d)), rng.standard_normal((d, m)))]
     ):
         t[f"blk.{i}.ffn_up.weight"] = up
         t[f"blk.{i}.ffn_down.weight"] = down

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch.scan import describe_checkpoint
 from skipsearch.checkpoints import CheckpointError, open_checkpoint
+from skipsearch.scan import describe_checkpoint
 
 from tests.test_families import bert_like, save
 
@@ -244,3 +244,27 @@ def test_shards_may_link_anywhere_but_must_be_named_in_their_folder(tmp_path, mo
     (linked / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(CheckpointError, match="outside its folder: sub/model-00001"):
         open_checkpoint(linked)
+
+
+def test_a_gguf_repo_in_the_cache(tmp_path, monkeypatch):
+    """A GGUF repo has no config.json: its snapshot holds the .gguf file alone."""
+    pytest.importorskip("gguf")
+    from tests.test_gguf import gpt2_file
+
+    source = tmp_path / "src"
+    source.mkdir()
+    gpt2_file(source / "tiny.F32.gguf", np.random.default_rng(5))
+    cache = tmp_path / "hub"
+    cache_copy(cache, "acme/tiny-GGUF", source)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    reports = skipsearch.scan("acme/tiny-GGUF")
+    assert [(r.model, r.block, r.verdict) for r in reports] == [
+        ("acme/tiny-GGUF", "blk.0", "absorbable"),
+        ("acme/tiny-GGUF", "blk.1", "not_absorbable"),
+    ]
+    # The blob is gone (an interrupted download): the link names the file.
+    blob = (cache / "models--acme--tiny-GGUF" / "snapshots" / COMMIT / "tiny.F32.gguf").resolve()
+    os.remove(blob)
+    with pytest.raises(FileNotFoundError, match="tiny.F32.gguf .*download is incomplete"):
+        skipsearch.scan("acme/tiny-GGUF")
