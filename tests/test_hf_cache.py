@@ -8,6 +8,7 @@ relative links into ``blobs/``, ``refs/<branch>`` holds the commit hash).
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import json
 import os
 import shutil
@@ -102,6 +103,11 @@ def test_scan_by_repo_id_in_the_cache_sharded(tmp_path, model, monkeypatch):
     assert {r.model for r in want} == {"plain"}
     # The snapshot path given directly is named by its repo id too.
     assert {r.model for r in skipsearch.scan(snapshot)} == {"acme/tiny-bert"}
+    if importlib.util.find_spec("huggingface_hub") is not None:
+        from skipsearch._scan import hub
+
+        # huggingface_hub's own cache lookup found it (no network call).
+        assert hub._through_hub("acme/tiny-bert", None, cache) == snapshot
     info = describe_checkpoint("acme/tiny-bert")
     assert info.name == "acme/tiny-bert" and len(info.files) == 2
     assert all(f.parent.name == "blobs" for f in info.files)
@@ -207,8 +213,8 @@ def test_without_huggingface_hub_the_cache_layout_is_read(tmp_path, model, monke
     from skipsearch._scan import hub
 
     with pytest.raises(ImportError):
-        hub._through_hub("acme/tiny-bert", None, cache)
         import huggingface_hub  # noqa: F401
+    assert hub._through_hub("acme/tiny-bert", None, cache) is None  # the plain reader decides
     got = skipsearch.scan("acme/tiny-bert")
     assert verdicts(got) == verdicts(skipsearch.scan(plain))
     assert {r.model for r in got} == {"acme/tiny-bert"}
