@@ -159,3 +159,23 @@ def test_candidates_cover_the_registry_names():
     assert "*h.{i}.mlp.c_fc.weight" in patterns
     # Stacked experts and fused gate/up tensors are never guessed.
     assert not any("gate_up_proj" in p or "{e}" in p for p in patterns)
+
+
+def test_a_pattern_without_its_prefix_star_is_explained(tmp_path):
+    # The usual slip: --up without the leading '*' finds nothing; the error
+    # names the closest tensors and the pattern that would match them.
+    path = save(tmp_path / "llama", *llama_like(np.random.default_rng(10)))
+    layout = skipsearch.Layout(
+        up="layers.{i}.mlp.up_proj.weight", down="layers.{i}.mlp.down_proj.weight"
+    )
+    with pytest.raises(CheckpointError) as info:
+        skipsearch.scan(path, layout=layout, activation="silu")
+    message = str(info.value)
+    assert "closest names in the checkpoint: 'model.layers.0.mlp.up_proj.weight'" in message
+    assert "the pattern '*layers.{i}.mlp.up_proj.weight' would match 2 tensor(s)" in message
+    # A typo in a starred pattern still gets the closest names.
+    layout = skipsearch.Layout(
+        up="*layers.{i}.mlp.upproj.weight", down="*layers.{i}.mlp.down_proj.weight"
+    )
+    with pytest.raises(CheckpointError, match="closest names.*mlp.up_proj.weight"):
+        skipsearch.scan(path, layout=layout, activation="silu")

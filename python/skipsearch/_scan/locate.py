@@ -515,13 +515,19 @@ def _note(spec: dict[str, Any]) -> Optional[str]:
 
 def _nothing_found(ckpt: Checkpoint, parts: list[Part]) -> str:
     """The error for a checkpoint in which no part matches: what was looked
-    for, what the checkpoint holds, and the names closest to the patterns."""
+    for (every kind of block), what the checkpoint holds, and the names
+    closest to the patterns."""
     found = sorted(ckpt.keys())
     part = parts[0]
     sample = ", ".join(repr(n) for n in found[:4]) + (", ..." if len(found) > 4 else "")
+    others = ""
+    if len(parts) > 1:
+        listed = [f"{_what(p)}: {p.up!r}" for p in parts[1:5]]
+        more = f", ... ({len(parts)} kinds in all)" if len(parts) > 5 else ""
+        others = f", or the other kinds of block ({'; '.join(listed)}{more})"
     message = (
         f"no FFN blocks found in {ckpt.root}: expected tensors named like {part.up!r} "
-        f"and {part.down!r} ({{i}} is the layer index"
+        f"and {part.down!r}{others} ({{i}} is the layer index"
         + (", * any run of characters)" if "*" in part.up else ")")
         + f"; the checkpoint has {len(found)} tensor(s): {sample or 'none'}"
     )
@@ -545,7 +551,7 @@ def _closest_hint(keys: list[str], part: Part) -> str:
         matches = [k for k in keys if Layout.regex_of("*" + part.up).match(k)]
         if matches:
             hint += (
-                f"; the pattern {'*' + part.up!r} would match {len(matches)} of them (e.g. "
+                f"; the pattern {'*' + part.up!r} would match {len(matches)} tensor(s) (e.g. "
                 f"{matches[0]!r}): patterns match whole tensor names, so start one with '*' to "
                 "allow a prefix"
             )
