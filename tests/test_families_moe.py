@@ -675,3 +675,49 @@ def test_moe_families_registered():
         "granitemoe",
         "gpt_oss",
     } <= set(skipsearch.layouts.FAMILIES)
+
+
+# -- which layers are dense and which sparse, by the config --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides,words",
+    [
+        # Every layer sparse by the config, but layer 0 holds a dense MLP.
+        (dict(mlp_only_layers=[]), r"puts the mlp blocks in layer\(s\) none, but .* 0$"),
+        # Step 3: no layer of two is sparse, but layer 1 holds experts.
+        (dict(decoder_sparse_step=3), r"puts the mlp blocks in layer\(s\) 0-1, but .* 0$"),
+    ],
+)
+def test_qwen2_moe_sparse_layers_follow_the_config(tmp_path, overrides, words):
+    tensors, config, _ = qwen2_moe(np.random.default_rng(31), **overrides)
+    with pytest.raises(CheckpointError, match=words):
+        scan(save(tmp_path / "qwen2_moe", tensors, config))
+
+
+def test_qwen2_moe_step_that_agrees_is_accepted(tmp_path):
+    # decoder_sparse_step=2 with mlp_only_layers=[] makes layer 1 sparse and
+    # layer 0 dense, as the checkpoint has them.
+    tensors, config, _ = qwen2_moe(
+        np.random.default_rng(32), decoder_sparse_step=2, mlp_only_layers=[]
+    )
+    reports = scan(save(tmp_path / "qwen2_moe", tensors, config))
+    assert [(r.layer, r.kind) for r in reports if r.kind != "expert"] == [
+        (0, "mlp"),
+        (1, "shared_expert"),
+    ]
+
+
+@pytest.mark.parametrize("first", [0, 2])
+def test_deepseek_dense_layers_follow_first_k_dense_replace(tmp_path, first):
+    tensors, config, _ = deepseek(np.random.default_rng(33), first_k_dense_replace=first)
+    with pytest.raises(CheckpointError, match="first_k|puts the (mlp|expert) blocks in layer"):
+        scan(save(tmp_path / "deepseek", tensors, config))
+
+
+def test_deepseek_moe_layer_freq(tmp_path):
+    # moe_layer_freq=2: only even layers >= first_k_dense_replace are sparse,
+    # so layer 1 should be dense.
+    tensors, config, _ = deepseek(np.random.default_rng(34), moe_layer_freq=2)
+    with pytest.raises(CheckpointError, match=r"puts the mlp blocks in layer\(s\) 0-1, but .* 0$"):
+        scan(save(tmp_path / "deepseek", tensors, config))

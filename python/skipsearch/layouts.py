@@ -253,6 +253,12 @@ class Part:
     repeat_keys : tuple of str
         Config keys of how many layers apply this one block (ALBERT's shared
         layer); the layer count is not checked against the stack.
+    layers : callable, optional
+        ``layers(config, num_layers)``: the layers that hold this kind of
+        block, by the config (a mixture-of-experts model's sparse layers,
+        its dense ones), or None for no rule; the blocks found (of this
+        ``kind`` and ``stack``, in whichever part) must be in exactly those
+        layers.
     optional : bool
         The part may be absent from a checkpoint (MoE layers of a model
         with dense ones only, a tower the checkpoint lacks).
@@ -282,6 +288,9 @@ class Part:
     scale_keys: tuple[str, ...] = ()
     repeat_keys: tuple[str, ...] = ()
     optional: bool = False
+    layers: Optional[Callable[[dict[str, Any], int], Optional[frozenset[int]]]] = field(
+        default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         if self.fused is not None and self.fused not in FUSED_LAYOUTS:
@@ -384,7 +393,11 @@ class Part:
         sizes = ", ".join(
             f"{k}={v}" for k, v in ((d_key, d), (m_key, m)) if k is not None and v is not None
         )
+        layer_set = None
+        if self.layers is not None and layers is not None:
+            layer_set = self.layers(sub, layers)
         return dict(
+            layer_set=layer_set,
             activation=act,
             hidden_act=act_name,
             d=d,

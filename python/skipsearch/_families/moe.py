@@ -90,6 +90,57 @@ def _granitemoe_form(config: dict[str, Any]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _QwenSparseLayers:
+    """The layers of a Qwen2-MoE / Qwen3-MoE model that hold experts (``sparse``)
+    or a dense MLP: layer ``i`` is sparse when ``i`` is not in
+    ``mlp_only_layers``, ``num_experts > 0`` and ``(i + 1) %
+    decoder_sparse_step == 0`` (``Qwen2MoeDecoderLayer.__init__``;
+    defaults as the config classes have them: step 1, no dense-only
+    layers). None when the config's values are not what that rule reads."""
+
+    sparse: bool
+
+    def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
+        step = config.get("decoder_sparse_step", 1)
+        dense_only = config.get("mlp_only_layers") or []
+        experts = _int(config, "num_experts")
+        if (
+            not isinstance(step, int)
+            or isinstance(step, bool)
+            or step < 1
+            or not isinstance(dense_only, list)
+            or experts is None
+        ):
+            return None
+        sparse = {
+            i for i in range(layers) if i not in dense_only and experts > 0 and (i + 1) % step == 0
+        }
+        return frozenset(sparse if self.sparse else set(range(layers)) - sparse)
+
+
+@dataclass(frozen=True)
+class _DeepseekSparseLayers:
+    """The layers of a DeepSeek-V2/V3 model that hold experts (``sparse``) or
+    a dense MLP: layer ``i`` is sparse when ``n_routed_experts`` is set, ``i
+    >= first_k_dense_replace`` and ``i % moe_layer_freq == 0`` (the
+    DeepSeek decoder layer; ``moe_layer_freq`` defaults to 1). None when
+    the config's values are not what that rule reads."""
+
+    sparse: bool
+
+    def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
+        first = config.get("first_k_dense_replace", 0)
+        freq = config.get("moe_layer_freq", 1)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (first, freq)):
+            return None
+        if freq < 1 or first < 0:
+            return None
+        routed = config.get("n_routed_experts") is not None
+        sparse = {i for i in range(layers) if routed and i >= first and i % freq == 0}
+        return frozenset(sparse if self.sparse else set(range(layers)) - sparse)
+
+
 def _experts(
     kind: str,
     base: str,
@@ -101,6 +152,7 @@ def _experts(
     note: Any,
     activation: str = "silu",
     fused_base: Optional[str] = None,
+    layers: Any = None,
 ) -> tuple[Part, Part]:
     """The two forms of a family's routed experts: one tensor per expert
     (``names`` = gate, up, down under ``base.experts.{e}.``) and the fused
@@ -117,6 +169,7 @@ def _experts(
         form=form,
         note=note,
         optional=True,
+        layers=layers,
     )
     fused_at = fused_base or "*layers.{i}.mlp.experts."
     fused = Part(
@@ -131,11 +184,12 @@ def _experts(
         form=form,
         note=note,
         optional=True,
+        layers=layers,
     )
     return per_expert, fused
 
 
-def _dense(m_keys: tuple[str, ...], note: str) -> Part:
+def _dense(m_keys: tuple[str, ...], note: str, layers: Any = None) -> Part:
     """A decoder layer's dense SwiGLU MLP (``LlamaMLP``'s names)."""
     return Part(
         kind="mlp",
@@ -147,6 +201,7 @@ def _dense(m_keys: tuple[str, ...], note: str) -> Part:
         form="x + f(x)",
         note=note,
         optional=True,
+        layers=layers,
     )
 
 
@@ -189,7 +244,7 @@ _QWEN2_SHARED_NOTE = (
 _QWEN2_MOE = Family(
     name="qwen2_moe",
     parts=(
-        _dense(("intermediate_size",), _QWEN_DENSE_NOTE),
+        _dense(("intermediate_size",), _QWEN_DENSE_NOTE, _QwenSparseLayers(sparse=False)),
         *_experts(
             "expert",
             "*layers.{i}.mlp.",
@@ -198,6 +253,7 @@ _QWEN2_MOE = Family(
             experts_keys=("num_experts",),
             form=_QWEN2_FORM,
             note=_PER_EXPERT,
+            layers=_QwenSparseLayers(sparse=True),
         ),
         Part(
             kind="shared_expert",
@@ -209,6 +265,8 @@ _QWEN2_MOE = Family(
             form=_QWEN2_FORM,
             note=_QWEN2_SHARED_NOTE,
             optional=True,
+            # Qwen2MoeSparseMoeBlock always has its shared expert.
+            layers=_QwenSparseLayers(sparse=True),
         ),
     ),
 )
@@ -220,7 +278,7 @@ _QWEN3_FORM = (
 _QWEN3_MOE = Family(
     name="qwen3_moe",
     parts=(
-        _dense(("intermediate_size",), _QWEN_DENSE_NOTE),
+        _dense(("intermediate_size",), _QWEN_DENSE_NOTE, _QwenSparseLayers(sparse=False)),
         *_experts(
             "expert",
             "*layers.{i}.mlp.",
@@ -229,6 +287,7 @@ _QWEN3_MOE = Family(
             experts_keys=("num_experts", "num_local_experts"),
             form=_QWEN3_FORM,
             note=_PER_EXPERT,
+            layers=_QwenSparseLayers(sparse=True),
         ),
     ),
 )
@@ -271,7 +330,9 @@ def _deepseek(name: str, shared_width: _SharedWidth, form: _DeepseekForm) -> Fam
     return Family(
         name=name,
         parts=(
-            _dense(("intermediate_size",), _DEEPSEEK_DENSE_NOTE),
+            _dense(
+                ("intermediate_size",), _DEEPSEEK_DENSE_NOTE, _DeepseekSparseLayers(sparse=False)
+            ),
             *_experts(
                 "expert",
                 "*layers.{i}.mlp.",
@@ -280,6 +341,7 @@ def _deepseek(name: str, shared_width: _SharedWidth, form: _DeepseekForm) -> Fam
                 experts_keys=("n_routed_experts", "num_local_experts", "num_experts"),
                 form=form,
                 note=_PER_EXPERT,
+                layers=_DeepseekSparseLayers(sparse=True),
             ),
             Part(
                 kind="shared_expert",

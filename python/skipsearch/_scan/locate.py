@@ -61,6 +61,8 @@ SUPPORTED_MODEL_TYPES = tuple(supported_model_types())
 PathLike = Union[str, "os.PathLike[str]"]
 
 _FP8 = ("F8_E4M3", "F8_E5M2")
+#: The dtypes an FP8 weight's scale may have: plain floats, never a GGUF code.
+_SCALE_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64")
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,8 @@ class CheckpointInfo:
         The checkpoint: its ``.safetensors`` file, or its directory when it
         is sharded.
     config_path : pathlib.Path or None
-        Its ``config.json`` (None for a generic layout without one).
+        Its ``config.json`` (None for a generic layout without one; the
+        ``.gguf`` file itself for GGUF, whose metadata is its config).
     files : tuple of pathlib.Path
         The safetensors files that hold its tensors.
     name : str
@@ -228,11 +231,14 @@ def checkpoint_step(name: str) -> Optional[int]:
 
 
 def _is_checkpoint_dir(path: Path) -> bool:
-    """Whether a directory holds a checkpoint of its own: ``config.json`` or
-    a ``.safetensors`` file (a generic layout needs no config)."""
-    if (path / CONFIG_NAME).is_file():
+    """Whether a directory holds a checkpoint of its own: ``config.json``, a
+    ``.safetensors`` or ``.gguf`` file, or PyTorch weights (a generic layout
+    needs no config, a GGUF file carries its own)."""
+    if (path / CONFIG_NAME).is_file() or (path / "pytorch_model.bin").is_file():
         return True
-    return any(q.is_file() for q in path.glob("*.safetensors"))
+    if (path / "pytorch_model.bin.index.json").is_file():
+        return True
+    return any(q.is_file() for pattern in ("*.safetensors", "*.gguf") for q in path.glob(pattern))
 
 
 def _checkpoint_children(path: Path) -> list[Path]:
@@ -848,7 +854,23 @@ def _check_layers(
                 + f" but {ckpt.root} holds {held} "
                 f"({', '.join(names[:6])}{' ...' if len(names) > 6 else ''})"
             )
-    for index, (part, spec) in enumerate(parts):
+    for part, spec in parts:
+        expected = spec.get("layer_set")
+        if expected is None:
+            continue
+        found = sorted(
+            {
+                b.layer
+                for b in blocks
+                if (parts[b.part][0].kind, parts[b.part][0].stack) == (part.kind, part.stack)
+            }
+        )
+        if found != sorted(expected):
+            raise CheckpointError(
+                f"{where} puts the {_what(part)} blocks in layer(s) {_layer_list(sorted(expected))}, "
+                f"but {ckpt.root} holds them in layer(s) {_layer_list(found)}"
+            )
+    for part, spec in parts:
         if spec["experts"] is None:
             continue
         # Experts of one kind in one layer, whichever form names them: a
@@ -866,6 +888,17 @@ def _check_layers(
                 f"layer {layer} of "
                 f"{ckpt.root} holds {n} {_what(part)} block(s)"
             )
+
+
+def _layer_list(layers: list[int]) -> str:
+    """Layer indices (sorted) in words: ``"0-3, 5"``, ``"none"``."""
+    runs: list[tuple[int, int]] = []
+    for i in layers:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
 
 
 def _check_block(
@@ -925,9 +958,9 @@ def _check_quantized(
             "a scale beside a weight of another dtype; dequantize the checkpoint first"
         )
     scale_dtype = ckpt.dtype(scale)
-    if scale_dtype not in FLOAT_DTYPES:
+    if scale_dtype not in _SCALE_DTYPES:
         raise CheckpointError(
-            f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(FLOAT_DTYPES)})"
+            f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(_SCALE_DTYPES)})"
         )
     kind, block = scale_layout(
         ckpt.shape(key),
