@@ -34,3 +34,17 @@ def test_readme_api_example(capsys):
     assert verdict == "not_absorbable"
     assert float(lines[3]) == pytest.approx(float(distance), rel=1e-9)
     assert skipsearch.__version__ == "0.1.0"
+
+
+def test_readme_lists_every_family():
+    # The supported-families table names every model_type of the registry
+    # (GGUF architectures as gguf-<arch>, listed in their own paragraph).
+    from skipsearch.layouts import FAMILIES
+
+    text = README.read_text()
+    table = text[text.index("### Supported families") : text.index("### Where models live")]
+    missing = [t for t in FAMILIES if not t.startswith("gguf-") and f"`{t}`" not in table]
+    assert missing == []
+    where = text[text.index("### Where models live") :]
+    arches = [t.removeprefix("gguf-") for t in FAMILIES if t.startswith("gguf-")]
+    assert [a for a in arches if f"`{a}`" not in where[: where.index("**PyTorch")]] == []
