@@ -13,10 +13,9 @@ import warnings
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch.scan import SCHEMA_VERSION
 from skipsearch import cli
 from skipsearch._scan.locate import checkpoint_step, expand_paths
-from skipsearch.scan import CheckpointError, describe_checkpoint, scan
+from skipsearch.scan import SCHEMA_VERSION, CheckpointError, describe_checkpoint, scan
 
 from tests.test_pipelines import _generic_without_config, validator
 from tests.test_scan import write_checkpoint
@@ -178,8 +177,15 @@ def test_warning_class_is_exported():
 
 
 def test_cli_table_names_the_step(series, capsys):
+    # One table by step (tests/test_cli_series_table.py has its cells) ...
     code, out, err = run_cli(capsys, "scan", str(series), "--no-progress")
     assert code == 0 and err == ""
+    assert "model: " not in out
+    steps = [line.split()[0] for line in out.splitlines() if line[:4].strip().isdigit()]
+    assert steps == ["2", "5", "10"]
+    assert out.splitlines()[-1].startswith("6 FFN blocks: 3 absorbable, 3 not absorbable")
+    # ... and with -v the table of each checkpoint, headed by its step, above it.
+    code, out, _ = run_cli(capsys, "scan", str(series), "--no-progress", "-v")
     heads = [line for line in out.splitlines() if line.startswith("model: ")]
     assert [h.split(" (")[1].split(",")[0] for h in heads] == ["step 2", "step 5", "step 10"]
     assert heads[0].startswith("model: checkpoint-2 (step 2, bert, 2 FFN blocks")

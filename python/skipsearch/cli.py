@@ -172,7 +172,15 @@ def _parser() -> argparse.ArgumentParser:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="checkpoint directories or .safetensors files (default: all-MiniLM-L6-v2)",
+        help="checkpoint directories or files (.safetensors, .gguf, pytorch_model.bin), or "
+        "Hugging Face repo ids (org/name) already in the local cache (default: "
+        "all-MiniLM-L6-v2)",
+    )
+    scan.add_argument(
+        "--revision",
+        metavar="REV",
+        help="for a repo id: the branch, tag or commit of its cached snapshot (default: main); "
+        "nothing is downloaded",
     )
     output = scan.add_mutually_exclusive_group()
     output.add_argument(
@@ -275,7 +283,8 @@ def _parser() -> argparse.ArgumentParser:
         action="count",
         default=0,
         help="log what the scan does to stderr: -v one line per checkpoint and per block "
-        "(verdict, shape, seconds), -vv also debug records",
+        "(verdict, shape, seconds), -vv also debug records; for a checkpoint series, -v also "
+        "prints the table of each checkpoint above the series' table",
     )
     return parser
 
@@ -303,16 +312,86 @@ _BOUND_NOTE = (
 )
 
 
+#: Marks the distance cell of a block that is not absorbable although its
+#: relaxation reaches -I (distance 0.0000).
+ZERO_MARK = "*"
+
+#: How the footnote of ZERO_MARK names the argument that decided.
+_ARGUMENT_WORDS = {
+    "branch_and_bound": "the exact branch and bound",
+    "exact_integer": "the exact integer search",
+    "enumeration": "the enumeration of the flip sets",
+    "certificate": "a certificate",
+}
+
+
+def _relaxation_reaches_skip(report: BlockReport) -> bool:
+    """Whether the row would show relaxation distance 0.0000 for a block
+    that is not absorbable: the least-squares relaxation reaches -I over
+    real weightings of the neurons (``m >= d^2`` makes that generic), but no
+    flip set, no 0/1 weighting, comes within the tolerance."""
+    return (
+        report.verdict == "not_absorbable"
+        and report.distance_kind == "exact"
+        and f"{report.relaxation_distance:.4f}" == "0.0000"
+    )
+
+
+def _flip_set_bound(report: BlockReport) -> Optional[float]:
+    """A proven lower bound on every flip set's relative residual, rounded
+    down to 4 decimals: the bracket's lower end, else the bound of the
+    certificate that decided; None when it rounds to 0 or there is none."""
+    bracket = report.distance_bracket
+    bound = bracket[0] if bracket is not None else report.distance_bound
+    if bound is None:
+        return None
+    bound = math.floor(bound * 1e4) / 1e4
+    return bound if bound > 0 else None
+
+
 def _distance_cell(report: BlockReport) -> str:
     """The exact relaxation distance (``0.6900``), the proven lower bound
     when only that is known (``≥ 0.6600``, rounded down so that it stays a
-    lower bound), or ``-``."""
+    lower bound), or ``-``. A block that is not absorbable although its
+    relaxation reaches -I shows, marked ``*``, the lower bound on its flip
+    sets when one is known (``≥ 0.8442*``), else ``0.0000*``."""
+    if _relaxation_reaches_skip(report):
+        bound = _flip_set_bound(report)
+        if bound is not None:
+            return f"{BOUND_MARK} {bound:.4f}{ZERO_MARK}"
+        return f"{report.relaxation_distance:.4f}{ZERO_MARK}"
     if report.distance_kind == "exact":
         return f"{report.relaxation_distance:.4f}"
     if report.distance_kind == "bound":
         bound = cast(float, report.distance_bound)  # known, as distance_kind says
         return f"{BOUND_MARK} {math.floor(bound * 1e4) / 1e4:.4f}"
     return "-"
+
+
+def _zero_note(reports: Sequence[BlockReport]) -> Optional[str]:
+    """The footnote of :data:`ZERO_MARK`, when a row carries it."""
+    marked = [r for r in reports if _relaxation_reaches_skip(r)]
+    if not marked:
+        return None
+    how = sorted(
+        {
+            _ARGUMENT_WORDS.get(r.result.argument, f"the {r.result.argument} argument")
+            for r in marked
+        }
+    )
+    text = (
+        f"{ZERO_MARK}: not absorbable, although the relaxation reaches -I: its distance, 0 here, is "
+        "the least residual over real weightings of the neurons, only a lower bound for the flip "
+        f"sets (0/1 weightings), and {' or '.join(how)} proved that no flip set comes within the "
+        "tolerance"
+    )
+    if any(_flip_set_bound(r) is not None for r in marked):
+        text += (
+            f"; a cell {BOUND_MARK} x{ZERO_MARK} shows instead a proven lower bound x on every flip "
+            "set's relative residual: the bracket's lower end, or without a bracket the bound of "
+            "the certificate that decided"
+        )
+    return text
 
 
 def _verdict_cell(report: BlockReport) -> str:
@@ -378,18 +457,207 @@ def _rows(reports: Sequence[BlockReport]) -> list[tuple[str, ...]]:
     ]
 
 
-def format_table(reports: Sequence[BlockReport]) -> str:
-    """The aligned per-block table printed by ``skipsearch scan``."""
-    rows = _rows(reports)
-    widths = [max(len(row[k]) for row in [_COLUMNS, *rows]) for k in range(len(_COLUMNS))]
-    # Numbers right-aligned, words left-aligned.
-    right = (False, True, True, True, False, False, False, True, True, True, True)
+class _Footnotes:
+    """Markers ``[1]``, ``[2]``, ... for the distinct texts (forms, notes)
+    of one table, each listed once under it."""
+
+    def __init__(self) -> None:
+        self._markers: dict[str, str] = {}
+
+    def marker(self, text: Optional[str]) -> str:
+        """The marker of ``text`` (a new one the first time), or ``""`` for none."""
+        if not text:
+            return ""
+        if text not in self._markers:
+            self._markers[text] = f"[{len(self._markers) + 1}]"
+        return self._markers[text]
+
+    def lines(self) -> list[str]:
+        return [f"{marker} {text}" for text, marker in self._markers.items()]
+
+
+def _forms(reports: Sequence[BlockReport]) -> list[str]:
+    """The distinct forms (what the model computes) of ``reports``, in order."""
+    return list(dict.fromkeys(r.form for r in reports if r.form))
+
+
+def _markers(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
+    """Each row's footnote markers: its form's, when the rows do not share
+    one form (one form is a line under the table), and its note's."""
+    one_form = len(_forms(reports)) <= 1
+    return [
+        ("" if one_form else notes.marker(f"form: {r.form}")) + notes.marker(r.note)
+        for r in reports
+    ]
+
+
+def _footer(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
+    """The lines under a table: the one form its rows share, the forms and
+    notes its markers point to, and the footnote of :data:`ZERO_MARK`."""
+    forms = _forms(reports)
+    lines = [f"form: {forms[0]}"] if len(forms) == 1 else []
+    lines += notes.lines()
+    zero = _zero_note(reports)
+    if zero is not None:
+        lines.append(zero)
+    return lines
+
+
+def _align(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    """``head`` and ``rows`` as aligned lines: columns two spaces apart,
+    right-aligned where ``right`` says."""
+    widths = [max(len(row[k]) for row in [head, *rows]) for k in range(len(head))]
 
     def line(cells: Sequence[str]) -> str:
         out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
         return "  ".join(out).rstrip()
 
-    return "\n".join([line(_COLUMNS), *(line(row) for row in rows)])
+    return [line(head), *(line(row) for row in rows)]
+
+
+def format_table(reports: Sequence[BlockReport]) -> str:
+    """The aligned per-block table printed by ``skipsearch scan``, with the
+    lines under it: the form the rows share (``form: x + f(x)``), or a
+    marker per distinct form, and a marker per distinct note, in a last
+    column ``notes`` and listed once under the table; and the footnote of
+    :data:`ZERO_MARK` when a row carries it."""
+    rows = _rows(reports)
+    head: tuple[str, ...] = _COLUMNS
+    # Numbers right-aligned, words left-aligned.
+    right: tuple[bool, ...] = (False, True, True, True, False, False, False, True, True, True, True)
+    notes = _Footnotes()
+    markers = _markers(reports, notes)
+    if any(markers):
+        head += ("notes",)
+        right += (False,)
+        rows = [row + (marker or "-",) for row, marker in zip(rows, markers)]
+    return "\n".join(_align(head, rows, right) + _footer(reports, notes))
+
+
+def is_series(models: Sequence[CheckpointInfo]) -> bool:
+    """Whether a scan of ``models`` is a checkpoint series, printed as one
+    table by step: more than one checkpoint, each with a training step."""
+    return len(models) > 1 and all(info.step is not None for info in models)
+
+
+#: The verdict suffixes of the series table's cells (none: not absorbable).
+_SERIES_VERDICTS = {"absorbable": " A", "undecided": " ?"}
+
+#: A series of more blocks than this (and than checkpoints) is printed with
+#: a row per block and a column per checkpoint.
+_SERIES_MAX_COLUMNS = 8
+
+
+def _series_bracket_cell(report: BlockReport) -> str:
+    """The bracket as the series table shows it: ``[0.5730, 0.7311]``, the
+    proven optimum alone (``0.7310``), or ``-``."""
+    bracket = report.distance_bracket
+    if bracket is None:
+        return "-"
+    if report.bracket_status == "optimal":
+        return f"{bracket[1]:.4f}"
+    return _bracket_cell(report)
+
+
+def _block_labels(blocks: Sequence[BlockReport]) -> list[str]:
+    """Short names of the series' blocks (``layer 3``, ``decoder layer 3``,
+    ``layer 3 expert 5``), or their module names where those collide."""
+    labels = []
+    for r in blocks:
+        parts = [r.stack] if r.stack else []
+        parts.append(f"layer {r.layer}")
+        if r.kind == "expert" and r.expert is not None:
+            parts.append(f"expert {r.expert}")
+        elif r.kind != "mlp":
+            parts.append(r.kind.replace("_", " "))
+        labels.append(" ".join(parts))
+    if len(set(labels)) < len(labels):
+        return [r.block for r in blocks]
+    return labels
+
+
+def _uniform(values: Sequence[str], differ: str) -> str:
+    """The one value of ``values``, or ``differ`` when they are not all equal."""
+    distinct = list(dict.fromkeys(values))
+    return distinct[0] if len(distinct) == 1 else differ
+
+
+def format_series(
+    models: Sequence[CheckpointInfo], reports: Sequence[BlockReport], *, bracket: bool = False
+) -> str:
+    """One table of a checkpoint series, as ``skipsearch scan`` prints it:
+    a row per checkpoint (its step) and a column per block, each cell the
+    block's relaxation distance (as in :func:`format_table`) or, with
+    ``bracket``, the bracket of its best flip set's residual, followed by
+    ``A`` (absorbable) or ``?`` (undecided); a series of more than 8 blocks,
+    and more blocks than checkpoints, has a row per block and a column per
+    checkpoint instead. Above it, the series and the scope; under it, the
+    legend, the form, the notes and the footnote of :data:`ZERO_MARK`."""
+    blocks: dict[str, BlockReport] = {}  # module name -> its first report, in order
+    for r in reports:
+        blocks.setdefault(r.block, r)
+    names = list(blocks)
+    labels = _block_labels(list(blocks.values()))
+    notes = _Footnotes()
+    # A block's markers go with its label when they are the same at every step.
+    markers = dict(zip(reports, _markers(reports, notes)))
+    per_block = {name: {markers[r] for r in reports if r.block == name} for name in names}
+    in_label = {name: len(found) == 1 for name, found in per_block.items()}
+    labels = [
+        label + (next(iter(per_block[name])) if in_label[name] else "")
+        for label, name in zip(labels, names)
+    ]
+
+    def cell(r: Optional[BlockReport]) -> str:
+        if r is None:
+            return "-"
+        text = _series_bracket_cell(r) if bracket else _distance_cell(r)
+        text += _SERIES_VERDICTS.get(r.verdict, "")
+        return text + ("" if in_label[r.block] else markers[r])
+
+    steps = [f"{info.step}" for info in models]
+    grid = []
+    for info in models:
+        mine = {r.block: r for r in reports if r.path == str(info.path)}
+        grid.append([cell(mine.get(name)) for name in names])
+    if len(names) > _SERIES_MAX_COLUMNS and len(names) > len(models):
+        head = ["block", *(f"step {step}" for step in steps)]
+        rows = [[label, *column] for label, column in zip(labels, zip(*grid))]
+        right = [False] + [True] * len(steps)
+    else:
+        head = ["step", *labels]
+        rows = [[step, *row] for step, row in zip(steps, grid)]
+        right = [True] * len(head)
+
+    where = os.path.commonpath([str(info.path) for info in models])
+    first, last = models[0].step, models[-1].step
+    shape = _uniform(
+        [
+            f"{info.family}, {info.num_layers} FFN blocks each, {info.hidden_act} -> "
+            f"{info.activation}, {info.dtype}"
+            for info in models
+        ],
+        "the checkpoints differ: -v shows each",
+    )
+    what = (
+        "best flip set's relative residual ([lower, upper] bracket, or the proven optimum)"
+        if bracket
+        else "relaxation distance"
+    )
+    lines = [
+        f"series: {where} ({len(models)} checkpoints, step {first} to {last}; {shape})",
+        f"scope: {_uniform([_scope(info) for info in models], 'differs by checkpoint (-v)')}",
+        f"{what} by step (-v: each checkpoint's table):",
+        *_align(head, rows, right),
+    ]
+    legend = [
+        {"absorbable": "A: absorbable", "undecided": "?: undecided (-v says why)"}[v]
+        for v in VERDICTS
+        if v in _SERIES_VERDICTS and any(r.verdict == v for r in reports)
+    ]
+    if legend:
+        lines.append("; ".join(legend))
+    return "\n".join(lines + _footer(reports, notes))
 
 
 def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> str:
@@ -397,10 +665,11 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
     the training step, for a checkpoint series), and the scope of each
     model below."""
     series = any(r.step is not None for r in reports)
-    head = ("model",) + (("step",) if series else ()) + _COLUMNS + ("argument", "flip set")
+    head = ("model",) + (("step",) if series else ()) + _COLUMNS
+    head += ("form", "note", "argument", "flip set")
 
     def cell(text: str) -> str:
-        return text.replace("|", "\\|")
+        return text.replace("|", "\\|").replace("*", "\\*")
 
     lines = [
         "| " + " | ".join(cell(c) for c in head) + " |",
@@ -411,7 +680,7 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
         subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
         step = (("-" if r.step is None else str(r.step)),) if series else ()
-        cells = (r.model,) + step + row + (result.argument, flip_set)
+        cells = (r.model,) + step + row + (r.form, r.note or "-", result.argument, flip_set)
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     lines.append("")
     for info in models:
@@ -419,6 +688,9 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
         lines.append(f"- **{info.name}** ({at}{info.family}, `{info.path}`): {_scope(info)}")
     if any(r.distance_kind == "bound" for r in reports):
         lines.append(f"- {_BOUND_NOTE}")
+    zero = _zero_note(reports)
+    if zero is not None:
+        lines.append(f"- {cell(zero)}")
     return "\n".join(lines)
 
 
@@ -453,6 +725,12 @@ _CSV_FIELDS = (
     "scope",
     "reason",
     "path",
+    # Added in schema version 3, after the others so that no column moves.
+    "kind",
+    "stack",
+    "expert",
+    "form",
+    "note",
 )
 
 
@@ -504,7 +782,7 @@ def _scan(args: argparse.Namespace) -> int:
 
         check_plot_path(args.plot)
     layout = _layout(args)
-    paths = _checkpoint_paths(args.paths or None)
+    paths = _checkpoint_paths(args.paths or None, args.revision)
     located = [_locate(p, layout, args.activation) for p in paths]
     models = [info for info, _ in located]
     table = not (args.json or args.csv or args.markdown)
@@ -535,7 +813,8 @@ def _scan(args: argparse.Namespace) -> int:
     elif args.markdown:
         _emit(_printable(format_markdown(models, reports)))
     if table:
-        for info in models:
+        series = is_series(models)
+        for info in models if args.verbose or not series else ():
             mine = [r for r in reports if r.path == str(info.path)]
             step = "" if info.step is None else f"step {info.step}, "
             _emit(
@@ -544,6 +823,9 @@ def _scan(args: argparse.Namespace) -> int:
             )
             _emit(f"scope: {_scope(info)}")
             _emit(_printable(format_table(mine)))
+            _emit()
+        if series:
+            _emit(_printable(format_series(models, reports, bracket=args.bracket is True)))
             _emit()
         total = sum(r.seconds for r in reports)
         tied = sum(len(r.shared_with) for r in reports)
