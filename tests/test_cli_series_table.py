@@ -256,7 +256,23 @@ def test_series_notes_go_with_the_block_label(series):
     ]
     text = cli.format_series(models, reports)
     assert "step  layer 0  layer 1[1]" in text
-    assert text.splitlines()[-2:] == ["form: x + f(x)", "[1] routing decides which experts run"]
+    assert text.splitlines()[-3:] == [
+        "A: absorbable",
+        "form: x + f(x)",
+        "[1] routing decides which experts run",
+    ]
+    # An undecided block is marked ?, and a note that differs by step goes to the cells.
+    reports[2] = _report(reports[2], verdict="undecided", note="only at step 5")
+    rows = _table(cli.format_series(models, reports), "step")
+    assert rows[0] == ["step", "layer 0", "layer 1[1]"]
+    assert rows[2][1] == f"{reports[2].relaxation_distance:.4f} ?[2]"
+    assert rows[1][1] == f"{reports[0].relaxation_distance:.4f}"
+    lines = cli.format_series(models, reports).splitlines()
+    assert (
+        "A: absorbable; ?: undecided (-v shows the limit that stopped it, --json the reason)"
+        in lines
+    )
+    assert lines[-2:] == ["[1] routing decides which experts run", "[2] only at step 5"]
 
 
 def test_csv_and_markdown_have_form_and_note(series, capsys):

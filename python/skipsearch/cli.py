@@ -600,8 +600,8 @@ def format_series(
     labels = _block_labels(list(blocks.values()))
     notes = _Footnotes()
     # A block's markers go with its label when they are the same at every step.
-    markers = dict(zip(reports, _markers(reports, notes)))
-    per_block = {name: {markers[r] for r in reports if r.block == name} for name in names}
+    markers = {id(r): m for r, m in zip(reports, _markers(reports, notes))}
+    per_block = {name: {markers[id(r)] for r in reports if r.block == name} for name in names}
     in_label = {name: len(found) == 1 for name, found in per_block.items()}
     labels = [
         label + (next(iter(per_block[name])) if in_label[name] else "")
@@ -613,7 +613,7 @@ def format_series(
             return "-"
         text = _series_bracket_cell(r) if bracket else _distance_cell(r)
         text += _SERIES_VERDICTS.get(r.verdict, "")
-        return text + ("" if in_label[r.block] else markers[r])
+        return text + ("" if in_label[r.block] else markers[id(r)])
 
     steps = [f"{info.step}" for info in models]
     grid = []
@@ -629,7 +629,10 @@ def format_series(
         rows = [[step, *row] for step, row in zip(steps, grid)]
         right = [True] * len(head)
 
-    where = os.path.commonpath([str(info.path) for info in models])
+    try:
+        where = os.path.commonpath([str(info.path) for info in models])
+    except ValueError:  # relative and absolute paths, or two drives
+        where = str(models[0].path)
     first, last = models[0].step, models[-1].step
     shape = _uniform(
         [
@@ -651,7 +654,10 @@ def format_series(
         *_align(head, rows, right),
     ]
     legend = [
-        {"absorbable": "A: absorbable", "undecided": "?: undecided (-v says why)"}[v]
+        {
+            "absorbable": "A: absorbable",
+            "undecided": "?: undecided (-v shows the limit that stopped it, --json the reason)",
+        }[v]
         for v in VERDICTS
         if v in _SERIES_VERDICTS and any(r.verdict == v for r in reports)
     ]
