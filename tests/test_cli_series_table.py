@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 from skipsearch import Layout, cli
+from skipsearch.layouts import POST_LN
 from skipsearch.scan import BlockReport, scan
 
 from tests.test_scan import write_checkpoint
@@ -236,14 +237,14 @@ def test_notes_are_markers_listed_once(series):
     assert lines[0].split()[-1] == "notes"
     assert [line.split()[-1] for line in lines[1:5]] == ["[1][2]", "[1][2]", "[1][3]", "[4]"]
     assert lines[5:] == [
-        "[1] form: x + f(x)",
+        f"[1] form: {base[0].form}",
         "[2] tied to the encoder's layer 0",
         "[3] a norm inside the residual branch",
         f"[4] form: {parallel}",
     ]
     # One form for every row: a line under the table, and no column without a note.
     lines = cli.format_table(base).splitlines()
-    assert lines[0].split()[-1] == "seconds" and lines[-1] == "form: x + f(x)"
+    assert lines[0].split()[-1] == "seconds" and lines[-1] == f"form: {base[0].form}"
 
 
 def test_series_notes_go_with_the_block_label(series):
@@ -258,7 +259,7 @@ def test_series_notes_go_with_the_block_label(series):
     assert "step  layer 0  layer 1[1]" in text
     assert text.splitlines()[-3:] == [
         "A: absorbable",
-        "form: x + f(x)",
+        "form: " + POST_LN,
         "[1] routing decides which experts run",
     ]
     # An undecided block is marked ?, and a note that differs by step goes to the cells.
@@ -284,10 +285,10 @@ def test_csv_and_markdown_have_form_and_note(series, capsys):
     assert reader.fieldnames[:4] == ["model", "step", "family", "block"]
     rows = list(reader)
     assert {(r["kind"], r["stack"], r["expert"], r["form"], r["note"]) for r in rows} == {
-        ("mlp", "", "", "x + f(x)", "")
+        ("mlp", "", "", POST_LN, "")
     }
     code, out, err = run_cli(capsys, "scan", str(series), "--no-progress", "--markdown")
     head = [c.strip() for c in out.splitlines()[0].strip("|").split("|")]
     assert head[-4:] == ["form", "note", "argument", "flip set"]
     first = [c.strip() for c in out.splitlines()[2].strip("|").split("|")]
-    assert first[-4:-2] == ["x + f(x)", "-"]
+    assert first[-4:-2] == [POST_LN, "-"]

@@ -570,6 +570,15 @@ def config_activation(name: Any, gated: bool, where: str) -> Activation:
     return get_activation(gated_name)
 
 
+#: The forms of a sub-layer with its LayerNorm after the residual sum
+#: (post-LN) and inside the residual branch (pre-LN).
+POST_LN = "LN(x + f(x)) (post-LN: the LayerNorm follows the residual sum)"
+PRE_LN = "x + f(LN x) (pre-LN: the LayerNorm is inside the residual branch, before the FFN)"
+#: A gated decoder's MLP behind its RMSNorm.
+PRE_RMS = "x + f(RMSNorm x) (pre-norm: the RMSNorm is inside the residual branch)"
+NORM_FORMS: dict[Norm, str] = {"post": POST_LN, "pre": PRE_LN}
+
+
 def _bert(norm: Norm, name: str = "bert") -> Family:
     return Family(
         name=name,
@@ -579,6 +588,7 @@ def _bert(norm: Norm, name: str = "bert") -> Family:
             norm=norm,
         ),
         norm=norm,
+        form=NORM_FORMS[norm],
     )
 
 
@@ -613,6 +623,7 @@ def _gated(name: str, activation_keys: tuple[str, ...] = ("hidden_act",)) -> Fam
             norm="pre",
         ),
         activation_keys=activation_keys,
+        form=PRE_RMS,
     )
 
 
@@ -623,6 +634,10 @@ def _opt_norm(config: dict[str, Any]) -> Norm:
             f"do_layer_norm_before must be true or false in config.json, got {value!r}"
         )
     return "pre" if value else "post"
+
+
+def _opt_form(config: dict[str, Any]) -> str:
+    return NORM_FORMS[_opt_norm(config)]
 
 
 #: The form and note of Gemma 2 and 3, whose MLP sits between two RMSNorms
@@ -664,14 +679,7 @@ FAMILIES: dict[str, Family] = {
         layer_keys=("n_layer",),
         # GPT2Config: n_inner None means 4 * n_embd.
         m_rule=Times(4, "n_embd"),
-    ),
-    "gpt_neox": Family(
-        name="gpt_neox",
-        layout=Layout(
-            up="*layers.{i}.mlp.dense_h_to_4h.weight",
-            down="*layers.{i}.mlp.dense_4h_to_h.weight",
-            norm="pre",
-        ),
+        form=PRE_LN,
     ),
     "opt": Family(
         name="opt",
@@ -679,6 +687,7 @@ FAMILIES: dict[str, Family] = {
         activation_keys=("activation_function",),
         m_keys=("ffn_dim",),
         norm=_opt_norm,
+        form=_opt_form,
     ),
     "t5": Family(
         name="t5",
@@ -691,6 +700,7 @@ FAMILIES: dict[str, Family] = {
         m_keys=("d_ff",),
         layer_keys=(),
         adapt=_t5,
+        form="x + f(RMSNorm x) (pre-norm: T5's LayerNorm scales without centring)",
     ),
     "llama": _LLAMA,
     "mistral": _LLAMA,

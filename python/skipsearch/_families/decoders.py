@@ -1,5 +1,5 @@
 """Decoders whose MLP is not gated: Falcon, BLOOM, GPT-J, CodeGen, Phi,
-GPTBigCode (StarCoder), StarCoder2 and MPT.
+GPTBigCode (StarCoder), StarCoder2, MPT and GPT-NeoX.
 
 Their blocks ``W_down act(W_up y + b_up) + b_down`` are the ones where the
 verdict is not settled by the linearization argument alone. Several of them
@@ -90,6 +90,45 @@ def _falcon_note(config: dict[str, Any]) -> Optional[str]:
     if layout == "two_ln":
         note += "; the FFN's input y is ln_mlp(x), the attention reads ln_attn(x)"
     return note
+
+
+# -- GPT-NeoX ---------------------------------------------------------------------------------
+
+
+def _neox_parallel(config: dict[str, Any]) -> bool:
+    # GPTNeoXConfig: use_parallel_residual defaults to True (Pythia).
+    return _flag(config, "use_parallel_residual", True, "gpt_neox config.json")
+
+
+def _neox_form(config: dict[str, Any]) -> str:
+    return _PARALLEL_TWO_LN if _neox_parallel(config) else _SEQUENTIAL
+
+
+def _neox_note(config: dict[str, Any]) -> Optional[str]:
+    if not _neox_parallel(config):
+        return None
+    return (
+        _PARALLEL_NOTE + "; the FFN's input y is post_attention_layernorm(x), the attention "
+        "reads input_layernorm(x)"
+    )
+
+
+# transformers models/gpt_neox/modeling_gpt_neox.py (GPTNeoXLayer.forward:
+# x + attn(ln1 x) + mlp(ln2 x) when use_parallel_residual) and
+# configuration_gpt_neox.py (use_parallel_residual=True, hidden_act "gelu").
+_GPT_NEOX = Family(
+    name="gpt_neox",
+    parts=(
+        Part(
+            kind="mlp",
+            up="*layers.{i}.mlp.dense_h_to_4h.weight",
+            down="*layers.{i}.mlp.dense_4h_to_h.weight",
+            norm="pre",
+            form=_neox_form,
+            note=_neox_note,
+        ),
+    ),
+)
 
 
 _FALCON = Family(
@@ -350,6 +389,7 @@ _MPT = Family(
 
 #: ``model_type`` -> :class:`~skipsearch.layouts.Family`.
 FAMILIES: dict[str, Family] = {
+    "gpt_neox": _GPT_NEOX,
     "falcon": _FALCON,
     # The configs of the Falcon remote code before transformers took it in:
     # "RefinedWebModel" (Falcon-7B), "RefinedWeb" (Falcon-40B).

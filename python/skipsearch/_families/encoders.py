@@ -26,13 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
-from skipsearch.layouts import Family, Part
+from skipsearch.layouts import POST_LN, PRE_LN, Family, Part
 
 __all__ = ["FAMILIES"]
 
 #: What the model computes around the FFN, by LayerNorm placement.
-POST_LN = "LN(x + f(x)) (post-LN: the LayerNorm follows the residual sum)"
-PRE_LN = "x + f(LN x) (pre-LN: the LayerNorm is inside the residual branch, before the FFN)"
 
 _FORMS: dict[Norm, str] = {"post": POST_LN, "pre": PRE_LN}
 
