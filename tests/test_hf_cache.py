@@ -131,8 +131,15 @@ def test_scan_by_repo_id_single_file_and_revision(tmp_path, monkeypatch):
     assert {r.activation for r in skipsearch.scan("acme/tiny-bert")} == {"gelu"}
     assert {r.activation for r in skipsearch.scan("acme/tiny-bert", revision="v2")} == {"relu"}
     assert {r.activation for r in skipsearch.scan("acme/tiny-bert", revision=OTHER)} == {"relu"}
-    with pytest.raises(FileNotFoundError, match=r"not its revision 'v3' \(it holds main, v2"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=rf"not its revision 'v3' \(it has ref main -> {COMMIT[:12]}, ref v2 -> {OTHER[:12]}, ",
+    ):
         skipsearch.scan("acme/tiny-bert", revision="v3")
+    # A ref whose snapshot is gone (a deleted snapshot folder) says so.
+    shutil.rmtree(cache / "models--acme--tiny-bert" / "snapshots" / OTHER)
+    with pytest.raises(FileNotFoundError, match=r"ref v2 -> \w+ \(snapshot missing\)"):
+        skipsearch.scan("acme/tiny-bert", revision="v2")
     with pytest.raises(ValueError, match="applies to Hugging Face repo ids"):
         skipsearch.scan(first, revision="v2")
 

@@ -113,7 +113,10 @@ class _GGUFFile(StoredFile):
         except CheckpointChangedError:
             raise
         except (OSError, ValueError, KeyError, IndexError) as e:
-            raise CheckpointError(f"{path} is not a readable GGUF file: {e}") from e
+            raise CheckpointError(
+                f"{path} is not a readable GGUF file: it is truncated (an interrupted download or "
+                f"copy?) or corrupt; the gguf package's reader said: {e}"
+            ) from e
         if reader.byte_order != "I":
             raise CheckpointError(
                 f"{path} is a GGUF file of the other byte order (big-endian); skipsearch reads "

@@ -22,6 +22,7 @@ the known ones.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -38,6 +39,7 @@ __all__ = [
     "NORM_SCOPES",
     "Part",
     "Times",
+    "finite_number",
     "supported_model_types",
 ]
 
@@ -375,15 +377,11 @@ class Part:
         scale: Optional[float] = None
         scale_key, value = _first(sub, self.scale_keys)
         if scale_key is not None:
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not (value == value and abs(value) != float("inf") and value != 0)
-            ):
+            scale = finite_number(value)
+            if scale is None or scale == 0:
                 raise CheckpointError(
                     f"{at}: {scale_key} must be a finite nonzero number, got {value!r}"
                 )
-            scale = float(value)
             if scale == 1.0:
                 scale = None
         norm = self.norm(sub if self.config else config) if callable(self.norm) else self.norm
@@ -475,6 +473,18 @@ class Family:
                 note=self.note,
             ),
         )
+
+
+def finite_number(value: Any) -> Optional[float]:
+    """``value`` as a finite float, or None when it is not a number (bools
+    are not), is NaN or infinite, or is an integer too large for a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)

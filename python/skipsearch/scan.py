@@ -431,8 +431,8 @@ def scan(
             info.path,
         )
     reports: list[Optional[BlockReport]] = []  # None while its decision is pending
-    # (checkpoint, part, fingerprint of the weights) -> [(index in reports, block)]
-    slot_of: dict[tuple[Path, int, str], list[tuple[int, BlockKeys]]] = {}
+    # (checkpoint, part, tolerance, fingerprint of the weights) -> [(index in reports, block)]
+    slot_of: dict[tuple[Path, int, Optional[float], str], list[tuple[int, BlockKeys]]] = {}
     tied: dict[int, list[str]] = {}  # index in reports -> names of the blocks tied to it
     pending: deque[tuple[int, CheckpointInfo, BlockKeys, float, Future[_Decision]]] = deque()
     with tqdm(
@@ -491,9 +491,13 @@ def scan(
                     part = info.parts[block.part]
                     # Stage 2: this block's tensors, and nothing else.
                     start = time.perf_counter()
+                    # The tolerance is part of what is decided: blocks with
+                    # equal values but stored in different dtypes (one F16,
+                    # one F32) are decided apart.
+                    block_tol = block_tolerance(ckpt, block) if tol is None else tol
                     try:
                         tensors = read_block(info, ckpt, block)
-                        key = (info.path, block.part, fingerprint(tensors))
+                        key = (info.path, block.part, block_tol, fingerprint(tensors))
                         twin = next(
                             (
                                 slot
@@ -517,7 +521,6 @@ def scan(
                         )
                         bar.update(1)
                         continue
-                    block_tol = block_tolerance(ckpt, block) if tol is None else tol
                     job: tuple[Any, ...] = (
                         tensors["W_up"],
                         tensors["W_down"],

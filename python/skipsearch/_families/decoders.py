@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part, Times
+from skipsearch.layouts import Family, Part, Times, finite_number
 
 __all__ = ["FAMILIES"]
 
@@ -349,8 +349,12 @@ def _mpt_width(config: dict[str, Any]) -> Optional[int]:
     ratio = config.get("expansion_ratio")
     if ratio is None:
         ratio = 4
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
-        raise CheckpointError(f"{where}: expansion_ratio must be a positive number, got {ratio!r}")
+    number = finite_number(ratio)
+    if number is None or number <= 0:
+        raise CheckpointError(
+            f"{where}: expansion_ratio must be a finite positive number, got {ratio!r}"
+        )
+    ratio = number
     if isinstance(d_model, bool) or not isinstance(d_model, int):
         return None
     if d_model * ratio != int(d_model * ratio):

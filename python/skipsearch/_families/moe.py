@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from skipsearch.layouts import Family, Part
+from skipsearch.checkpoints import CheckpointError
+from skipsearch.layouts import Family, Part, finite_number
 
 __all__ = ["FAMILIES"]
 
@@ -46,10 +47,20 @@ _PER_EXPERT = (
 
 
 def _number(config: dict[str, Any], key: str, default: float) -> float:
+    """``config[key]`` as a finite float, ``default`` when absent or null.
+
+    Raises
+    ------
+    CheckpointError
+        The value is not a finite number.
+    """
     value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if value is None:
         return default
-    return float(value)
+    number = finite_number(value)
+    if number is None:
+        raise CheckpointError(f"config.json: {key} must be a finite number, got {value!r}")
+    return number
 
 
 def _int(config: dict[str, Any], key: str) -> Optional[int]:

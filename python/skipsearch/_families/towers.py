@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import SANDWICH_FORM, SANDWICH_NOTE, Family, Part
+from skipsearch.layouts import SANDWICH_FORM, SANDWICH_NOTE, Family, Part, finite_number
 
 __all__ = ["FAMILIES", "TowerPart"]
 
@@ -357,8 +357,20 @@ def _qwen_lm(defaults: dict[str, Any]) -> TowerPart:
 
 
 def _qwen2_vl_m(sub: dict[str, Any]) -> Optional[int]:
-    d, ratio = sub.get("embed_dim"), sub.get("mlp_ratio")
-    if isinstance(d, int) and isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
+    """``int(embed_dim * mlp_ratio)``, as ``Qwen2VLVisionBlock`` builds it.
+
+    Raises
+    ------
+    CheckpointError
+        ``mlp_ratio`` is not a finite positive number.
+    """
+    d, value = sub.get("embed_dim"), sub.get("mlp_ratio")
+    ratio = finite_number(value)
+    if ratio is None or ratio <= 0:
+        raise CheckpointError(
+            f"config.json: vision_config.mlp_ratio must be a finite positive number, got {value!r}"
+        )
+    if isinstance(d, int) and not isinstance(d, bool):
         return int(d * ratio)
     return None
 

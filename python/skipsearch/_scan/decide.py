@@ -90,8 +90,14 @@ def decide_block(
     skip: Optional[float] = None
     exact_skip = True
     if scale is not None:
-        skip = 1.0 / scale
-        exact_skip = math.frexp(abs(scale))[0] == 0.5  # a power of two: 1/a is exact
+        # A power of two has an exact reciprocal unless it overflows.
+        exact_skip = math.frexp(abs(scale))[0] == 0.5
+        skip = 1.0 / scale if abs(scale) >= 2.0**-1022 else math.inf
+        if not math.isfinite(skip):
+            # |a| < 2^-1022: 1/a is no float64. Only the arguments that need
+            # a nonzero skip can stand, and any nonzero skip of a's sign
+            # serves them.
+            skip, exact_skip = math.copysign(1.0, scale), False
     extra: dict[str, Any] = {} if distance is None else {"distance": distance}
     if bracket is not None:
         extra["bracket"] = bracket

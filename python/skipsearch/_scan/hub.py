@@ -111,13 +111,24 @@ def _plain(repo: Path, revision: str) -> Optional[Path]:
 
 
 def _cached_revisions(repo: Path) -> list[str]:
+    """What the cache holds of a repo, in words: each ref with the commit it
+    names (and whether that snapshot is there), then each snapshot."""
     names: list[str] = []
     refs = repo / "refs"
-    if refs.is_dir():
-        names += sorted(str(p.relative_to(refs)) for p in refs.rglob("*") if p.is_file())
     snapshots = repo / "snapshots"
+    if refs.is_dir():
+        for p in sorted(q for q in refs.rglob("*") if q.is_file()):
+            try:
+                commit = p.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                commit = ""
+            there = bool(commit) and (snapshots / commit).is_dir()
+            names.append(
+                f"ref {p.relative_to(refs)} -> {commit[:12] or '?'}"
+                + ("" if there else " (snapshot missing)")
+            )
     if snapshots.is_dir():
-        names += sorted(p.name for p in snapshots.iterdir() if p.is_dir())
+        names += sorted(f"snapshot {p.name[:12]}" for p in snapshots.iterdir() if p.is_dir())
     return names
 
 
@@ -165,7 +176,7 @@ def resolve_repo_id(repo_id: str, revision: Optional[str] = None) -> Path:
     snapshot = _through_hub(repo_id, revision, cache) or _plain(repo, rev)
     if snapshot is None:
         cached = _cached_revisions(repo)
-        held = f"it holds {', '.join(cached)}" if cached else "it holds no snapshot"
+        held = f"it has {', '.join(cached)}" if cached else "it has no snapshot"
         raise FileNotFoundError(
             f"the Hugging Face cache {cache} holds {repo_id} but not its revision {rev!r} "
             f"({held}); {never}"

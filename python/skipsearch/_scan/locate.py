@@ -920,14 +920,15 @@ def _check_block(
     def expect(shape: tuple[int, int]) -> tuple[int, ...]:
         return shape[::-1] if b.transpose else shape
 
-    stacked = _stacked(ckpt, b)
+    # Stacked experts: every tensor of the block holds the same experts.
+    experts = ckpt.shape(b.up)[0] if _stacked(ckpt, b) else None
     for key, shape in ((b.up, expect((width, d))), (b.down, expect((d, m)))):
-        _check_tensor(ckpt, key, shape, sizes, stacked)
+        _check_tensor(ckpt, key, shape, sizes, experts)
     if b.gate is not None:
-        _check_tensor(ckpt, b.gate, expect((m, d)), sizes, stacked)
+        _check_tensor(ckpt, b.gate, expect((m, d)), sizes, experts)
     for key, size in ((b.b_up, width), (b.b_down, d), (b.b_gate, m)):
         if key is not None:
-            _check_tensor(ckpt, key, (size,), sizes, stacked)
+            _check_tensor(ckpt, key, (size,), sizes, experts)
     return schemes
 
 
@@ -977,11 +978,18 @@ def _check_quantized(
 
 
 def _check_tensor(
-    ckpt: Checkpoint, key: str, expected: tuple[int, ...], sizes: str, stacked: bool = False
+    ckpt: Checkpoint,
+    key: str,
+    expected: tuple[int, ...],
+    sizes: str,
+    experts: Optional[int] = None,
 ) -> None:
+    """Check a tensor's shape (with ``experts`` stacked first, when given)
+    and dtype from its header."""
     shape = ckpt.shape(key)
-    if stacked:
-        expected = (shape[0], *expected) if shape else expected
+    if experts is not None:
+        expected = (experts, *expected)
+        sizes = f"{sizes}, {experts} experts stacked first"
     if shape != tuple(expected):
         raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")
     dtype = ckpt.dtype(key)
