@@ -53,8 +53,7 @@ def test_scan_reports_is_a_plain_list(reports):
 
 def test_scan_returns_scan_reports(series):
     got = scan(series, progress=False)
-    if not isinstance(got, ScanReports):
-        pytest.skip("scan() does not return ScanReports yet")
+    assert isinstance(got, ScanReports)
     assert got.to_dicts()[0]["model"] == "checkpoint-2"
 
 

