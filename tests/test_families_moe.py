@@ -26,32 +26,18 @@ Sources, for every family:
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import skipsearch
-from safetensors.numpy import save_file
 from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
 from skipsearch.checkpoints import CheckpointError
 from skipsearch.scan import describe_checkpoint
 
+from tests.family_builders import assert_weights
+from tests.test_families import save, scan
+
 D = 4
-
-
-def save(directory, tensors: dict, config: dict):
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(
-        {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
-        str(directory / "model.safetensors"),
-    )
-    (directory / "config.json").write_text(json.dumps(config))
-    return directory
-
-
-def scan(path):
-    return skipsearch.scan(path, progress=False)
 
 
 def attention(rng, t: dict, base: str) -> None:
@@ -116,6 +102,24 @@ def check_expert_rows(rows, *, family: str, m: int, shared: bool = False) -> Non
         assert "x + f_e(x)" in r.note and "not for the layer" in r.note
 
 
+def scan_two_moe_layers(path) -> list:
+    """The reports of a checkpoint of two sparse layers of 3 experts each, checked to be one
+    expert row per (layer, expert)."""
+    reports = scan(path)
+    assert len(reports) == 6
+    assert sorted(by_block(reports)) == [(i, "expert", e) for i in range(2) for e in range(3)]
+    return reports
+
+
+def assert_experts(path, layer: int, planted: list) -> list:
+    """Every expert of ``layer`` reads back as its planted (gate, up, down); returns the
+    tensors read, one dict an expert."""
+    blocks = [read(path, layer, e) for e in range(len(planted))]
+    for block, weights in zip(blocks, planted):
+        assert_weights(block, *weights)
+    return blocks
+
+
 def read(path, layer: int, expert) -> dict:
     """The tensors the scan reads for the block of ``layer`` and ``expert``
     (the first block of the layer when ``expert`` is None)."""
@@ -175,9 +179,7 @@ def mixtral(rng, *, fused=False, experts=3, m=6, **overrides):
 @pytest.mark.parametrize("fused", [False, True])
 def test_mixtral_experts(tmp_path, fused):
     tensors, config, _ = mixtral(np.random.default_rng(0), fused=fused)
-    reports = scan(save(tmp_path / "mixtral", tensors, config))
-    assert len(reports) == 6
-    assert sorted(by_block(reports)) == [(i, "expert", e) for i in range(2) for e in range(3)]
+    reports = scan_two_moe_layers(save(tmp_path / "mixtral", tensors, config))
     check_expert_rows(reports, family="mixtral", m=6)
     if not fused:
         assert [r.block for r in reports[:3]] == [
@@ -192,12 +194,7 @@ def test_mixtral_fused_split(tmp_path):
     must read the first m rows as the gate."""
     tensors, config, planted = mixtral(np.random.default_rng(1), fused=True)
     path = save(tmp_path / "mixtral", tensors, config)
-    for e in range(3):
-        block = read(path, 1, e)
-        g, u, w = planted[1][e]
-        assert np.array_equal(block["W_gate"], g.astype(np.float32))
-        assert np.array_equal(block["W_up"], u.astype(np.float32))
-        assert np.array_equal(block["W_down"], w.astype(np.float32))
+    for block in assert_experts(path, 1, planted[1]):
         assert block["b_up"] is None and block["b_down"] is None
 
 
@@ -322,10 +319,7 @@ def test_qwen2_moe_fused_split(tmp_path):
     assert len(experts) == 3
     for e in range(3):
         block = read_block(info, ckpt, experts[e])
-        g, u, w = planted[e]
-        assert np.array_equal(block["W_gate"], g.astype(np.float32))
-        assert np.array_equal(block["W_up"], u.astype(np.float32))
-        assert np.array_equal(block["W_down"], w.astype(np.float32))
+        assert_weights(block, *planted[e])
 
 
 def test_qwen2_moe_wrong_shared_width(tmp_path):
@@ -559,21 +553,14 @@ def granitemoe(rng, *, experts=3, m=6, **overrides):
 def test_granitemoe(tmp_path):
     tensors, config, planted = granitemoe(np.random.default_rng(15))
     path = save(tmp_path / "granitemoe", tensors, config)
-    reports = scan(path)
-    assert len(reports) == 6
-    assert sorted(by_block(reports)) == [(i, "expert", e) for i in range(2) for e in range(3)]
+    reports = scan_two_moe_layers(path)
     for r in reports:
         assert (r.family, r.d, r.m, r.activation) == ("granitemoe", D, 6, "swiglu")
         assert r.verdict == "not_absorbable", r.result
         assert "sum_e p_e(x) f_e(x)" in r.form and "residual_multiplier = 0.22" in r.form
         assert "x + a f_e(x)" in r.note
     # The first m rows of input_linear[e] are the gate.
-    for e in range(3):
-        block = read(path, 0, e)
-        g, u, w = planted[0][e]
-        assert np.array_equal(block["W_gate"], g.astype(np.float32))
-        assert np.array_equal(block["W_up"], u.astype(np.float32))
-        assert np.array_equal(block["W_down"], w.astype(np.float32))
+    assert len(assert_experts(path, 0, planted[0])) == 3
 
 
 def test_granitemoe_odd_input_linear(tmp_path):
@@ -641,9 +628,7 @@ def gpt_oss(rng, *, experts=3, m=6, **overrides):
 def test_gpt_oss_undecided(tmp_path):
     tensors, config, planted = gpt_oss(np.random.default_rng(17))
     path = save(tmp_path / "gpt_oss", tensors, config)
-    reports = scan(path)
-    assert len(reports) == 6
-    assert sorted(by_block(reports)) == [(i, "expert", e) for i in range(2) for e in range(3)]
+    reports = scan_two_moe_layers(path)
     for r in reports:
         assert (r.family, r.d, r.m) == ("gpt_oss", D, 6)
         assert r.verdict == "undecided"
@@ -651,12 +636,7 @@ def test_gpt_oss_undecided(tmp_path):
         assert "sum_e p_e(x) f_e(x)" in r.form
         assert "x + f_e(x)" in r.note
     # Interleaved columns: even ones are the gate, odd ones the up projection.
-    for e in range(3):
-        block = read(path, 1, e)
-        g, u, w = planted[1][e]
-        assert np.array_equal(block["W_gate"], g.astype(np.float32))
-        assert np.array_equal(block["W_up"], u.astype(np.float32))
-        assert np.array_equal(block["W_down"], w.astype(np.float32))
+    assert len(assert_experts(path, 1, planted[1])) == 3
 
 
 def test_gpt_oss_expert_count_checked(tmp_path):
