@@ -16,5 +16,4 @@ def assert_weights(block: dict, gate, up, down) -> None:
     (W_gate, W_up, W_down), exactly, as float32."""
     np.testing.assert_array_equal(block["W_gate"], np.asarray(gate, dtype=np.float32))
     np.testing.assert_array_equal(block["W_up"], np.asarray(up, dtype=np.float32))
-    if down is not None:
-        np.testing.assert_array_equal(block["W_down"], np.asarray(down, dtype=np.float32))
+    np.testing.assert_array_equal(block["W_down"], np.asarray(down, dtype=np.float32))

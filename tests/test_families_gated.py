@@ -11,33 +11,18 @@ linearization argument (THEORY section 4); with inner biases it is undecided.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
-import skipsearch
-from safetensors.numpy import save_file
 from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
 from skipsearch.checkpoints import CheckpointError
 from skipsearch.layouts import NORM_SCOPES, supported_model_types
 from skipsearch.scan import describe_checkpoint
 
+from tests.family_builders import assert_weights
+from tests.test_families import save, scan
+
 D, M = 4, 10
-
-
-def save(directory, tensors: dict, config: dict):
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(
-        {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
-        str(directory / "model.safetensors"),
-    )
-    (directory / "config.json").write_text(json.dumps(config))
-    return directory
-
-
-def scan(path, **kwargs):
-    return skipsearch.scan(path, progress=False, **kwargs)
 
 
 def gated(rng, m=M):
@@ -128,9 +113,7 @@ def test_phi3_fused_gate_up_is_split_gate_first(tmp_path):
         assert block.fused == "gate_up"
         tensors = read_block(info, ckpt, block)
         # Phi3MLP: the first intermediate_size rows are the gate, the rest the up projection.
-        np.testing.assert_array_equal(tensors["W_gate"], gate.astype(np.float32))
-        np.testing.assert_array_equal(tensors["W_up"], up.astype(np.float32))
-        np.testing.assert_array_equal(tensors["W_down"], down.astype(np.float32))
+        assert_weights(tensors, gate, up, down)
         assert tensors["b_up"] is None and tensors["b_gate"] is None
 
 
@@ -480,12 +463,10 @@ def test_internlm2_not_absorbable(tmp_path):
 def test_internlm2_w1_is_the_gate(tmp_path):
     tensors, config, layers = internlm2(np.random.default_rng(14))
     info, ckpt = locate(save(tmp_path / "internlm2", tensors, config))
-    for block, (gate, up, _) in zip(info._blocks, layers):
+    for block, (gate, up, down) in zip(info._blocks, layers):
         assert block.gate.endswith("feed_forward.w1.weight")
         assert block.up.endswith("feed_forward.w3.weight")
-        got = read_block(info, ckpt, block)
-        np.testing.assert_array_equal(got["W_gate"], gate.astype(np.float32))
-        np.testing.assert_array_equal(got["W_up"], up.astype(np.float32))
+        assert_weights(read_block(info, ckpt, block), gate, up, down)
 
 
 def test_internlm2_width_must_match_intermediate_size(tmp_path):
@@ -574,10 +555,7 @@ def test_qwen_w2_is_the_gate(tmp_path):
     assert (info.hidden_act, info.activation, info.m) == ("silu", "swiglu", M)
     for block, (gate, up, down) in zip(info._blocks, layers):
         assert block.gate.endswith("mlp.w2.weight") and block.up.endswith("mlp.w1.weight")
-        got = read_block(info, ckpt, block)
-        np.testing.assert_array_equal(got["W_gate"], gate.astype(np.float32))
-        np.testing.assert_array_equal(got["W_up"], up.astype(np.float32))
-        np.testing.assert_array_equal(got["W_down"], down.astype(np.float32))
+        assert_weights(read_block(info, ckpt, block), gate, up, down)
 
 
 def test_qwen_biases_undecided(tmp_path):
