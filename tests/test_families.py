@@ -24,6 +24,7 @@ from skipsearch.layouts import NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES, describe_checkpoint
 
 from tests.conftest import write_bf16_safetensors
+from tests.family_builders import biased_pair
 
 D, M = 4, 7
 
@@ -86,10 +87,7 @@ def bert_like(rng, *, model_type="bert", prefix="bert.", layers=None, hidden_act
         t[base + "attention.self.query.weight"] = rng.standard_normal((D, D))
         t[base + "attention.output.dense.weight"] = rng.standard_normal((D, D))
         t[base + "attention.output.LayerNorm.weight"] = np.ones(D)
-        t[base + "intermediate.dense.weight"] = up
-        t[base + "intermediate.dense.bias"] = rng.standard_normal(M) * 0.1
-        t[base + "output.dense.weight"] = down
-        t[base + "output.dense.bias"] = rng.standard_normal(D) * 0.1
+        biased_pair(rng, t, base + "intermediate.dense", base + "output.dense", up, down)
         t[base + "output.LayerNorm.weight"] = np.ones(D)
     config = {
         "model_type": model_type,
@@ -115,10 +113,7 @@ def gpt2(rng, *, layers=None, transposed=True, n_inner=M, activation_function="g
         t[base + "ln_1.weight"] = np.ones(D)
         t[base + "attn.c_attn.weight"] = rng.standard_normal((D, 3 * D))
         t[base + "attn.c_proj.weight"] = rng.standard_normal((D, D))
-        t[base + "mlp.c_fc.weight"] = up.T if transposed else up
-        t[base + "mlp.c_fc.bias"] = rng.standard_normal(up.shape[0]) * 0.1
-        t[base + "mlp.c_proj.weight"] = down.T if transposed else down
-        t[base + "mlp.c_proj.bias"] = rng.standard_normal(D) * 0.1
+        biased_pair(rng, t, base + "mlp.c_fc", base + "mlp.c_proj", up, down, transposed=transposed)
     config = {
         "model_type": "gpt2",
         "activation_function": activation_function,
@@ -136,10 +131,7 @@ def gpt_neox(rng):
         base = f"gpt_neox.layers.{i}."
         t[base + "input_layernorm.weight"] = np.ones(D)
         t[base + "attention.dense.weight"] = rng.standard_normal((D, D))
-        t[base + "mlp.dense_h_to_4h.weight"] = up
-        t[base + "mlp.dense_h_to_4h.bias"] = rng.standard_normal(M) * 0.1
-        t[base + "mlp.dense_4h_to_h.weight"] = down
-        t[base + "mlp.dense_4h_to_h.bias"] = rng.standard_normal(D) * 0.1
+        biased_pair(rng, t, base + "mlp.dense_h_to_4h", base + "mlp.dense_4h_to_h", up, down)
     config = {
         "model_type": "gpt_neox",
         "hidden_act": "gelu",
@@ -159,10 +151,7 @@ def opt(rng, *, do_layer_norm_before=True, activation_function="relu"):
         base = f"model.decoder.layers.{i}."
         t[base + "self_attn.out_proj.weight"] = rng.standard_normal((D, D))
         t[base + "self_attn_layer_norm.weight"] = np.ones(D)
-        t[base + "fc1.weight"] = up
-        t[base + "fc1.bias"] = rng.standard_normal(M) * 0.1
-        t[base + "fc2.weight"] = down
-        t[base + "fc2.bias"] = rng.standard_normal(D) * 0.1
+        biased_pair(rng, t, base + "fc1", base + "fc2", up, down)
         t[base + "final_layer_norm.weight"] = np.ones(D)
     config = {
         "model_type": "opt",

@@ -93,27 +93,19 @@ import re
 
 import numpy as np
 import pytest
-import skipsearch
 from skipsearch.checkpoints import CheckpointError
 from skipsearch.layouts import FAMILIES, NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES
 
-from tests.test_families import generic, planted, save
+from tests.family_builders import biased_pair, small
+from tests.test_families import generic, planted, save, scan
 
 D, M = 4, 10
-
-
-def scan(path, **kwargs):
-    return skipsearch.scan(path, progress=False, **kwargs)
 
 
 def blocks(rng, m=M):
     """Layer 0 planted (absorbable), layer 1 generic."""
     return [planted(rng, m=m), generic(rng, m=m)]
-
-
-def small(rng, n):
-    return rng.standard_normal(n) * 0.1
 
 
 # -- builders: (tensors, config) with each family's real names and keys -----------------------
@@ -182,10 +174,7 @@ def bloom(rng, *, prefix="", **config):
         t[base + "self_attention.query_key_value.bias"] = small(rng, 3 * D)
         t[base + "self_attention.dense.weight"] = rng.standard_normal((D, D))
         t[base + "post_attention_layernorm.weight"] = np.ones(D)
-        t[base + "mlp.dense_h_to_4h.weight"] = up
-        t[base + "mlp.dense_h_to_4h.bias"] = small(rng, 4 * D)
-        t[base + "mlp.dense_4h_to_h.weight"] = down
-        t[base + "mlp.dense_4h_to_h.bias"] = small(rng, D)
+        biased_pair(rng, t, base + "mlp.dense_h_to_4h", base + "mlp.dense_4h_to_h", up, down)
     # bigscience/bloom-560m's config.json, shrunk.
     cfg = {
         "apply_residual_connection_post_layernorm": False,
@@ -236,10 +225,7 @@ def gptj(rng, *, model_type="gptj", m=M, **config):
             for proj in ("q_proj", "k_proj", "v_proj"):
                 t[base + f"attn.{proj}.weight"] = rng.standard_normal((D, D))
         t[base + "attn.out_proj.weight"] = rng.standard_normal((D, D))
-        t[base + "mlp.fc_in.weight"] = up
-        t[base + "mlp.fc_in.bias"] = small(rng, m)
-        t[base + "mlp.fc_out.weight"] = down
-        t[base + "mlp.fc_out.bias"] = small(rng, D)
+        biased_pair(rng, t, base + "mlp.fc_in", base + "mlp.fc_out", up, down)
     # EleutherAI/gpt-j-6b and Salesforce/codegen-350M-mono config.json keys, shrunk.
     cfg = {
         "activation_function": "gelu_new",
@@ -281,10 +267,7 @@ def phi(rng, **config):
         t[base + "input_layernorm.bias"] = np.zeros(D)
         for proj in ("q_proj", "k_proj", "v_proj", "dense"):
             t[base + f"self_attn.{proj}.weight"] = rng.standard_normal((D, D))
-        t[base + "mlp.fc1.weight"] = up
-        t[base + "mlp.fc1.bias"] = small(rng, M)
-        t[base + "mlp.fc2.weight"] = down
-        t[base + "mlp.fc2.bias"] = small(rng, D)
+        biased_pair(rng, t, base + "mlp.fc1", base + "mlp.fc2", up, down)
     # microsoft/phi-2's config.json, shrunk.
     cfg = {
         "architectures": ["PhiForCausalLM"],
@@ -329,10 +312,7 @@ def gpt_bigcode(rng, *, transposed=False, **config):
         t[base + "attn.c_attn.bias"] = small(rng, D + D)
         t[base + "attn.c_proj.weight"] = rng.standard_normal((D, D))
         t[base + "ln_2.weight"] = np.ones(D)
-        t[base + "mlp.c_fc.weight"] = up.T if transposed else up
-        t[base + "mlp.c_fc.bias"] = small(rng, M)
-        t[base + "mlp.c_proj.weight"] = down.T if transposed else down
-        t[base + "mlp.c_proj.bias"] = small(rng, D)
+        biased_pair(rng, t, base + "mlp.c_fc", base + "mlp.c_proj", up, down, transposed=transposed)
     # bigcode/starcoder's config.json, shrunk.
     cfg = {
         "activation_function": "gelu_pytorch_tanh",
@@ -375,10 +355,7 @@ def starcoder2(rng, **config):
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
             t[base + f"self_attn.{proj}.weight"] = rng.standard_normal((D, D))
         t[base + "post_attention_layernorm.weight"] = np.ones(D)
-        t[base + "mlp.c_fc.weight"] = up
-        t[base + "mlp.c_fc.bias"] = small(rng, M)
-        t[base + "mlp.c_proj.weight"] = down
-        t[base + "mlp.c_proj.bias"] = small(rng, D)
+        biased_pair(rng, t, base + "mlp.c_fc", base + "mlp.c_proj", up, down)
     # bigcode/starcoder2-3b's config.json keys, shrunk, with a conflicting
     # activation_function that the model never reads.
     cfg = {

@@ -52,23 +52,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import skipsearch
 from skipsearch._families.encoders import POST_LN, PRE_LN
 from skipsearch.checkpoints import CheckpointError
 from skipsearch.layouts import FAMILIES
 from skipsearch.scan import describe_checkpoint
 
-from tests.test_families import generic, planted, save
+from tests.family_builders import biased_pair
+from tests.test_families import generic, planted, save, scan
 
 D = 4
-
-
-def scan(path):
-    return skipsearch.scan(path, progress=False)
-
-
-def bias(rng, n):
-    return rng.standard_normal(n) * 0.1
 
 
 def check(reports, expected):
@@ -99,10 +91,7 @@ def distilbert(rng, m=9, layers=None, **config):
         t[base + "attention.q_lin.weight"] = rng.standard_normal((D, D))
         t[base + "attention.out_lin.weight"] = rng.standard_normal((D, D))
         t[base + "sa_layer_norm.weight"] = np.ones(D)
-        t[base + "ffn.lin1.weight"] = up
-        t[base + "ffn.lin1.bias"] = bias(rng, up.shape[0])
-        t[base + "ffn.lin2.weight"] = down
-        t[base + "ffn.lin2.bias"] = bias(rng, D)
+        biased_pair(rng, t, base + "ffn.lin1", base + "ffn.lin2", up, down)
         t[base + "output_layer_norm.weight"] = np.ones(D)
     cfg = {
         "activation": "gelu",
@@ -173,10 +162,7 @@ def deberta(rng, m=10, **config):
         t[base + "attention.self.key_proj.weight"] = rng.standard_normal((D, D))
         t[base + "attention.output.dense.weight"] = rng.standard_normal((D, D))
         t[base + "attention.output.LayerNorm.weight"] = np.ones(D)
-        t[base + "intermediate.dense.weight"] = up
-        t[base + "intermediate.dense.bias"] = bias(rng, m)
-        t[base + "output.dense.weight"] = down
-        t[base + "output.dense.bias"] = bias(rng, D)
+        biased_pair(rng, t, base + "intermediate.dense", base + "output.dense", up, down)
         t[base + "output.LayerNorm.weight"] = np.ones(D)
     cfg = {
         "model_type": "deberta-v2",
@@ -262,10 +248,7 @@ def albert(rng, m=8, block=None, groups=1, inner=1, **config):
             t[base + "attention.query.weight"] = rng.standard_normal((D, D))
             t[base + "attention.dense.weight"] = rng.standard_normal((D, D))
             t[base + "attention.LayerNorm.weight"] = np.ones(D)
-            t[base + "ffn.weight"] = up
-            t[base + "ffn.bias"] = bias(rng, m)
-            t[base + "ffn_output.weight"] = down
-            t[base + "ffn_output.bias"] = bias(rng, D)
+            biased_pair(rng, t, base + "ffn", base + "ffn_output", up, down)
             t[base + "full_layer_layer_norm.weight"] = np.ones(D)
     cfg = {
         "architectures": ["AlbertForSequenceClassification"],
@@ -423,10 +406,7 @@ def seq2seq(rng, model_type, m_enc=9, m_dec=11, stacks=("encoder", "decoder"), *
             if stack == "decoder":
                 t[base + "encoder_attn.q_proj.weight"] = rng.standard_normal((D, D))
                 t[base + "encoder_attn_layer_norm.weight"] = np.ones(D)
-            t[base + "fc1.weight"] = up
-            t[base + "fc1.bias"] = bias(rng, m[stack])
-            t[base + "fc2.weight"] = down
-            t[base + "fc2.bias"] = bias(rng, D)
+            biased_pair(rng, t, base + "fc1", base + "fc2", up, down)
             t[base + "final_layer_norm.weight"] = np.ones(D)
     cfg = {
         "model_type": model_type,

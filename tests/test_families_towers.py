@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import skipsearch
 from skipsearch.checkpoints import CheckpointError
 from skipsearch.layouts import FAMILIES
 
-from tests.test_families import generic, planted, save
+from tests.family_builders import biased_pair
+from tests.test_families import generic, planted, save, scan
 
 DT, MT = 4, 8  # text tower / language model
 DV, MV = 6, 12  # vision tower
-
-
-def scan(path):
-    return skipsearch.scan(path, progress=False)
 
 
 def rows(reports):
@@ -41,10 +37,7 @@ def fc_tower(rng, t, base, d, m, layers=2, plant=(0,)):
         t[p + "self_attn.q_proj.weight"] = rng.standard_normal((d, d))
         t[p + "self_attn.out_proj.weight"] = rng.standard_normal((d, d))
         t[p + "layer_norm2.weight"] = np.ones(d)
-        t[p + "mlp.fc1.weight"] = up
-        t[p + "mlp.fc1.bias"] = rng.standard_normal(m) * 0.1
-        t[p + "mlp.fc2.weight"] = down
-        t[p + "mlp.fc2.bias"] = rng.standard_normal(d) * 0.1
+        biased_pair(rng, t, p + "mlp.fc1", p + "mlp.fc2", up, down)
     return t
 
 
@@ -470,8 +463,7 @@ def test_qwen2_vl(tmp_path, names):
         t[p + "norm1.weight"] = np.ones(DV)
         t[p + "attn.qkv.weight"] = rng.standard_normal((3 * DV, DV))
         t[p + "norm2.weight"] = np.ones(DV)
-        t[p + "mlp.fc1.weight"], t[p + "mlp.fc1.bias"] = up, rng.standard_normal(MV) * 0.1
-        t[p + "mlp.fc2.weight"], t[p + "mlp.fc2.bias"] = down, rng.standard_normal(DV) * 0.1
+        biased_pair(rng, t, p + "mlp.fc1", p + "mlp.fc2", up, down)
     gated_lm(rng, t, lm)
     reports = scan(save(tmp_path / names, t, qwen2_vl_config(text_config=names == "new")))
     assert rows(reports) == [
