@@ -111,6 +111,18 @@ def scan_two_moe_layers(path) -> list:
     return reports
 
 
+def scan_dense_then_sparse(path, dense_m: int) -> dict:
+    """The rows (by_block) of a checkpoint of 5 blocks whose layer 0 is a dense
+    MLP of width ``dense_m``, checked, and whose layer 1 is sparse."""
+    reports = scan(path)
+    rows = by_block(reports)
+    assert len(reports) == 5
+    dense = rows[0, "mlp", None]
+    assert (dense.block, dense.d, dense.m) == ("model.layers.0.mlp", D, dense_m)
+    assert dense.verdict == "not_absorbable", dense.result
+    return rows
+
+
 def assert_experts(path, layer: int, planted: list) -> list:
     """Every expert of ``layer`` reads back as its planted (gate, up, down); returns the
     tensors read, one dict an expert."""
@@ -290,17 +302,12 @@ def qwen2_moe(rng, *, fused=False, **overrides):
 @pytest.mark.parametrize("fused", [False, True])
 def test_qwen2_moe(tmp_path, fused):
     tensors, config, _ = qwen2_moe(np.random.default_rng(6), fused=fused)
-    reports = scan(save(tmp_path / "qwen2_moe", tensors, config))
-    rows = by_block(reports)
-    assert len(reports) == 5
+    rows = scan_dense_then_sparse(save(tmp_path / "qwen2_moe", tensors, config), 10)
     assert sorted(rows, key=str) == sorted(
         [(0, "mlp", None), (1, "shared_expert", None)] + [(1, "expert", e) for e in range(3)],
         key=str,
     )
-    dense = rows[0, "mlp", None]
-    assert dense.block == "model.layers.0.mlp"
-    assert (dense.d, dense.m, dense.verdict) == (D, 10, "not_absorbable")
-    assert dense.form == "x + f(x)"
+    assert rows[0, "mlp", None].form == "x + f(x)"
     check_expert_rows(
         [rows[1, "expert", e] for e in range(3)], family="qwen2_moe", m=6, shared=True
     )
@@ -374,11 +381,7 @@ def qwen3_moe(rng, *, fused=False, **overrides):
 @pytest.mark.parametrize("fused", [False, True])
 def test_qwen3_moe(tmp_path, fused):
     tensors, config, _ = qwen3_moe(np.random.default_rng(9), fused=fused)
-    reports = scan(save(tmp_path / "qwen3_moe", tensors, config))
-    rows = by_block(reports)
-    assert len(reports) == 5
-    dense = rows[0, "mlp", None]
-    assert (dense.block, dense.m, dense.verdict) == ("model.layers.0.mlp", 9, "not_absorbable")
+    rows = scan_dense_then_sparse(save(tmp_path / "qwen3_moe", tensors, config), 9)
     check_expert_rows([rows[1, "expert", e] for e in range(4)], family="qwen3_moe", m=5)
 
 
@@ -449,11 +452,7 @@ def deepseek(rng, *, model_type="deepseek_v2", fused=False, shared_width=6, **ov
 @pytest.mark.parametrize("fused", [False, True])
 def test_deepseek_v2(tmp_path, fused):
     tensors, config, _ = deepseek(np.random.default_rng(11), fused=fused)
-    reports = scan(save(tmp_path / "deepseek_v2", tensors, config))
-    rows = by_block(reports)
-    assert len(reports) == 5
-    dense = rows[0, "mlp", None]
-    assert (dense.block, dense.m, dense.verdict) == ("model.layers.0.mlp", 10, "not_absorbable")
+    rows = scan_dense_then_sparse(save(tmp_path / "deepseek_v2", tensors, config), 10)
     experts = [rows[1, "expert", e] for e in range(3)]
     check_expert_rows(experts, family="deepseek_v2", m=3)
     assert all("routed_scaling_factor = 16" in r.form for r in experts)
@@ -472,9 +471,7 @@ def test_deepseek_v3_defaults(tmp_path):
     )
     del config["n_shared_experts"], config["routed_scaling_factor"]
     config["architectures"] = ["DeepseekV3ForCausalLM"]
-    reports = scan(save(tmp_path / "deepseek_v3", tensors, config))
-    rows = by_block(reports)
-    assert len(reports) == 5
+    rows = scan_dense_then_sparse(save(tmp_path / "deepseek_v3", tensors, config), 10)
     assert rows[1, "shared_expert", None].m == 3
     # DeepseekV3Config: routed_scaling_factor defaults to 2.5.
     assert "routed_scaling_factor = 2.5" in rows[1, "expert", 0].form
