@@ -39,7 +39,11 @@ __all__ = [
     "NORM_SCOPES",
     "Part",
     "Times",
+    "config_flag",
+    "config_int",
+    "config_number",
     "finite_number",
+    "integer",
     "supported_model_types",
 ]
 
@@ -487,6 +491,71 @@ def finite_number(value: Any) -> Optional[float]:
     return number if math.isfinite(number) else None
 
 
+def integer(value: Any) -> Optional[int]:
+    """``value`` when it is an integer (bools are not), else None."""
+    return None if isinstance(value, bool) or not isinstance(value, int) else value
+
+
+def config_int(config: dict[str, Any], key: str) -> Optional[int]:
+    """``config[key]`` when it is an integer (bools are not), else None
+    (absent, null or anything else)."""
+    return integer(config.get(key))
+
+
+def config_flag(
+    config: dict[str, Any],
+    key: str,
+    default: bool,
+    where: Optional[str] = None,
+    *,
+    null_ok: bool = True,
+) -> bool:
+    """The true/false config key ``key``; ``default`` when it is absent, or
+    null unless ``null_ok`` is false (a null is then refused like any other
+    value that is not a bool). ``where`` opens the error message.
+
+    Raises
+    ------
+    CheckpointError
+        The value is not true or false.
+    """
+    value = config.get(key, default)
+    if value is None and null_ok:
+        return default
+    if not isinstance(value, bool):
+        at = f"{where}: " if where else ""
+        raise CheckpointError(f"{at}{key} must be true or false in config.json, got {value!r}")
+    return value
+
+
+def config_number(
+    config: dict[str, Any],
+    key: str,
+    default: Optional[float] = None,
+    *,
+    where: str = "config.json",
+    positive: bool = False,
+    name: Optional[str] = None,
+) -> float:
+    """``config[key]`` as a finite float (positive when ``positive``);
+    ``default`` when it is absent or null and a default is given. ``where``
+    opens the error message and ``name`` (default ``key``) names the key in it.
+
+    Raises
+    ------
+    CheckpointError
+        The value is not a finite (positive) number.
+    """
+    value = config.get(key)
+    if value is None and default is not None:
+        return float(default)
+    number = finite_number(value)
+    if number is None or (positive and number <= 0):
+        what = "a finite positive number" if positive else "a finite number"
+        raise CheckpointError(f"{where}: {name or key} must be {what}, got {value!r}")
+    return number
+
+
 @dataclass(frozen=True)
 class Times:
     """A size rule: ``factor`` times the first of ``keys`` the config sets,
@@ -504,9 +573,8 @@ class Times:
     def __call__(self, config: dict[str, Any]) -> Optional[int]:
         keys = (self.keys,) if isinstance(self.keys, str) else self.keys
         _, value = _first(config, keys)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return None
-        return self.factor * value
+        number = integer(value)
+        return None if number is None or number < 1 else self.factor * number
 
 
 def _part_size(
@@ -543,10 +611,11 @@ def _size(
     key, value = _first(config, keys)
     if key is None and default is not None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    number = integer(value)
+    if number is None or number < 1:
         got = "it is missing" if key is None else f"got {key}={value!r}"
         raise CheckpointError(f"{where}: {' or '.join(keys)} must be a positive integer; {got}")
-    return value
+    return number
 
 
 def config_activation(name: Any, gated: bool, where: str) -> Activation:
@@ -638,12 +707,9 @@ def _gated(name: str, activation_keys: tuple[str, ...] = ("hidden_act",)) -> Fam
 
 
 def _opt_norm(config: dict[str, Any]) -> Norm:
-    value = config.get("do_layer_norm_before", True)
-    if not isinstance(value, bool):
-        raise CheckpointError(
-            f"do_layer_norm_before must be true or false in config.json, got {value!r}"
-        )
-    return "pre" if value else "post"
+    # A null is refused here, not read as the default.
+    before = config_flag(config, "do_layer_norm_before", True, null_ok=False)
+    return "pre" if before else "post"
 
 
 def _opt_form(config: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part, Times, finite_number
+from skipsearch.layouts import Family, Part, Times, config_flag, config_number, integer
 
 __all__ = ["FAMILIES"]
 
@@ -36,14 +36,24 @@ _PARALLEL_TWO_LN = (
 _SEQUENTIAL = "h = x + attn(LN_1 x); h + f(LN_2 h) (pre-LN)"
 
 
-def _flag(config: dict[str, Any], key: str, default: bool, where: str) -> bool:
-    """A true/false config key; absent or null means ``default``."""
-    value = config.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise CheckpointError(f"{where}: {key} must be true or false in config.json, got {value!r}")
-    return value
+def _mlp(at: str, up: str, down: str, **fields: Any) -> Part:
+    """The one ungated MLP of a decoder layer, ``<at>{up}.weight`` and
+    ``<at>{down}.weight`` (pre-LN unless ``fields`` give another ``norm``)."""
+    return Part(
+        kind="mlp", up=f"{at}{up}.weight", down=f"{at}{down}.weight", **{"norm": "pre", **fields}
+    )
+
+
+def _times_four(width: str, m_keys: tuple[str, ...], layer_keys: tuple[str, ...]) -> dict[str, Any]:
+    """The sizes of a GPT-2-like config: the width ``width`` (or
+    ``hidden_size``), the hidden width ``m_keys`` or else 4 times the
+    width, the layer count ``layer_keys``."""
+    return dict(
+        d_keys=(width, "hidden_size"),
+        m_keys=m_keys,
+        m_rule=Times(4, (width, "hidden_size")),
+        layer_keys=layer_keys,
+    )
 
 
 # -- Falcon ---------------------------------------------------------------------------------
@@ -59,8 +69,8 @@ def _falcon_layout(config: dict[str, Any]) -> str:
         # "RefinedWeb") always has ln_attn and ln_mlp; its configs lack
         # new_decoder_architecture.
         return "two_ln"
-    new = _flag(config, "new_decoder_architecture", False, where)
-    parallel = _flag(config, "parallel_attn", True, where)
+    new = config_flag(config, "new_decoder_architecture", False, where)
+    parallel = config_flag(config, "parallel_attn", True, where)
     if new:
         # FalconDecoderLayer: num_ln_in_parallel_attn None means 2 with the
         # new architecture, which ignores parallel_attn.
@@ -97,7 +107,7 @@ def _falcon_note(config: dict[str, Any]) -> Optional[str]:
 
 def _neox_parallel(config: dict[str, Any]) -> bool:
     # GPTNeoXConfig: use_parallel_residual defaults to True (Pythia).
-    return _flag(config, "use_parallel_residual", True, "gpt_neox config.json")
+    return config_flag(config, "use_parallel_residual", True, "gpt_neox config.json")
 
 
 def _neox_form(config: dict[str, Any]) -> str:
@@ -119,13 +129,8 @@ def _neox_note(config: dict[str, Any]) -> Optional[str]:
 _GPT_NEOX = Family(
     name="gpt_neox",
     parts=(
-        Part(
-            kind="mlp",
-            up="*layers.{i}.mlp.dense_h_to_4h.weight",
-            down="*layers.{i}.mlp.dense_4h_to_h.weight",
-            norm="pre",
-            form=_neox_form,
-            note=_neox_note,
+        _mlp(
+            "*layers.{i}.mlp.", "dense_h_to_4h", "dense_4h_to_h", form=_neox_form, note=_neox_note
         ),
     ),
 )
@@ -134,22 +139,18 @@ _GPT_NEOX = Family(
 _FALCON = Family(
     name="falcon",
     parts=(
-        Part(
-            kind="mlp",
-            up="*h.{i}.mlp.dense_h_to_4h.weight",
-            down="*h.{i}.mlp.dense_4h_to_h.weight",
+        _mlp(
+            "*h.{i}.mlp.",
+            "dense_h_to_4h",
+            "dense_4h_to_h",
             # FalconConfig: activation="gelu"; the RW remote code and older
             # transformers hard-code nn.GELU() (exact).
             activation_keys=("activation",),
             activation="gelu",
-            # FalconConfig pops the n_embed kwarg and lets it override hidden_size.
-            d_keys=("n_embed", "hidden_size"),
-            # FalconConfig: ffn_hidden_size None means hidden_size * 4.
-            m_keys=("ffn_hidden_size",),
-            m_rule=Times(4, ("n_embed", "hidden_size")),
-            # RW configs name the layer count n_layer.
-            layer_keys=("num_hidden_layers", "n_layer"),
-            norm="pre",
+            # FalconConfig pops the n_embed kwarg and lets it override
+            # hidden_size; ffn_hidden_size None means hidden_size * 4; RW
+            # configs name the layer count n_layer.
+            **_times_four("n_embed", ("ffn_hidden_size",), ("num_hidden_layers", "n_layer")),
             form=_falcon_form,
             note=_falcon_note,
         ),
@@ -161,7 +162,9 @@ _FALCON = Family(
 
 
 def _bloom_post(config: dict[str, Any]) -> bool:
-    return _flag(config, "apply_residual_connection_post_layernorm", False, "bloom config.json")
+    return config_flag(
+        config, "apply_residual_connection_post_layernorm", False, "bloom config.json"
+    )
 
 
 def _bloom_norm(config: dict[str, Any]) -> Optional[Norm]:
@@ -188,20 +191,17 @@ def _bloom_note(config: dict[str, Any]) -> Optional[str]:
 _BLOOM = Family(
     name="bloom",
     parts=(
-        Part(
-            kind="mlp",
-            # BloomModel's own keys have no prefix (the bigscience checkpoints);
-            # BloomForCausalLM's have "transformer.".
-            up="*h.{i}.mlp.dense_h_to_4h.weight",
-            down="*h.{i}.mlp.dense_4h_to_h.weight",
+        # BloomModel's own keys have no prefix (the bigscience checkpoints);
+        # BloomForCausalLM's have "transformer.".
+        _mlp(
+            "*h.{i}.mlp.",
+            "dense_h_to_4h",
+            "dense_4h_to_h",
             # BloomMLP: BloomGelu, the tanh form of GELU; no config key.
             activation_keys=(),
             activation="gelu_pytorch_tanh",
-            d_keys=("n_embed", "hidden_size"),
             # BloomMLP: 4 * hidden_size always; n_inner is not read.
-            m_keys=(),
-            m_rule=Times(4, ("n_embed", "hidden_size")),
-            layer_keys=("n_layer", "num_hidden_layers"),
+            **_times_four("n_embed", (), ("n_layer", "num_hidden_layers")),
             norm=_bloom_norm,
             form=_bloom_form,
             note=_bloom_note,
@@ -218,19 +218,15 @@ def _gptj(name: str) -> Family:
     return Family(
         name=name,
         parts=(
-            Part(
-                kind="mlp",
-                up="*h.{i}.mlp.fc_in.weight",
-                down="*h.{i}.mlp.fc_out.weight",
+            _mlp(
+                "*h.{i}.mlp.",
+                "fc_in",
+                "fc_out",
                 activation_keys=("activation_function",),
                 activation="gelu_new",
-                # attribute_map: hidden_size -> n_embd, num_hidden_layers -> n_layer.
-                d_keys=("n_embd", "hidden_size"),
-                # n_inner None means 4 * n_embd (GPTJMLP / CodeGenMLP).
-                m_keys=("n_inner",),
-                m_rule=Times(4, ("n_embd", "hidden_size")),
-                layer_keys=("n_layer", "num_hidden_layers"),
-                norm="pre",
+                # attribute_map: hidden_size -> n_embd, num_hidden_layers ->
+                # n_layer; n_inner None means 4 * n_embd (GPTJMLP / CodeGenMLP).
+                **_times_four("n_embd", ("n_inner",), ("n_layer", "num_hidden_layers")),
                 form=_PARALLEL_ONE_LN,
                 note=_PARALLEL_NOTE,
             ),
@@ -243,13 +239,12 @@ def _gptj(name: str) -> Family:
 _PHI = Family(
     name="phi",
     parts=(
-        Part(
-            kind="mlp",
-            up="*layers.{i}.mlp.fc1.weight",
-            down="*layers.{i}.mlp.fc2.weight",
+        _mlp(
+            "*layers.{i}.mlp.",
+            "fc1",
+            "fc2",
             activation_keys=("hidden_act",),
             activation="gelu_new",
-            norm="pre",
             form=_PARALLEL_ONE_LN,
             note=_PARALLEL_NOTE,
         ),
@@ -262,20 +257,16 @@ _PHI = Family(
 _GPT_BIGCODE = Family(
     name="gpt_bigcode",
     parts=(
-        Part(
-            kind="mlp",
-            # GPT-2's names, but nn.Linear weights (out, in), not Conv1D.
-            up="*h.{i}.mlp.c_fc.weight",
-            down="*h.{i}.mlp.c_proj.weight",
+        # GPT-2's names, but nn.Linear weights (out, in), not Conv1D.
+        _mlp(
+            "*h.{i}.mlp.",
+            "c_fc",
+            "c_proj",
             activation_keys=("activation_function",),
             activation="gelu_pytorch_tanh",
-            # attribute_map: hidden_size -> n_embd, num_hidden_layers -> n_layer.
-            d_keys=("n_embd", "hidden_size"),
-            # n_inner None means 4 * n_embd (GPTBigCodeMLP).
-            m_keys=("n_inner",),
-            m_rule=Times(4, ("n_embd", "hidden_size")),
-            layer_keys=("n_layer", "num_hidden_layers"),
-            norm="pre",
+            # attribute_map: hidden_size -> n_embd, num_hidden_layers ->
+            # n_layer; n_inner None means 4 * n_embd (GPTBigCodeMLP).
+            **_times_four("n_embd", ("n_inner",), ("n_layer", "num_hidden_layers")),
             form=_SEQUENTIAL,
         ),
     ),
@@ -284,15 +275,14 @@ _GPT_BIGCODE = Family(
 _STARCODER2 = Family(
     name="starcoder2",
     parts=(
-        Part(
-            kind="mlp",
-            up="*layers.{i}.mlp.c_fc.weight",
-            down="*layers.{i}.mlp.c_proj.weight",
+        _mlp(
+            "*layers.{i}.mlp.",
+            "c_fc",
+            "c_proj",
             # Starcoder2MLP reads hidden_act; the checkpoints' activation_function
             # ("gelu") is a leftover the model never reads.
             activation_keys=("hidden_act",),
             activation="gelu_pytorch_tanh",
-            norm="pre",
             form=_SEQUENTIAL,
         ),
     ),
@@ -338,24 +328,16 @@ def _mpt_width(config: dict[str, Any]) -> Optional[int]:
     ffn = _mpt_ffn_config(config)
     width = ffn.get("ffn_hidden_size")
     if width is not None:
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        number = integer(width)
+        if number is None or number < 1:
             raise CheckpointError(
                 f"{where}: ffn_config.ffn_hidden_size must be a positive integer, got {width!r}"
             )
-        return width
-    d_model = config.get("d_model")
+        return number
+    raw = config.get("d_model")
+    d_model = integer(config.get("hidden_size") if raw is None else raw)
+    ratio = config_number(config, "expansion_ratio", 4, where=where, positive=True)
     if d_model is None:
-        d_model = config.get("hidden_size")
-    ratio = config.get("expansion_ratio")
-    if ratio is None:
-        ratio = 4
-    number = finite_number(ratio)
-    if number is None or number <= 0:
-        raise CheckpointError(
-            f"{where}: expansion_ratio must be a finite positive number, got {ratio!r}"
-        )
-    ratio = number
-    if isinstance(d_model, bool) or not isinstance(d_model, int):
         return None
     if d_model * ratio != int(d_model * ratio):
         raise CheckpointError(
@@ -372,10 +354,10 @@ def _mpt_form(config: dict[str, Any]) -> str:
 _MPT = Family(
     name="mpt",
     parts=(
-        Part(
-            kind="mlp",
-            up="*blocks.{i}.ffn.up_proj.weight",
-            down="*blocks.{i}.ffn.down_proj.weight",
+        _mlp(
+            "*blocks.{i}.ffn.",
+            "up_proj",
+            "down_proj",
             # MptMLP: nn.GELU(approximate="none"); no config key in transformers.
             activation_keys=(),
             activation="gelu",
@@ -384,7 +366,6 @@ _MPT = Family(
             m_keys=(),
             m_rule=_mpt_width,
             layer_keys=("n_layers", "num_hidden_layers"),
-            norm="pre",
             form=_mpt_form,
         ),
     ),
