@@ -116,19 +116,6 @@ def distilbert(rng, m=9, layers=None, **config):
     return t, {k: v for k, v in cfg.items() if v is not None}
 
 
-def test_distilbert(tmp_path):
-    reports = scan(save(tmp_path / "d", *distilbert(np.random.default_rng(0))))
-    check(
-        reports,
-        [
-            ("distilbert.transformer.layer.0.ffn", None, 0, 9, "absorbable"),
-            ("distilbert.transformer.layer.1.ffn", None, 1, 9, "not_absorbable"),
-        ],
-    )
-    for r in reports:
-        assert (r.family, r.activation, r.norm, r.form) == ("distilbert", "gelu", "post", POST_LN)
-
-
 def test_distilbert_defaults_and_errors(tmp_path):
     rng = np.random.default_rng(1)
     # DistilBertConfig: activation="gelu" when the key is absent.
@@ -193,25 +180,6 @@ def deberta(rng, m=10, **config):
     return t, {k: v for k, v in cfg.items() if v is not None}
 
 
-def test_deberta_v2(tmp_path):
-    reports = scan(save(tmp_path / "d", *deberta(np.random.default_rng(2))))
-    check(
-        reports,
-        [
-            ("deberta.encoder.layer.0", None, 0, 10, "not_absorbable"),
-            ("deberta.encoder.layer.1", None, 1, 10, "absorbable"),
-        ],
-    )
-    for r in reports:
-        assert (r.family, r.activation, r.norm, r.form, r.note) == (
-            "deberta-v2",
-            "gelu",
-            "post",
-            POST_LN,
-            None,
-        )
-
-
 def test_deberta_v2_defaults_and_conv_note(tmp_path):
     rng = np.random.default_rng(3)
     # DebertaV2Config: hidden_act="gelu" when absent.
@@ -228,6 +196,43 @@ def test_deberta_v2_defaults_and_conv_note(tmp_path):
     assert "tanh(conv x)" in info.parts[0].note
     with pytest.raises(CheckpointError, match="expected \\(12, 4\\)"):
         describe_checkpoint(save(tmp_path / "m", *deberta(rng, intermediate_size=12)))
+
+
+@pytest.mark.parametrize(
+    "builder,seed,family,expected",
+    [
+        (
+            distilbert,
+            0,
+            "distilbert",
+            [
+                ("distilbert.transformer.layer.0.ffn", None, 0, 9, "absorbable"),
+                ("distilbert.transformer.layer.1.ffn", None, 1, 9, "not_absorbable"),
+            ],
+        ),
+        (
+            deberta,
+            2,
+            "deberta-v2",
+            [
+                ("deberta.encoder.layer.0", None, 0, 10, "not_absorbable"),
+                ("deberta.encoder.layer.1", None, 1, 10, "absorbable"),
+            ],
+        ),
+    ],
+    ids=["distilbert", "deberta_v2"],
+)
+def test_post_ln_encoder(tmp_path, builder, seed, family, expected):
+    reports = scan(save(tmp_path / "d", *builder(np.random.default_rng(seed))))
+    check(reports, expected)
+    for r in reports:
+        assert (r.family, r.activation, r.norm, r.form, r.note) == (
+            family,
+            "gelu",
+            "post",
+            POST_LN,
+            None,
+        )
 
 
 # -- ALBERT ------------------------------------------------------------------------------------
