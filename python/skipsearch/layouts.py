@@ -44,6 +44,7 @@ __all__ = [
     "config_number",
     "finite_number",
     "integer",
+    "llama_names",
     "supported_model_types",
 ]
 
@@ -692,15 +693,21 @@ def _t5(config: dict[str, Any]) -> tuple[Layout, Optional[str]]:
     return layout, act
 
 
+def llama_names(prefix: str = "*layers.{i}.mlp.") -> dict[str, Any]:
+    """The ``up``, ``gate`` and ``down`` patterns of a gated MLP with LLaMA's
+    tensor names (``up_proj``, ``gate_proj``, ``down_proj``) under
+    ``prefix``, as keywords of a :class:`Part` or :class:`Layout`."""
+    return dict(
+        up=prefix + "up_proj.weight",
+        gate=prefix + "gate_proj.weight",
+        down=prefix + "down_proj.weight",
+    )
+
+
 def _gated(name: str, activation_keys: tuple[str, ...] = ("hidden_act",)) -> Family:
     return Family(
         name=name,
-        layout=Layout(
-            up="*layers.{i}.mlp.up_proj.weight",
-            gate="*layers.{i}.mlp.gate_proj.weight",
-            down="*layers.{i}.mlp.down_proj.weight",
-            norm="pre",
-        ),
+        layout=Layout(**llama_names(), norm="pre"),
         activation_keys=activation_keys,
         form=PRE_RMS,
     )

@@ -49,34 +49,13 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part
+from skipsearch.layouts import Family, Part, config_flag, integer, llama_names
 
 __all__ = ["FAMILIES"]
 
 
-def _llama_names(**fields: Any) -> Part:
-    """The dense MLP with LLaMA's tensor names (``gate_proj``, ``up_proj``,
-    ``down_proj`` under ``layers.{i}.mlp``)."""
-    return Part(
-        kind="mlp",
-        up="*layers.{i}.mlp.up_proj.weight",
-        gate="*layers.{i}.mlp.gate_proj.weight",
-        down="*layers.{i}.mlp.down_proj.weight",
-        **fields,
-    )
-
-
-def _flag(config: dict[str, Any], key: str, default: bool) -> bool:
-    value = config.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise CheckpointError(f"{key} must be true or false in config.json, got {value!r}")
-    return value
-
-
 def _stablelm_form(config: dict[str, Any]) -> str:
-    if _flag(config, "use_parallel_residual", False):
+    if config_flag(config, "use_parallel_residual", False):
         return (
             "x + attn(LN x) + f(LN x) (use_parallel_residual: one LayerNorm feeds attention and "
             "the MLP, whose outputs join the residual in the same step)"
@@ -85,7 +64,7 @@ def _stablelm_form(config: dict[str, Any]) -> str:
 
 
 def _stablelm_note(config: dict[str, Any]) -> Optional[str]:
-    if _flag(config, "use_parallel_residual", False):
+    if config_flag(config, "use_parallel_residual", False):
         return (
             "parallel residual: the model adds attention's output in the same step, so the "
             "verdict concerns y -> y + f(y) for the MLP alone, not the model's layer"
@@ -123,17 +102,27 @@ class _QwenWidth:
         value = config.get("intermediate_size")
         if value is None:
             value = self.default
-        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        number = integer(value)
+        if number is None or number < 2:
             raise CheckpointError(
                 "intermediate_size must be an integer >= 2 in config.json (Qwen v1's w1 and w2 "
                 f"are intermediate_size // 2 wide), got {value!r}"
             )
-        return value // 2
+        return number // 2
 
 
 def _sizes(hidden: int, intermediate: int) -> dict[str, Any]:
     """The config class's defaults of ``hidden_size`` and ``intermediate_size``."""
     return dict(d_rule=_Default(hidden), m_rule=_Default(intermediate))
+
+
+def _llama(hidden: int, intermediate: int, **fields: Any) -> Part:
+    """The dense SwiGLU MLP with LLaMA's tensor names (``gate_proj``,
+    ``up_proj``, ``down_proj`` under ``layers.{i}.mlp``), ``hidden`` and
+    ``intermediate`` the config class's default sizes."""
+    return Part(
+        kind="mlp", **llama_names(), activation="silu", **_sizes(hidden, intermediate), **fields
+    )
 
 
 _PHI3 = Family(
@@ -153,21 +142,15 @@ _PHI3 = Family(
 
 _OLMO = Family(
     name="olmo",
-    parts=(
-        _llama_names(
-            activation="silu",
-            **_sizes(4096, 11008),
-            form="x + f(LN x) (LayerNorm without weights or biases)",
-        ),
-    ),
+    parts=(_llama(4096, 11008, form="x + f(LN x) (LayerNorm without weights or biases)"),),
 )
 
 _OLMO2 = Family(
     name="olmo2",
     parts=(
-        _llama_names(
-            activation="silu",
-            **_sizes(4096, 11008),
+        _llama(
+            4096,
+            11008,
             norm=None,
             form=(
                 "x + RMSNorm(f(x)) (post_feedforward_layernorm inside the residual branch, no norm "
@@ -183,19 +166,15 @@ _OLMO2 = Family(
 
 _STABLELM = Family(
     name="stablelm",
-    parts=(
-        _llama_names(
-            activation="silu", **_sizes(2560, 6912), form=_stablelm_form, note=_stablelm_note
-        ),
-    ),
+    parts=(_llama(2560, 6912, form=_stablelm_form, note=_stablelm_note),),
 )
 
 _GRANITE = Family(
     name="granite",
     parts=(
-        _llama_names(
-            activation="silu",
-            **_sizes(4096, 11008),
+        _llama(
+            4096,
+            11008,
             scale_keys=("residual_multiplier",),
             # The scan writes a = residual_multiplier in: "x + 0.22 * f(RMSNorm x) (...)".
             form="x + f(RMSNorm x)",

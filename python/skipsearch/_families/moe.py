@@ -31,10 +31,9 @@ layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part, finite_number
+from skipsearch.layouts import Family, Part, config_int, config_number, integer, llama_names
 
 __all__ = ["FAMILIES"]
 
@@ -44,30 +43,6 @@ _PER_EXPERT = (
     "weights p_e(x) depend on x and the layer adds several experts' outputs, so an expert "
     "whose block is (or is not) absorbable says nothing direct about the layer"
 )
-
-
-def _number(config: dict[str, Any], key: str, default: float) -> float:
-    """``config[key]`` as a finite float, ``default`` when absent or null.
-
-    Raises
-    ------
-    CheckpointError
-        The value is not a finite number.
-    """
-    value = config.get(key)
-    if value is None:
-        return default
-    number = finite_number(value)
-    if number is None:
-        raise CheckpointError(f"config.json: {key} must be a finite number, got {value!r}")
-    return number
-
-
-def _int(config: dict[str, Any], key: str) -> Optional[int]:
-    value = config.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
 
 
 def _fmt(value: float) -> str:
@@ -82,7 +57,7 @@ class _DeepseekForm:
     default_scale: float
 
     def __call__(self, config: dict[str, Any]) -> str:
-        s = _fmt(_number(config, "routed_scaling_factor", self.default_scale))
+        s = _fmt(config_number(config, "routed_scaling_factor", self.default_scale))
         return (
             f"x + s sum_e p_e(x) f_e(x) + f_s(x) with s = routed_scaling_factor = {s}: routed "
             "SwiGLU experts f_e weighted by the router's top-k weights p_e, plus the shared "
@@ -93,7 +68,7 @@ class _DeepseekForm:
 
 def _granitemoe_form(config: dict[str, Any]) -> str:
     """GraniteMoE's MoE layer, with its ``residual_multiplier``."""
-    a = _fmt(_number(config, "residual_multiplier", 1.0))
+    a = _fmt(config_number(config, "residual_multiplier", 1.0))
     return (
         f"x + a sum_e p_e(x) f_e(x) with a = residual_multiplier = {a}: SwiGLU experts "
         "f_e(x) = output_linear[e] (silu(g) * u), [g; u] = input_linear[e] RMSNorm(x), weighted "
@@ -115,14 +90,8 @@ class _QwenSparseLayers:
     def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
         step = config.get("decoder_sparse_step", 1)
         dense_only = config.get("mlp_only_layers") or []
-        experts = _int(config, "num_experts")
-        if (
-            not isinstance(step, int)
-            or isinstance(step, bool)
-            or step < 1
-            or not isinstance(dense_only, list)
-            or experts is None
-        ):
+        experts = config_int(config, "num_experts")
+        if integer(step) is None or step < 1 or not isinstance(dense_only, list) or experts is None:
             return None
         sparse = {
             i for i in range(layers) if i not in dense_only and experts > 0 and (i + 1) % step == 0
@@ -143,7 +112,7 @@ class _DeepseekSparseLayers:
     def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
         first = config.get("first_k_dense_replace", 0)
         freq = config.get("moe_layer_freq", 1)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (first, freq)):
+        if integer(first) is None or integer(freq) is None:
             return None
         if freq < 1 or first < 0:
             return None
@@ -169,11 +138,8 @@ def _experts(
     (``names`` = gate, up, down under ``base.experts.{e}.``) and the fused
     3-D tensors under ``fused_base`` (default ``*layers.{i}.mlp.experts.``)."""
     gate, up, down = names
-    per_expert = Part(
+    common: dict[str, Any] = dict(
         kind=kind,
-        up=f"{base}experts.{{e}}.{up}.weight",
-        gate=f"{base}experts.{{e}}.{gate}.weight",
-        down=f"{base}experts.{{e}}.{down}.weight",
         activation=activation,
         m_keys=m_keys,
         experts_keys=experts_keys,
@@ -182,37 +148,73 @@ def _experts(
         optional=True,
         layers=layers,
     )
+    per_expert = Part(
+        up=f"{base}experts.{{e}}.{up}.weight",
+        gate=f"{base}experts.{{e}}.{gate}.weight",
+        down=f"{base}experts.{{e}}.{down}.weight",
+        **common,
+    )
     fused_at = fused_base or "*layers.{i}.mlp.experts."
     fused = Part(
-        kind=kind,
         up=f"{fused_at}gate_up_proj",
         down=f"{fused_at}down_proj",
         fused="gate_up",
         experts=True,
-        activation=activation,
-        m_keys=m_keys,
-        experts_keys=experts_keys,
-        form=form,
-        note=note,
-        optional=True,
-        layers=layers,
+        **common,
     )
     return per_expert, fused
 
 
-def _dense(m_keys: tuple[str, ...], note: str, layers: Any = None) -> Part:
-    """A decoder layer's dense SwiGLU MLP (``LlamaMLP``'s names)."""
+def _sparse(
+    rule: Callable[..., Any], dense_note: str, experts_keys: tuple[str, ...], form: Any
+) -> tuple[Part, Part, Part]:
+    """A decoder whose layers hold, as ``rule(sparse=...)`` says, either a
+    dense SwiGLU MLP (``LlamaMLP``'s names, ``intermediate_size`` wide) or
+    routed experts with the same names (``moe_intermediate_size`` wide), in
+    both forms of :func:`_experts`."""
+    return (
+        _swiglu(
+            "mlp",
+            "*layers.{i}.mlp.",
+            ("intermediate_size",),
+            "x + f(x)",
+            dense_note,
+            rule(sparse=False),
+        ),
+        *_experts(
+            "expert",
+            "*layers.{i}.mlp.",
+            ("gate_proj", "up_proj", "down_proj"),
+            m_keys=("moe_intermediate_size",),
+            experts_keys=experts_keys,
+            form=form,
+            note=_PER_EXPERT,
+            layers=rule(sparse=True),
+        ),
+    )
+
+
+def _swiglu(
+    kind: str,
+    prefix: str,
+    m_keys: tuple[str, ...],
+    form: Any,
+    note: str,
+    layers: Any = None,
+    **fields: Any,
+) -> Part:
+    """An optional SwiGLU MLP with ``LlamaMLP``'s names under ``prefix``: a
+    dense layer's MLP or a shared expert."""
     return Part(
-        kind="mlp",
-        up="*layers.{i}.mlp.up_proj.weight",
-        gate="*layers.{i}.mlp.gate_proj.weight",
-        down="*layers.{i}.mlp.down_proj.weight",
+        kind=kind,
+        **llama_names(prefix),
         activation="silu",
         m_keys=m_keys,
-        form="x + f(x)",
+        form=form,
         note=note,
         optional=True,
         layers=layers,
+        **fields,
     )
 
 
@@ -255,29 +257,15 @@ _QWEN2_SHARED_NOTE = (
 _QWEN2_MOE = Family(
     name="qwen2_moe",
     parts=(
-        _dense(("intermediate_size",), _QWEN_DENSE_NOTE, _QwenSparseLayers(sparse=False)),
-        *_experts(
-            "expert",
-            "*layers.{i}.mlp.",
-            ("gate_proj", "up_proj", "down_proj"),
-            m_keys=("moe_intermediate_size",),
-            experts_keys=("num_experts",),
-            form=_QWEN2_FORM,
-            note=_PER_EXPERT,
-            layers=_QwenSparseLayers(sparse=True),
-        ),
-        Part(
-            kind="shared_expert",
-            up="*layers.{i}.mlp.shared_expert.up_proj.weight",
-            gate="*layers.{i}.mlp.shared_expert.gate_proj.weight",
-            down="*layers.{i}.mlp.shared_expert.down_proj.weight",
-            activation="silu",
-            m_keys=("shared_expert_intermediate_size",),
-            form=_QWEN2_FORM,
-            note=_QWEN2_SHARED_NOTE,
-            optional=True,
+        *_sparse(_QwenSparseLayers, _QWEN_DENSE_NOTE, ("num_experts",), _QWEN2_FORM),
+        _swiglu(
+            "shared_expert",
+            "*layers.{i}.mlp.shared_expert.",
+            ("shared_expert_intermediate_size",),
+            _QWEN2_FORM,
+            _QWEN2_SHARED_NOTE,
             # Qwen2MoeSparseMoeBlock always has its shared expert.
-            layers=_QwenSparseLayers(sparse=True),
+            _QwenSparseLayers(sparse=True),
         ),
     ),
 )
@@ -288,18 +276,8 @@ _QWEN3_FORM = (
 )
 _QWEN3_MOE = Family(
     name="qwen3_moe",
-    parts=(
-        _dense(("intermediate_size",), _QWEN_DENSE_NOTE, _QwenSparseLayers(sparse=False)),
-        *_experts(
-            "expert",
-            "*layers.{i}.mlp.",
-            ("gate_proj", "up_proj", "down_proj"),
-            m_keys=("moe_intermediate_size",),
-            experts_keys=("num_experts", "num_local_experts"),
-            form=_QWEN3_FORM,
-            note=_PER_EXPERT,
-            layers=_QwenSparseLayers(sparse=True),
-        ),
+    parts=_sparse(
+        _QwenSparseLayers, _QWEN_DENSE_NOTE, ("num_experts", "num_local_experts"), _QWEN3_FORM
     ),
 )
 
@@ -328,12 +306,12 @@ class _SharedWidth:
         return f"moe_intermediate_size * n_shared_experts (n_shared_experts default {self.default})"
 
     def __call__(self, config: dict[str, Any]) -> Optional[int]:
-        width = _int(config, "moe_intermediate_size")
+        width = config_int(config, "moe_intermediate_size")
         if width is None:
             return None
         if config.get("n_shared_experts") is None:
             return width * self.default
-        count = _int(config, "n_shared_experts")
+        count = config_int(config, "n_shared_experts")
         return None if count is None or count < 1 else width * count
 
 
@@ -341,30 +319,19 @@ def _deepseek(name: str, shared_width: _SharedWidth, form: _DeepseekForm) -> Fam
     return Family(
         name=name,
         parts=(
-            _dense(
-                ("intermediate_size",), _DEEPSEEK_DENSE_NOTE, _DeepseekSparseLayers(sparse=False)
+            *_sparse(
+                _DeepseekSparseLayers,
+                _DEEPSEEK_DENSE_NOTE,
+                ("n_routed_experts", "num_local_experts", "num_experts"),
+                form,
             ),
-            *_experts(
-                "expert",
-                "*layers.{i}.mlp.",
-                ("gate_proj", "up_proj", "down_proj"),
-                m_keys=("moe_intermediate_size",),
-                experts_keys=("n_routed_experts", "num_local_experts", "num_experts"),
-                form=form,
-                note=_PER_EXPERT,
-                layers=_DeepseekSparseLayers(sparse=True),
-            ),
-            Part(
-                kind="shared_expert",
-                up="*layers.{i}.mlp.shared_experts.up_proj.weight",
-                gate="*layers.{i}.mlp.shared_experts.gate_proj.weight",
-                down="*layers.{i}.mlp.shared_experts.down_proj.weight",
-                activation="silu",
-                m_keys=(),
+            _swiglu(
+                "shared_expert",
+                "*layers.{i}.mlp.shared_experts.",
+                (),
+                form,
+                _DEEPSEEK_SHARED_NOTE,
                 m_rule=shared_width,
-                form=form,
-                note=_DEEPSEEK_SHARED_NOTE,
-                optional=True,
             ),
         ),
     )
