@@ -26,13 +26,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
-from skipsearch.layouts import POST_LN, PRE_LN, Family, Part
+from skipsearch.layouts import NORM_FORMS, POST_LN, PRE_LN, Family, Part, config_int
 
-__all__ = ["FAMILIES"]
+# POST_LN and PRE_LN, the forms by LayerNorm placement, are named here too.
+__all__ = ["FAMILIES", "POST_LN", "PRE_LN"]
 
-#: What the model computes around the FFN, by LayerNorm placement.
 
-_FORMS: dict[Norm, str] = {"post": POST_LN, "pre": PRE_LN}
+def _mlp(up: str, down: str, norm: Norm, **fields: Any) -> Part:
+    """The FFN of a post- or pre-LN encoder (``norm``), with that form."""
+    return Part(kind="mlp", up=up, down=down, norm=norm, form=NORM_FORMS[norm], **fields)
 
 
 @dataclass(frozen=True)
@@ -68,18 +70,16 @@ def _seq2seq(
     the encoder, under the same ``model_type``.
     """
     parts = tuple(
-        Part(
-            kind="mlp",
-            up=f"*{stack}.layers.{{i}}.fc1.weight",
-            down=f"*{stack}.layers.{{i}}.fc2.weight",
+        _mlp(
+            f"*{stack}.layers.{{i}}.fc1.weight",
+            f"*{stack}.layers.{{i}}.fc2.weight",
+            norm,
             stack=stack,
             activation_keys=("activation_function",),
             activation=activation,
             d_keys=("d_model",),
             m_keys=(f"{stack}_ffn_dim",),
             layer_keys=(f"{stack}_layers",),
-            norm=norm,
-            form=_FORMS[norm],
             note=note,
             optional=True,
         )
@@ -93,8 +93,8 @@ def _deberta_note(config: dict[str, Any]) -> Optional[str]:
     deberta-v2-xlarge): after layer 0 the encoder computes
     ``LN(out + conv_act(conv(x)))`` from the layer's input ``x`` and output
     ``out``; the FFN block inside layer 0 is unchanged."""
-    kernel = config.get("conv_kernel_size")
-    if isinstance(kernel, int) and not isinstance(kernel, bool) and kernel > 0:
+    kernel = config_int(config, "conv_kernel_size")
+    if kernel is not None and kernel > 0:
         act = config.get("conv_act") or "tanh"
         return (
             f"conv_kernel_size={kernel}: after layer 0 the encoder also adds a convolution of "
@@ -130,17 +130,15 @@ FAMILIES: dict[str, Family] = {
     "distilbert": Family(
         name="distilbert",
         parts=(
-            Part(
-                kind="mlp",
-                up="*transformer.layer.{i}.ffn.lin1.weight",
-                down="*transformer.layer.{i}.ffn.lin2.weight",
+            _mlp(
+                "*transformer.layer.{i}.ffn.lin1.weight",
+                "*transformer.layer.{i}.ffn.lin2.weight",
+                "post",
                 activation_keys=("activation",),
                 activation="gelu",
                 d_keys=("dim",),
                 m_keys=("hidden_dim",),
                 layer_keys=("n_layers",),
-                norm="post",
-                form=POST_LN,
             ),
         ),
     ),
@@ -149,13 +147,11 @@ FAMILIES: dict[str, Family] = {
     "deberta-v2": Family(
         name="deberta-v2",
         parts=(
-            Part(
-                kind="mlp",
-                up="*encoder.layer.{i}.intermediate.dense.weight",
-                down="*encoder.layer.{i}.output.dense.weight",
+            _mlp(
+                "*encoder.layer.{i}.intermediate.dense.weight",
+                "*encoder.layer.{i}.output.dense.weight",
+                "post",
                 activation="gelu",
-                norm="post",
-                form=POST_LN,
                 note=_deberta_note,
             ),
         ),
@@ -166,15 +162,13 @@ FAMILIES: dict[str, Family] = {
     "albert": Family(
         name="albert",
         parts=(
-            Part(
-                kind="mlp",
+            _mlp(
                 # {i} is the layer's index inside its group, so that blocks
                 # come group by group, in the order the model applies them.
-                up="*albert_layer_groups.*.albert_layers.{i}.ffn.weight",
-                down="*albert_layer_groups.*.albert_layers.{i}.ffn_output.weight",
+                "*albert_layer_groups.*.albert_layers.{i}.ffn.weight",
+                "*albert_layer_groups.*.albert_layers.{i}.ffn_output.weight",
+                "post",
                 activation="gelu_new",
-                norm="post",
-                form=POST_LN,
                 note=_albert_note,
                 repeat_keys=("num_hidden_layers",),
             ),

@@ -31,7 +31,15 @@ from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
 from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import SANDWICH_FORM, SANDWICH_NOTE, Family, Part, finite_number
+from skipsearch.layouts import (
+    SANDWICH_FORM,
+    SANDWICH_NOTE,
+    Family,
+    Part,
+    config_int,
+    config_number,
+    llama_names,
+)
 
 __all__ = ["FAMILIES", "TowerPart"]
 
@@ -184,25 +192,34 @@ _LM_FORM = "x + f(RMSNorm x) (pre-norm: post_attention_layernorm before the MLP)
 
 
 def _fc(
-    kind: str,
     prefix: str,
     stack: str,
     config: tuple[str, ...],
     defaults: Defaults,
     *,
-    mlp: str = "mlp",
+    form: str = _CLIP_FORM,
     **kw: Any,
 ) -> TowerPart:
-    """A CLIP-style ``fc1``/``fc2`` MLP at ``<prefix>{i}.<mlp>``."""
+    """A CLIP-style ``fc1``/``fc2`` MLP at ``<prefix>{i}.mlp``."""
     return TowerPart(
-        kind=kind,
-        up=f"*{prefix}{{i}}.{mlp}.fc1.weight",
-        down=f"*{prefix}{{i}}.{mlp}.fc2.weight",
+        kind="mlp",
+        up=f"*{prefix}{{i}}.mlp.fc1.weight",
+        down=f"*{prefix}{{i}}.mlp.fc2.weight",
         stack=stack,
         config=config,
         defaults=defaults,
         norm=_PRE,
+        form=form,
         **kw,
+    )
+
+
+def _vision_tower(defaults: Defaults, **kw: Any) -> TowerPart:
+    """A multimodal model's CLIP-style vision tower (``vision_config``):
+    ``vision_tower.vision_model.encoder.layers.{i}.mlp``, or since
+    transformers 4.52 ``model.vision_tower.vision_model.encoder.layers``."""
+    return _fc(
+        "vision_tower.vision_model.encoder.layers.", "vision", ("vision_config",), defaults, **kw
     )
 
 
@@ -222,23 +239,19 @@ def _clip(text: dict[str, Any], vision: dict[str, Any], name: str, legacy: bool)
         name=name,
         parts=(
             _fc(
-                "mlp",
                 "text_model.encoder.layers.",
                 "text",
                 ("text_config",),
                 _fixed(text),
                 legacy="text_config_dict" if legacy else None,
-                form=_CLIP_FORM,
                 optional=True,
             ),
             _fc(
-                "mlp",
                 "vision_model.encoder.layers.",
                 "vision",
                 ("vision_config",),
                 _fixed(vision),
                 legacy="vision_config_dict" if legacy else None,
-                form=_CLIP_FORM,
                 note=note,
                 optional=True,
             ),
@@ -253,13 +266,11 @@ def _single(defaults: dict[str, Any], prefix: str, stack: str, name: str) -> Fam
         name=name,
         parts=(
             _fc(
-                "mlp",
                 prefix,
                 stack,
                 (),
                 _fixed(defaults),
                 top_level=True,
-                form=_CLIP_FORM,
             ),
         ),
     )
@@ -279,9 +290,7 @@ def _lm(
     """The gated ``gate_proj``/``up_proj``/``down_proj`` MLP of the language model."""
     return TowerPart(
         kind="mlp",
-        up=prefix + "up_proj.weight",
-        gate=prefix + "gate_proj.weight",
-        down=prefix + "down_proj.weight",
+        **llama_names(prefix),
         stack="text",
         config=config,
         defaults=defaults,
@@ -294,16 +303,9 @@ def _lm(
 _LLAVA = Family(
     name="llava",
     parts=(
-        # Old names vision_tower.vision_model.encoder.layers.{i}.mlp; since
-        # transformers 4.52 model.vision_tower.vision_model.encoder.layers.
-        _fc(
-            "mlp",
-            "vision_tower.vision_model.encoder.layers.",
-            "vision",
-            ("vision_config",),
+        _vision_tower(
             _by_type(_VISION_TYPES, "clip_vision_model"),
             when_absent=tuple(LLAVA_VISION.items()),
-            form=_CLIP_FORM,
             note=(
                 "LLaVA feeds the language model the vision tower's hidden state at "
                 "vision_feature_layer (-2 by default): the last vision layers do not reach "
@@ -323,13 +325,8 @@ _LLAVA = Family(
 _GEMMA3 = Family(
     name="gemma3",
     parts=(
-        _fc(
-            "mlp",
-            "vision_tower.vision_model.encoder.layers.",
-            "vision",
-            ("vision_config",),
+        _vision_tower(
             _fixed(SIGLIP_VISION),
-            form=_CLIP_FORM,
             note="SigLIP vision tower (SiglipVisionConfig defaults for absent keys)",
         ),
         _lm(
@@ -364,15 +361,9 @@ def _qwen2_vl_m(sub: dict[str, Any]) -> Optional[int]:
     CheckpointError
         ``mlp_ratio`` is not a finite positive number.
     """
-    d, value = sub.get("embed_dim"), sub.get("mlp_ratio")
-    ratio = finite_number(value)
-    if ratio is None or ratio <= 0:
-        raise CheckpointError(
-            f"config.json: vision_config.mlp_ratio must be a finite positive number, got {value!r}"
-        )
-    if isinstance(d, int) and not isinstance(d, bool):
-        return int(d * ratio)
-    return None
+    ratio = config_number(sub, "mlp_ratio", positive=True, name="vision_config.mlp_ratio")
+    d = config_int(sub, "embed_dim")
+    return None if d is None else int(d * ratio)
 
 
 _QWEN2_VL = Family(
@@ -382,7 +373,6 @@ _QWEN2_VL = Family(
         # width is embed_dim; vision_config.hidden_size is the LM's width (the
         # merger's output), not the tower's.
         _fc(
-            "mlp",
             "visual.blocks.",
             "vision",
             ("vision_config",),
@@ -404,9 +394,7 @@ _QWEN2_5_VL = Family(
         # bias=True)), after an RMSNorm.
         TowerPart(
             kind="mlp",
-            up="*visual.blocks.{i}.mlp.up_proj.weight",
-            gate="*visual.blocks.{i}.mlp.gate_proj.weight",
-            down="*visual.blocks.{i}.mlp.down_proj.weight",
+            **llama_names("*visual.blocks.{i}.mlp."),
             stack="vision",
             config=("vision_config",),
             defaults=_fixed(QWEN2_5_VL_VISION),
