@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 import skipsearch
 from skipsearch import cli
-from skipsearch.scan import SCHEMA_VERSION
 from skipsearch._scan import decide as decide_module
-from skipsearch.scan import BlockReport, scan
+from skipsearch.scan import SCHEMA_VERSION, BlockReport, scan
 
 from tests.test_families import llama, save
 from tests.test_pipelines import validator
