@@ -313,6 +313,23 @@ class StoredFile:
         return out
 
 
+class ListedFile(StoredFile):
+    """A :class:`StoredFile` whose names, shapes and stored dtypes were
+    listed when it was opened: :attr:`_entries` maps each name to a tuple
+    that begins ``(shape, dtype name)``."""
+
+    _entries: dict[str, tuple[Any, ...]]
+
+    def keys(self) -> list[str]:
+        return sorted(self._entries)
+
+    def shape(self, key: str) -> tuple[int, ...]:
+        return tuple(self._entries[key][0])
+
+    def dtype(self, key: str) -> str:
+        return str(self._entries[key][1])
+
+
 class _File(StoredFile):
     """One safetensors file: names, shapes and dtypes from its header, and
     tensors read one at a time.
@@ -840,7 +857,7 @@ def _import_torch(path: Path) -> Any:
     return torch
 
 
-class _TorchFile(StoredFile):
+class _TorchFile(ListedFile):
     """One PyTorch state-dict file (``pytorch_model.bin``), read with
     ``torch.load(..., weights_only=True, mmap=True, map_location="cpu")``.
 
@@ -906,15 +923,6 @@ class _TorchFile(StoredFile):
     def _dtype_name(self, dtype: Any) -> str:
         name = str(dtype).replace("torch.", "")
         return _TORCH_DTYPES.get(name, name)
-
-    def keys(self) -> list[str]:
-        return sorted(self._entries)
-
-    def shape(self, key: str) -> tuple[int, ...]:
-        return self._entries[key][0]
-
-    def dtype(self, key: str) -> str:
-        return self._entries[key][1]
 
     def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
         shape = self.shape(key)

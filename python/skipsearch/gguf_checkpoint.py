@@ -44,7 +44,7 @@ from skipsearch.checkpoints import (
     Checkpoint,
     CheckpointChangedError,
     CheckpointError,
-    StoredFile,
+    ListedFile,
     _dangling,
     _existing,
     _identity,
@@ -97,7 +97,7 @@ def _value(field: Any, gguf: Any) -> Any:
     return None
 
 
-class _GGUFFile(StoredFile):
+class _GGUFFile(ListedFile):
     """One GGUF file: metadata and tensor descriptions from its header, and
     tensors read and dequantized one at a time."""
 
@@ -140,15 +140,6 @@ class _GGUFFile(StoredFile):
                 int(t.n_bytes),
             )
         del reader  # drops the memory map
-
-    def keys(self) -> list[str]:
-        return sorted(self._entries)
-
-    def shape(self, key: str) -> tuple[int, ...]:
-        return self._entries[key][0]
-
-    def dtype(self, key: str) -> str:
-        return self._entries[key][1]
 
     def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
         shape, dtype, begin, size = self._entries[key]

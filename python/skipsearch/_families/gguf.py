@@ -79,57 +79,60 @@ def _sizes(arch: str, m_keys: Optional[tuple[str, ...]] = None) -> dict[str, Any
     )
 
 
+def _ffn(
+    arch: str,
+    kind: str,
+    suffix: str = "",
+    *,
+    gate: bool = True,
+    m_keys: Optional[tuple[str, ...]] = None,
+    **kw: Any,
+) -> Part:
+    """The part of tensors ``FFN_UP<suffix>``, ``FFN_GATE<suffix>`` (when
+    ``gate``) and ``FFN_DOWN<suffix>``, pre-norm, sized by ``arch``'s keys
+    (``m_keys`` for the hidden width); ``form`` defaults to the sequential one."""
+    return Part(
+        kind=kind,
+        up=FFN_TENSORS["FFN_UP" + suffix],
+        gate=FFN_TENSORS["FFN_GATE" + suffix] if gate else None,
+        down=FFN_TENSORS["FFN_DOWN" + suffix],
+        **{"form": _SEQ, **_sizes(arch, m_keys), **kw},
+    )
+
+
 def _gated(arch: str, activation: str, **kw: Any) -> Part:
     """The dense gated MLP: ffn_up, ffn_gate, ffn_down."""
-    return Part(
-        kind="mlp",
-        up=FFN_TENSORS["FFN_UP"],
-        gate=FFN_TENSORS["FFN_GATE"],
-        down=FFN_TENSORS["FFN_DOWN"],
-        activation=activation,
-        form=_SEQ,
-        **{**_sizes(arch), **kw},
-    )
+    return _ffn(arch, "mlp", activation=activation, **kw)
 
 
 def _plain(arch: str, form: Any = _SEQ) -> Part:
     """The dense MLP without a gate: ffn_up, ffn_down (biases when present)."""
-    return Part(
-        kind="mlp",
-        up=FFN_TENSORS["FFN_UP"],
-        down=FFN_TENSORS["FFN_DOWN"],
-        activation="gelu_tanh",
-        form=form,
-        **_sizes(arch),
-    )
+    return _ffn(arch, "mlp", gate=False, activation="gelu_tanh", form=form)
 
 
 def _experts(arch: str, m_keys: tuple[str, ...], shared: str = "", **kw: Any) -> Part:
     """Routed SwiGLU experts in 3-D ``[E, out, in]`` tensors."""
-    return Part(
-        kind="expert",
-        up=FFN_TENSORS["FFN_UP_EXP"],
-        gate=FFN_TENSORS["FFN_GATE_EXP"],
-        down=FFN_TENSORS["FFN_DOWN_EXP"],
+    return _ffn(
+        arch,
+        "expert",
+        "_EXP",
+        m_keys=m_keys,
         experts=True,
         activation="silu",
-        form=_SEQ,
         note=_ROUTED.format(shared=shared),
-        **{**_sizes(arch, m_keys), **kw},
+        **kw,
     )
 
 
-def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "", **kw: Any) -> Part:
+def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "") -> Part:
     """The shared SwiGLU expert: ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp."""
-    return Part(
-        kind="shared_expert",
-        up=FFN_TENSORS["FFN_UP_SHEXP"],
-        gate=FFN_TENSORS["FFN_GATE_SHEXP"],
-        down=FFN_TENSORS["FFN_DOWN_SHEXP"],
+    return _ffn(
+        arch,
+        "shared_expert",
+        "_SHEXP",
+        m_keys=m_keys,
         activation="silu",
-        form=_SEQ,
         note=_SHARED.format(scaled=scaled),
-        **{**_sizes(arch, m_keys), **kw},
     )
 
 
@@ -160,15 +163,8 @@ FAMILIES: dict[str, Family] = dict(
         _family("gemma", _gated("gemma", "gelu_tanh")),
         _family(
             "phi3",
-            Part(
-                kind="mlp",
-                up=FFN_TENSORS["FFN_UP"],
-                down=FFN_TENSORS["FFN_DOWN"],
-                fused="gate_up",
-                activation="silu",
-                form=_SEQ,
-                **_sizes("phi3"),
-            ),
+            # One ffn_up of 2 n_ff rows, the gate first.
+            _ffn("phi3", "mlp", gate=False, fused="gate_up", activation="silu"),
         ),
         _family("gpt2", _plain("gpt2")),
         _family("bloom", _plain("bloom")),

@@ -626,7 +626,11 @@ def _resolve(
         raise CheckpointError(f"model_type in {where} must be a string, got {model_type!r}")
     fam = FAMILIES.get(model_type)
     if fam is None:
-        return _automatic(config, model_type, activation, where, ckpt)
+        # The automatic layout of a model_type the registry lacks (imported
+        # here: skipsearch._scan.auto imports this module).
+        from skipsearch._scan.auto import automatic_parts
+
+        return automatic_parts(config, model_type, activation, where, ckpt, SUPPORTED_MODEL_TYPES)
     out = []
     for part in fam.resolve_parts(config):
         spec = part.resolve(config, where, read_activation=activation is None)
@@ -636,20 +640,6 @@ def _resolve(
         spec["sizes"] = f"config.json: {spec['sizes']}" if spec["sizes"] else "the tensors"
         out.append((part, spec))
     return fam.name, out
-
-
-def _automatic(
-    config: dict[str, Any],
-    model_type: str,
-    activation: Union[str, Activation, None],
-    where: str,
-    ckpt: Checkpoint,
-) -> tuple[str, list[tuple[Part, dict[str, Any]]]]:
-    """The automatic layout of a ``model_type`` the registry lacks (see
-    :func:`skipsearch._scan.auto.automatic_parts`)."""
-    from skipsearch._scan.auto import automatic_parts
-
-    return automatic_parts(config, model_type, activation, where, ckpt, SUPPORTED_MODEL_TYPES)
 
 
 def _chosen_activation(activation: object, gated: bool, where: str) -> Activation:
