@@ -846,7 +846,7 @@ _TORCH_EXTRA = 'pip install "skipsearch[torch]"'
 def _import_torch(path: Path) -> Any:
     """The ``torch`` module, or an ImportError naming the extra."""
     try:
-        import torch
+        import torch  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise ImportError(
             f"{path} is a PyTorch checkpoint, read through torch.load(..., weights_only=True), "

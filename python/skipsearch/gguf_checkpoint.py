@@ -71,7 +71,7 @@ _INTS = {"I8": "<i1", "I16": "<i2", "I32": "<i4", "I64": "<i8"}
 def import_gguf() -> Any:
     """The ``gguf`` module, or an ImportError naming the extra."""
     try:
-        import gguf
+        import gguf  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         raise ImportError(
             "reading GGUF checkpoints needs the gguf package (llama.cpp's reader): install the "

@@ -70,7 +70,9 @@ def cache_dir() -> Path:
 
 def _repo_folder(repo_id: str) -> str:
     try:
-        from huggingface_hub.file_download import repo_folder_name
+        from huggingface_hub.file_download import (  # type: ignore[import-not-found, unused-ignore]
+            repo_folder_name,
+        )
     except ImportError:
         return "models--" + repo_id.replace("/", "--")
     return str(repo_folder_name(repo_id=repo_id, repo_type="model"))
@@ -80,7 +82,9 @@ def _through_hub(repo_id: str, revision: Optional[str], cache: Path) -> Optional
     """The snapshot folder as ``huggingface_hub``'s cache lookup finds it
     (no network call), or None (not installed, or no marker file cached)."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import (  # type: ignore[import-not-found, unused-ignore]
+            try_to_load_from_cache,
+        )
     except ImportError:
         return None
     for name in _MARKERS:
