@@ -266,14 +266,16 @@ def test_series_notes_go_with_the_block_label(series):
     reports[2] = _report(reports[2], verdict="undecided", note="only at step 5")
     rows = _table(cli.format_series(models, reports), "step")
     assert rows[0] == ["step", "layer 0", "layer 1[1]"]
-    assert rows[2][1] == f"{reports[2].relaxation_distance:.4f} ?[2]"
+    # Its note [2], and [3]: the reason it is undecided.
+    assert rows[2][1] == f"{reports[2].relaxation_distance:.4f} ?[2][3]"
     assert rows[1][1] == f"{reports[0].relaxation_distance:.4f}"
     lines = cli.format_series(models, reports).splitlines()
-    assert (
-        "A: absorbable; ?: undecided (-v shows the limit that stopped it, --json the reason)"
-        in lines
-    )
-    assert lines[-2:] == ["[1] routing decides which experts run", "[2] only at step 5"]
+    assert "A: absorbable; ?: undecided (the reason in the notes below)" in lines
+    assert lines[-3:] == [
+        "[1] routing decides which experts run",
+        "[2] only at step 5",
+        f"[3] undecided: {reports[2].reason}",
+    ]
 
 
 def test_csv_and_markdown_have_form_and_note(series, capsys):
@@ -292,3 +294,42 @@ def test_csv_and_markdown_have_form_and_note(series, capsys):
     assert head[-4:] == ["form", "note", "argument", "flip set"]
     first = [c.strip() for c in out.splitlines()[2].strip("|").split("|")]
     assert first[-4:-2] == [POST_LN, "-"]
+
+
+def test_series_given_in_glob_order_is_shown_in_step_order(tmp_path, capsys):
+    # A shell's glob sorts checkpoint-1000 before checkpoint-200: the header's
+    # range and the table's rows still follow the steps.
+    root = tmp_path / "run"
+    for step in (100, 200, 1000):
+        _generic(root / f"checkpoint-{step}", layers=1, d=3, m=5, seed=step)
+    paths = sorted(str(p) for p in root.iterdir())
+    assert [p.rsplit("-", 1)[1] for p in paths] == ["100", "1000", "200"]
+    code, out, _ = run_cli(capsys, "scan", *paths, *GENERIC, "--no-progress")
+    assert code == 0
+    assert "3 checkpoints, step 100 to 1000;" in out.splitlines()[0]
+    assert [row[0] for row in _table(out, "step")[1:]] == ["100", "200", "1000"]
+
+
+def test_an_undecided_row_says_why_in_the_table(tmp_path, capsys):
+    # A quick_gelu block without a flip set is undecided (the flip condition
+    # is only known to be sufficient for it): the text table gives the reason.
+    path = _generic(tmp_path / "m", layers=1, d=3, m=5, seed=7)
+    code, out, _ = run_cli(
+        capsys,
+        "scan",
+        str(path),
+        "--up",
+        UP,
+        "--down",
+        DOWN,
+        "--activation",
+        "quick_gelu",
+        "--no-progress",
+    )
+    assert code == 0
+    [report] = scan(path, layout=LAYOUT, activation="quick_gelu", progress=False)
+    assert report.verdict == "undecided"
+    assert report.reason.startswith("Undecided:")
+    lines = out.splitlines()
+    assert f"[1] {report.reason}" in lines
+    assert next(line for line in lines if line.startswith("blocks.0")).endswith("[1]")

@@ -133,7 +133,7 @@ def test_scan_by_repo_id_single_file_and_revision(tmp_path, monkeypatch):
     assert {r.activation for r in skipsearch.scan("acme/tiny-bert", revision=OTHER)} == {"relu"}
     with pytest.raises(
         FileNotFoundError,
-        match=rf"not its revision 'v3' \(it has ref main -> {COMMIT[:12]}, ref v2 -> {OTHER[:12]}, ",
+        match=rf"not its revision .v3. \(it has ref main -> {COMMIT}, ref v2 -> {OTHER}, ",
     ):
         skipsearch.scan("acme/tiny-bert", revision="v3")
     # A ref whose snapshot is gone (a deleted snapshot folder) says so.

@@ -180,3 +180,18 @@ def test_stacked_experts_must_agree_before_any_block_is_decided(tmp_path, expert
         match=rf"down_proj has shape \({experts_down}, 4, 6\), expected \(3, 4, 6\)",
     ):
         describe_checkpoint(path)
+
+
+def test_the_header_dtype_names_every_stored_dtype(tmp_path):
+    # W_up in F32 and W_down in F16: the default tolerance is float16's, and
+    # the checkpoint's dtype says both.
+    rng = np.random.default_rng(5)
+    tensors = {
+        "h.0.mlp.c_fc.weight": rng.standard_normal((D, M)).astype(np.float32),
+        "h.0.mlp.c_proj.weight": rng.standard_normal((M, D)).astype(np.float16),
+    }
+    config = dict(model_type="gpt2", n_embd=D, n_inner=M, n_layer=1, activation_function="relu")
+    path = save(tmp_path / "m", tensors, json.dumps(config))
+    assert describe_checkpoint(path).dtype == "F16, F32"
+    [report] = skipsearch.scan(path)
+    assert report.result.tolerance == 2.0**-5

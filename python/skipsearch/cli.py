@@ -306,6 +306,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 FFN block"``, ``"6 FFN blocks"``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def summary_line(reports: Sequence[BlockReport]) -> str:
     """One line counting the verdicts, e.g. ``"6 of 6 FFN blocks not absorbable"``."""
     n = len(reports)
@@ -500,12 +505,21 @@ def _forms(reports: Sequence[BlockReport]) -> list[str]:
 
 def _markers(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
     """Each row's footnote markers: its form's, when the rows do not share
-    one form (one form is a line under the table), and its note's."""
+    one form (one form is a line under the table), its note's, and for an
+    undecided row the reason it is undecided."""
     one_form = len(_forms(reports)) <= 1
     return [
-        ("" if one_form else notes.marker(f"form: {r.form}")) + notes.marker(r.note)
+        ("" if one_form else notes.marker(f"form: {r.form}"))
+        + notes.marker(r.note)
+        + (notes.marker(_undecided_note(r)) if r.verdict == "undecided" else "")
         for r in reports
     ]
+
+
+def _undecided_note(report: BlockReport) -> str:
+    """Why a row is undecided: its reason, which says so itself."""
+    reason = report.reason
+    return reason if reason.lower().startswith("undecided") else f"undecided: {reason}"
 
 
 def _footer(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
@@ -632,6 +646,9 @@ def format_series(
         text += _SERIES_VERDICTS.get(r.verdict, "")
         return text + ("" if in_label[r.block] else markers[id(r)])
 
+    # In step order, whatever order the paths came in (a shell's glob sorts
+    # checkpoint-1000 before checkpoint-200).
+    models = sorted(models, key=lambda info: -1 if info.step is None else info.step)
     steps = [f"{info.step}" for info in models]
     grid = []
     for info in models:
@@ -650,10 +667,11 @@ def format_series(
         where = os.path.commonpath([str(info.path) for info in models])
     except ValueError:  # relative and absolute paths, or two drives
         where = str(models[0].path)
-    first, last = models[0].step, models[-1].step
+    stepped = [info.step for info in models if info.step is not None]
+    first, last = (min(stepped), max(stepped)) if stepped else (None, None)
     shape = _uniform(
         [
-            f"{info.family}, {info.num_layers} FFN blocks each, {info.hidden_act} -> "
+            f"{info.family}, {_count(info.num_layers, 'FFN block')} each, {info.hidden_act} -> "
             f"{info.activation}, {info.dtype}"
             for info in models
         ],
@@ -673,7 +691,7 @@ def format_series(
     legend = [
         {
             "absorbable": "A: absorbable",
-            "undecided": "?: undecided (-v shows the limit that stopped it, --json the reason)",
+            "undecided": "?: undecided (the reason in the notes below)",
         }[v]
         for v in VERDICTS
         if v in _SERIES_VERDICTS and any(r.verdict == v for r in reports)
@@ -841,7 +859,7 @@ def _scan(args: argparse.Namespace) -> int:
             mine = [r for r in reports if r.path == str(info.path)]
             step = "" if info.step is None else f"step {info.step}, "
             _emit(
-                f"model: {info.name} ({step}{info.family}, {info.num_layers} FFN blocks, "
+                f"model: {info.name} ({step}{info.family}, {_count(info.num_layers, 'FFN block')}, "
                 f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
             )
             _emit(f"scope: {_scope(info)}")

@@ -221,7 +221,8 @@ def _swiglu(
 # -- Mixtral ---------------------------------------------------------------------------------------
 
 _MIXTRAL_FORM = (
-    "x + sum_e p_e(x) f_e(x): a mixture of SwiGLU experts f_e(x) = W2 (silu(W1 x) * W3 x) on "
+    "x + sum_e p_e(x) f_e(x): a mixture of SwiGLU experts f_e(x) = W_down (silu(W_gate x) * "
+    "W_up x) (w2, w1, w3 per expert, or the fused gate_up_proj and down_proj) on "
     "RMSNorm(x), p_e the softmax router weights of the top-k experts (renormalized), 0 for the "
     "others"
 )

@@ -147,7 +147,7 @@ def automatic_parts(
         listed = "; ".join(
             f"up={c[0]!r}, down={c[1]!r}"
             + (f", gate={c[2]!r}" if c[2] else "")
-            + f" ({', '.join(t)}: {len(f)} blocks)"
+            + f" ({', '.join(t)}: {len(f)} block{'' if len(f) == 1 else 's'})"
             for c, t, f in hits
         )
         raise CheckpointError(
@@ -166,7 +166,7 @@ def automatic_parts(
         act_key = next((k for k in ACTIVATION_KEYS if config.get(k) is not None), None)
         if act_key is None:
             raise CheckpointError(
-                f"{refuse}; the automatic layout found {len(found)} FFN blocks (up={up!r}, "
+                f"{refuse}; the automatic layout found {len(found)} FFN block(s) (up={up!r}, "
                 f"down={down!r}{f', gate={gate!r}' if gate else ''}, as in "
                 f"{', '.join(types)}) but {where} has none of {', '.join(ACTIVATION_KEYS)}, so "
                 "the activation is unknown; pass it with --activation (activation=...)"
@@ -182,7 +182,7 @@ def automatic_parts(
     )
     warnings.warn(
         f"model_type {model_type!r} in {where} is not in the registry; the automatic layout "
-        f"found {len(found)} FFN blocks: {mapping}; check it, or give the mapping with "
+        f"found {len(found)} FFN block(s): {mapping}; check it, or give the mapping with "
         "--up/--down (a Layout)",
         AutomaticLayoutWarning,
         stacklevel=5,

@@ -113,7 +113,8 @@ def _check_rows(rows: Any) -> list[Mapping[str, Any]]:
 
 def _missing(extra: str, error: ImportError) -> ImportError:
     return ImportError(
-        f'{extra} is not installed; install it with: pip install "skipsearch[{extra}]" ({error})'
+        f'{extra} is not installed; install it with: pip install "skipsearch[{extra}]" (from a '
+        f'clone: pip install ".[{extra}]"), or pip install {extra} ({error})'
     )
 
 

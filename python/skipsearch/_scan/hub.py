@@ -128,11 +128,11 @@ def _cached_revisions(repo: Path) -> list[str]:
                 commit = ""
             there = bool(commit) and (snapshots / commit).is_dir()
             names.append(
-                f"ref {p.relative_to(refs)} -> {commit[:12] or '?'}"
+                f"ref {p.relative_to(refs)} -> {commit or '?'}"
                 + ("" if there else " (snapshot missing)")
             )
     if snapshots.is_dir():
-        names += sorted(f"snapshot {p.name[:12]}" for p in snapshots.iterdir() if p.is_dir())
+        names += sorted(f"snapshot {p.name}" for p in snapshots.iterdir() if p.is_dir())
     return names
 
 

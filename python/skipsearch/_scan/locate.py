@@ -175,7 +175,9 @@ class CheckpointInfo:
     norm : {"pre", "post"} or None
         LayerNorm placement.
     dtype : str
-        The safetensors dtype of the first ``W_up`` (``"F32"``, ``"BF16"``, ...).
+        The stored dtypes of ``W_up`` and ``W_down``, which set the default
+        tolerance: one (``"F32"``, ``"BF16"``, ``"Q8_0"``, ...), or several,
+        comma-separated, when they differ (``"F16, F32"``).
     blocks : tuple of str
         The block names, e.g. ``"bert.encoder.layer.0"``.
     quantization : str or None
@@ -482,7 +484,7 @@ def locate(
         m=first.m,
         num_layers=len(blocks),
         norm=first.norm,
-        dtype=ckpt.dtype(blocks[0].up),
+        dtype=", ".join(sorted({ckpt.dtype(k) for b in blocks for k in (b.up, b.down)})),
         blocks=tuple(b.name for b in blocks),
         quantization="; ".join(sorted(s for s in schemes if s is not None)) or None,
         step=_step_of(path, ckpt),
@@ -595,10 +597,14 @@ def _resolve(
         else:
             hidden_act = config.get("hidden_act") or config.get("activation_function")
             if hidden_act is None:
+                source = (
+                    f"{where} has neither hidden_act nor activation_function"
+                    if ckpt.config_path is not None
+                    else f"there is no config.json beside {where} to read it from"
+                )
                 raise CheckpointError(
-                    f"no activation given and {where} has neither hidden_act nor "
-                    "activation_function: name it (Layout(..., activation=<name>), or "
-                    "--activation on the command line)"
+                    f"no activation given, and {source}: name it (Layout(..., "
+                    "activation=<name>), or --activation on the command line)"
                 )
             act = config_activation(hidden_act, gated=layout.gate is not None, where=where)
         part = Part(
