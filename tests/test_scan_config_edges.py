@@ -195,3 +195,35 @@ def test_the_header_dtype_names_every_stored_dtype(tmp_path):
     assert describe_checkpoint(path).dtype == "F16, F32"
     [report] = skipsearch.scan(path)
     assert report.result.tolerance == 2.0**-5
+
+
+def test_a_fused_tensor_is_read_once_per_block(tmp_path, monkeypatch):
+    # Phi-3's gate_up_proj holds W_gate and W_up: one read gives both halves.
+    from collections import Counter
+
+    from skipsearch.checkpoints import Checkpoint
+
+    rng = np.random.default_rng(6)
+    tensors = {}
+    for i in range(2):
+        tensors[f"model.layers.{i}.mlp.gate_up_proj.weight"] = rng.standard_normal((2 * M, D))
+        tensors[f"model.layers.{i}.mlp.down_proj.weight"] = rng.standard_normal((D, M))
+    config = dict(
+        model_type="phi3",
+        hidden_size=D,
+        intermediate_size=M,
+        num_hidden_layers=2,
+        hidden_act="silu",
+    )
+    path = save(tmp_path / "m", tensors, json.dumps(config))
+    reads: Counter[str] = Counter()
+    original = Checkpoint.get
+
+    def counted(self, key, *args, **kwargs):
+        reads[key] += 1
+        return original(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(Checkpoint, "get", counted)
+    reports = skipsearch.scan(path)
+    assert [r.verdict for r in reports] == ["not_absorbable"] * 2
+    assert reads == Counter({key: 1 for key in tensors})

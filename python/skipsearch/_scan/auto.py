@@ -115,7 +115,8 @@ def automatic_parts(
     # Pattern sets that find the same blocks are one mapping (BERT's and
     # DeBERTa's names, say); its families are listed together.
     by_blocks: dict[tuple[Blocks, bool], tuple[Candidate, list[str]]] = {}
-    for candidate, types in candidate_patterns():
+    candidates = candidate_patterns()
+    for candidate, types in candidates:
         found = _matches(ckpt, keys, candidate)
         if found is not None:
             first, known = by_blocks.get((found, candidate[3]), (candidate, []))
@@ -140,7 +141,7 @@ def automatic_parts(
     if not hits:
         raise CheckpointError(
             f"{refuse}, and the automatic layout found no FFN blocks under the names of the "
-            f"registry's families (tried {len(candidate_patterns())} pattern sets on "
+            f"registry's families (tried {len(candidates)} pattern sets on "
             f"{len(keys)} tensors); {override}"
         )
     if len(hits) > 1:

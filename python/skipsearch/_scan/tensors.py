@@ -13,7 +13,7 @@ was read (a checkpoint saved again while it is scanned) stops the read with
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -29,7 +29,7 @@ __all__ = [
     "block_tolerance",
     "fingerprint",
     "read_block",
-    "read_tensor",
+    "read_tensors",
     "same_weights",
 ]
 
@@ -76,27 +76,35 @@ def _read(
     return array
 
 
-def read_tensor(
-    info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys, role: str
-) -> Optional[npt.NDArray[Any]]:
-    """One tensor of ``block`` (a name in :data:`ROLES`) as a new float array:
-    weights in ``torch.nn.Linear`` layout (``W_up`` of shape ``(m, d)``), FP8
-    weights dequantized with their scales, fused gate/up tensors split;
-    None when the block has none."""
-    key_field, scale_field = _KEYS[role]
-    if block.fused is not None and role in ("W_up", "W_gate", "b_up", "b_gate"):
-        fused_key = block.up if role in ("W_up", "W_gate") else block.b_up
-        if fused_key is None:
-            return None
-        scale = block.up_scale if role in ("W_up", "W_gate") else None
-        gate, up = _split(_read(info, ckpt, block, fused_key, scale), block.fused, block.m)
-        half: npt.NDArray[Any] = gate if role in ("W_gate", "b_gate") else up
-        return half
-    key = getattr(block, key_field)
-    if key is None:
-        return None
-    scale = None if scale_field is None else getattr(block, scale_field)
-    return _read(info, ckpt, block, key, scale)
+def read_tensors(
+    info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys
+) -> Iterator[tuple[str, Optional[npt.NDArray[Any]]]]:
+    """The tensors of ``block`` as ``(role, array)`` pairs in :data:`ROLES`
+    order, each a new float array read when the pair is asked for: weights
+    in ``torch.nn.Linear`` layout (``W_up`` of shape ``(m, d)``), FP8 weights
+    dequantized with their scales, None for a tensor the block has none of.
+    A fused gate/up tensor (and its bias) is read once and split: its up
+    half comes with ``W_up``, and its gate half is kept for ``W_gate``."""
+    gate_half: dict[str, Optional[npt.NDArray[Any]]] = {}
+    for role in ROLES:
+        if block.fused is not None and role in ("W_up", "b_up"):
+            key, scale = (block.up, block.up_scale) if role == "W_up" else (block.b_up, None)
+            gate_role = "W_gate" if role == "W_up" else "b_gate"
+            if key is None:
+                gate_half[gate_role] = None
+                yield role, None
+                continue
+            gate, up = _split(_read(info, ckpt, block, key, scale), block.fused, block.m)
+            gate_half[gate_role] = gate
+            del gate
+            yield role, up
+        elif block.fused is not None and role in ("W_gate", "b_gate"):
+            yield role, gate_half.pop(role)
+        else:
+            key_field, scale_field = _KEYS[role]
+            key = getattr(block, key_field)
+            scale = None if scale_field is None else getattr(block, scale_field)
+            yield role, None if key is None else _read(info, ckpt, block, key, scale)
 
 
 def block_keys(block: BlockKeys) -> tuple[str, ...]:
@@ -130,7 +138,7 @@ def read_block(
     CheckpointChangedError
         A file of the block changed after its header was read.
     """
-    tensors = {role: read_tensor(info, ckpt, block, role) for role in ROLES}
+    tensors = dict(read_tensors(info, ckpt, block))
     ckpt.check_unchanged(block_keys(block))
     return tensors
 
@@ -166,8 +174,8 @@ def same_weights(
 ) -> bool:
     """Whether block ``other`` holds exactly ``tensors``; its tensors are
     read and compared one at a time, stopping at the first difference."""
-    for role, mine in tensors.items():
-        theirs = read_tensor(info, ckpt, other, role)
+    for role, theirs in read_tensors(info, ckpt, other):
+        mine = tensors[role]
         if (mine is None) != (theirs is None) or (
             mine is not None and theirs is not None and not np.array_equal(mine, theirs)
         ):
