@@ -466,35 +466,12 @@ mod tests {
         let (m, n, k) = (3000, 1500, 1500);
         let lhs = noise(m, k, 4);
         let rhs = noise(k, n, 5);
-        // Set before: nothing is computed.
-        let cancel = AtomicBool::new(true);
-        let budget = Budget::new(crate::limits::Limits::default(), &cancel);
-        let mut dst = Matrix::zeros(m, n);
-        dst.data_mut().fill(f64::NAN);
-        let got = gemm_polled(
-            dst.view_mut(),
-            Accum::Replace,
-            lhs.view(),
-            rhs.view(),
-            1.0,
-            Par::Seq,
-            &budget,
-        );
-        assert_eq!(got, Err(Stop::Interrupted));
-        assert!(dst.data().iter().all(|x| x.is_nan()));
-        // Set while it runs: 6.75 G multiply-adds on one thread (seconds),
-        // in tiles of 2^28 / (1500 * 1500) -> 128 rows; the flag is set
-        // after 20 ms, and the product stops at the next tile.
-        let cancel = AtomicBool::new(false);
-        let budget = Budget::new(crate::limits::Limits::default(), &cancel);
-        let mut dst = Matrix::zeros(m, n);
-        dst.data_mut().fill(f64::NAN);
-        let (got, latency) = std::thread::scope(|scope| {
-            let setter = scope.spawn(|| {
-                std::thread::sleep(Duration::from_millis(20));
-                cancel.store(true, Ordering::Relaxed);
-                Instant::now()
-            });
+        // The product of lhs and rhs on one thread under `cancel`, into a
+        // NaN-filled destination, so that untouched entries show.
+        let product = |cancel: &AtomicBool| {
+            let budget = Budget::new(crate::limits::Limits::default(), cancel);
+            let mut dst = Matrix::zeros(m, n);
+            dst.data_mut().fill(f64::NAN);
             let got = gemm_polled(
                 dst.view_mut(),
                 Accum::Replace,
@@ -504,8 +481,25 @@ mod tests {
                 Par::Seq,
                 &budget,
             );
+            (got, dst)
+        };
+        // Set before: nothing is computed.
+        let (got, dst) = product(&AtomicBool::new(true));
+        assert_eq!(got, Err(Stop::Interrupted));
+        assert!(dst.data().iter().all(|x| x.is_nan()));
+        // Set while it runs: 6.75 G multiply-adds on one thread (seconds),
+        // in tiles of 2^28 / (1500 * 1500) -> 128 rows; the flag is set
+        // after 20 ms, and the product stops at the next tile.
+        let cancel = AtomicBool::new(false);
+        let (got, dst, latency) = std::thread::scope(|scope| {
+            let setter = scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                cancel.store(true, Ordering::Relaxed);
+                Instant::now()
+            });
+            let (got, dst) = product(&cancel);
             let set = setter.join().unwrap();
-            (got, Instant::now().saturating_duration_since(set))
+            (got, dst, Instant::now().saturating_duration_since(set))
         });
         assert_eq!(got, Err(Stop::Interrupted));
         // Some rows done, the last tile's never started.
