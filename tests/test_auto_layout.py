@@ -41,7 +41,12 @@ def llama_like(rng, model_type="my_llama"):
         t[base + "gate_proj.weight"] = rng.standard_normal((M, D))
         t[base + "up_proj.weight"] = rng.standard_normal((M, D))
         t[base + "down_proj.weight"] = rng.standard_normal((D, M))
-    return t, {"model_type": model_type, "hidden_act": "silu", "num_hidden_layers": 2}
+    return t, {
+        "model_type": model_type,
+        "hidden_act": "silu",
+        "hidden_size": D,
+        "num_hidden_layers": 2,
+    }
 
 
 def test_non_gated_blocks_found_and_decided(tmp_path):
@@ -179,3 +184,50 @@ def test_a_pattern_without_its_prefix_star_is_explained(tmp_path):
     )
     with pytest.raises(CheckpointError, match="closest names.*mlp.up_proj.weight"):
         skipsearch.scan(path, layout=layout, activation="silu")
+
+
+def test_a_gate_the_names_leave_out_is_refused(tmp_path):
+    # MPT's names blocks.{i}.ffn.up_proj/down_proj match, but the module also
+    # holds a gate_proj of W_up's shape: reading the block without it would
+    # decide an ungated block (an absorbable one, here) instead of the gated
+    # one, which the linearization argument proves not absorbable.
+    rng = np.random.default_rng(11)
+    W_up, W_down = planted(rng)
+    t = {
+        "transformer.blocks.0.ffn.up_proj.weight": W_up,
+        "transformer.blocks.0.ffn.gate_proj.weight": rng.standard_normal((M, D)),
+        "transformer.blocks.0.ffn.down_proj.weight": W_down,
+    }
+    config = {"model_type": "my_gated", "hidden_act": "silu", "hidden_size": D}
+    with pytest.raises(CheckpointError, match="gate_proj.weight.*a gate\\?"):
+        skipsearch.scan(save(tmp_path / "g", t, config))
+
+
+def test_weights_stored_the_other_way_round_are_refused(tmp_path):
+    # StarCoder2's names c_fc/c_proj, but stored (in, out) as GPT-2's Conv1D:
+    # read (out, in), the block would be the transposed one (d and m
+    # swapped). The config's hidden_size says which side is the model width.
+    rng = np.random.default_rng(12)
+    W_up, W_down = planted(rng)
+    t = {
+        "model.layers.0.mlp.c_fc.weight": np.ascontiguousarray(W_up.T),
+        "model.layers.0.mlp.c_proj.weight": np.ascontiguousarray(W_down.T),
+    }
+    config = {"model_type": "my_conv1d", "hidden_act": "relu", "hidden_size": D}
+    with pytest.raises(CheckpointError, match=f"model width {M}, not hidden_size={D}.*--transpose"):
+        skipsearch.scan(save(tmp_path / "c", t, config))
+    # Stated, the mapping decides the right block: the planted flip set.
+    layout = skipsearch.Layout(
+        up="*layers.{i}.mlp.c_fc.weight", down="*layers.{i}.mlp.c_proj.weight", transpose=True
+    )
+    [report] = skipsearch.scan(save(tmp_path / "c2", t, config), layout=layout)
+    assert (report.verdict, report.d, report.m) == ("absorbable", D, M)
+
+
+def test_without_a_model_width_the_orientation_is_not_guessed(tmp_path):
+    tensors, config = neox_like(np.random.default_rng(13))
+    del config["hidden_size"]
+    with pytest.raises(
+        CheckpointError, match="none of hidden_size.*\\(out, in\\) or \\(in, out\\)"
+    ):
+        skipsearch.scan(save(tmp_path / "n", tensors, config))

@@ -13,8 +13,11 @@ comes from the usual config keys (``hidden_act``, ``hidden_activation``,
 
 The mapping is used only when it is unambiguous: exactly one set of
 patterns matches (a gated pattern wins over the same names without the
-gate when the gate tensors exist), every match has an FFN's shapes, and the
-activation is known. Otherwise the scan refuses and lists what it found, so
+gate when the gate tensors exist), every match has an FFN's shapes, no
+block's module holds another matrix of ``W_up``'s shape that the mapping
+leaves out (a gate under another name), the config's model width confirms
+the storage order (the shapes alone fit ``(out, in)`` and ``(in, out)``
+alike), and the activation is known. Otherwise the scan refuses and lists what it found, so
 the user can give the mapping (``--up/--down``, a :class:`Layout`). The
 mapping chosen is reported with an :class:`AutomaticLayoutWarning` and in
 every row's note. Stacked 3-D experts and fused gate/up tensors are never
@@ -23,6 +26,7 @@ guessed: their layouts differ between families in ways shapes cannot tell.
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any, Optional, Union
 
@@ -31,10 +35,19 @@ from skipsearch.activations import Activation
 from skipsearch.checkpoints import Checkpoint, CheckpointError
 from skipsearch.layouts import FAMILIES, Layout, Part, config_activation
 
-__all__ = ["ACTIVATION_KEYS", "LAYER_KEYS", "automatic_parts", "candidate_patterns"]
+__all__ = [
+    "ACTIVATION_KEYS",
+    "LAYER_KEYS",
+    "WIDTH_KEYS",
+    "automatic_parts",
+    "candidate_patterns",
+]
 
 #: Config keys the activation is read from, in this order.
 ACTIVATION_KEYS = ("hidden_act", "hidden_activation", "activation_function", "activation")
+
+#: Config keys of the model width, which confirms the storage order.
+WIDTH_KEYS = ("hidden_size", "n_embd", "n_embed", "d_model", "dim", "embed_dim")
 
 #: Config keys the layer count is read from (checked when present).
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
@@ -92,6 +105,71 @@ def _matches(ckpt: Checkpoint, keys: list[str], candidate: Candidate) -> Optiona
             return None
         out.append((key, down_key, gate_key))
     return frozenset(out) or None
+
+
+def _check_no_gate_beside(
+    ckpt: Checkpoint, keys: list[str], found: Blocks, refuse: str, override: str
+) -> None:
+    """Refuse a mapping without a gate when a block's module holds another
+    matrix of ``W_up``'s shape (a gate the names did not say, or a second
+    projection): reading the block without it would decide a different
+    block, and a gated one would come out absorbable."""
+    if any(gate is not None for _, _, gate in found):
+        return
+    for up, down, _ in sorted(found):
+        common = os.path.commonprefix([up, down])
+        module = common[: common.rfind(".") + 1]
+        shape = ckpt.shape(up)
+        others = [
+            k
+            for k in keys
+            if k.startswith(module) and k not in (up, down) and ckpt.shape(k) == shape
+        ]
+        if others:
+            raise CheckpointError(
+                f"{refuse}; the automatic layout found FFN blocks named like {up!r} and {down!r}, "
+                f"but their module also holds {', '.join(repr(k) for k in others[:3])} with "
+                f"W_up's shape {shape} (a gate?), which the mapping would leave out; {override}"
+            )
+
+
+def _check_orientation(
+    ckpt: Checkpoint,
+    config: dict[str, Any],
+    found: Blocks,
+    transpose: bool,
+    types: list[str],
+    refuse: str,
+    where: str,
+) -> str:
+    """The config key of the model width that confirms the mapping's storage
+    order (``(out, in)``, or ``(in, out)`` when ``transpose``): the shapes
+    alone fit either, so a config width must match ``W_up``'s input side and
+    not its output side. Returns that key."""
+    up = sorted(found)[0][0]
+    rows, cols = ckpt.shape(up)
+    m, d = (cols, rows) if transpose else (rows, cols)
+    flip = "--up/--down with" + (" no --transpose" if transpose else " --transpose")
+    key = next((k for k in WIDTH_KEYS if config.get(k) is not None), None)
+    if m == d or key is None:
+        why = (
+            f"W_up {up} is square, {rows} x {cols}"
+            if m == d
+            else f"{where} has none of {', '.join(WIDTH_KEYS)}"
+        )
+        raise CheckpointError(
+            f"{refuse}; the automatic layout found FFN blocks named as in {', '.join(types)}, but "
+            f"{why}, so nothing confirms whether the weights are stored (out, in) or (in, out); "
+            f"give the mapping with --up/--down (and --transpose for (in, out))"
+        )
+    if config[key] != d:
+        raise CheckpointError(
+            f"{refuse}; the automatic layout found FFN blocks named as in {', '.join(types)}, "
+            f"stored {'(in, out)' if transpose else '(out, in)'} there, but W_up {up} of shape "
+            f"{(rows, cols)} then has model width {d}, not {key}={config[key]!r}: the weights are "
+            f"stored the other way round; give the mapping with {flip}"
+        )
+    return key
 
 
 def automatic_parts(
@@ -157,6 +235,8 @@ def automatic_parts(
         )
     (up, down, gate, transpose), types, found = hits[0]
     gated = gate is not None
+    _check_no_gate_beside(ckpt, keys, found, refuse, override)
+    width_key = _check_orientation(ckpt, config, found, transpose, types, refuse, where)
     if activation is not None:
         from skipsearch._scan.locate import _chosen_activation
 
@@ -196,7 +276,7 @@ def automatic_parts(
         gate=gate,
         transpose=transpose,
         activation_keys=(),
-        d_keys=(),
+        d_keys=(width_key,),
         m_keys=(),
         layer_keys=(layer_key,) if layer_key else (),
         norm=None,
