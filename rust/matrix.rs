@@ -462,51 +462,75 @@ mod tests {
     #[test]
     fn cancel_flag_stops_a_tiled_gemm() {
         use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Barrier;
         use std::time::{Duration, Instant};
         let (m, n, k) = (3000, 1500, 1500);
         let lhs = noise(m, k, 4);
         let rhs = noise(k, n, 5);
-        // The product of lhs and rhs on one thread under `cancel`, into a
-        // NaN-filled destination, so that untouched entries show.
-        let product = |cancel: &AtomicBool| {
-            let budget = Budget::new(crate::limits::Limits::default(), cancel);
+        // A NaN-filled destination, so that untouched entries show.
+        let nan_filled = || {
             let mut dst = Matrix::zeros(m, n);
             dst.data_mut().fill(f64::NAN);
-            let got = gemm_polled(
+            dst
+        };
+        // The product of lhs and rhs on one thread under `budget`.
+        let product = |dst: &mut Matrix, budget: &Budget| {
+            gemm_polled(
                 dst.view_mut(),
                 Accum::Replace,
                 lhs.view(),
                 rhs.view(),
                 1.0,
                 Par::Seq,
-                &budget,
-            );
-            (got, dst)
+                budget,
+            )
         };
+        // Tiles of 2^28 / (1500 * 1500) -> 128 rows: 23 tiles of 130 or
+        // 131 rows (3000 / 23).
+        let tile_end = |t: usize| t * m / (m / 128);
         // Set before: nothing is computed.
-        let (got, dst) = product(&AtomicBool::new(true));
+        let cancel = AtomicBool::new(true);
+        let mut dst = nan_filled();
+        let got = product(
+            &mut dst,
+            &Budget::new(crate::limits::Limits::default(), &cancel),
+        );
         assert_eq!(got, Err(Stop::Interrupted));
         assert!(dst.data().iter().all(|x| x.is_nan()));
-        // Set while it runs: 6.75 G multiply-adds on one thread (seconds),
-        // in tiles of 2^28 / (1500 * 1500) -> 128 rows; the flag is set
-        // after 20 ms, and the product stops at the next tile.
+        // A budget that runs out at its third check: exactly the first two
+        // tiles are computed, and the product stops there.
+        let never = AtomicBool::new(false);
+        let budget = Budget::expiring_after_checks(2, &never);
+        let mut dst = nan_filled();
+        assert_eq!(product(&mut dst, &budget), Err(Stop::TimeLimit));
+        assert_eq!(budget.checks_made(2), 3);
+        let done = tile_end(2);
+        assert!(dst.data()[..done * n].iter().all(|x| x.is_finite()));
+        assert!(dst.data()[done * n..].iter().all(|x| x.is_nan()));
+        // Set while it runs (6.75 G multiply-adds on one thread, a fraction
+        // of a second to seconds): the setter starts its 20 ms once the
+        // product is about to begin, and the product stops within a tile.
         let cancel = AtomicBool::new(false);
-        let (got, dst, latency) = std::thread::scope(|scope| {
+        let started = Barrier::new(2);
+        let mut dst = nan_filled();
+        let (got, latency) = std::thread::scope(|scope| {
             let setter = scope.spawn(|| {
+                started.wait();
                 std::thread::sleep(Duration::from_millis(20));
                 cancel.store(true, Ordering::Relaxed);
                 Instant::now()
             });
-            let (got, dst) = product(&cancel);
+            let budget = Budget::new(crate::limits::Limits::default(), &cancel);
+            started.wait();
+            let got = product(&mut dst, &budget);
             let set = setter.join().unwrap();
-            (got, dst, Instant::now().saturating_duration_since(set))
+            (got, Instant::now().saturating_duration_since(set))
         });
         assert_eq!(got, Err(Stop::Interrupted));
-        // Some rows done, the last tile's never started.
-        assert!(dst.row(0).iter().all(|x| x.is_finite()));
+        // The last tile was never started.
         assert!(dst.row(m - 1).iter().all(|x| x.is_nan()));
         // One tile is 0.3 G multiply-adds: well under a second even on a
-        // loaded machine, where the whole product takes several.
+        // loaded machine.
         assert!(latency < Duration::from_secs(1), "{latency:?}");
     }
 
