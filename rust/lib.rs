@@ -19,6 +19,7 @@
 pub mod absorption;
 pub mod error;
 pub mod float_env;
+pub mod kernels;
 pub mod limits;
 pub mod matrix;
 pub mod rounding;

@@ -26,12 +26,24 @@ pub fn gemm(
     alpha: f64,
     par: Par,
 ) {
+    gemm_t(dst, beta, lhs, rhs, alpha, par);
+}
+
+/// [`gemm`] for float64 or float32 (the float32 factor of the exact path).
+pub fn gemm_t<T: num_traits::Float + 'static>(
+    dst: MatMut<'_, T>,
+    beta: Accum,
+    lhs: MatRef<'_, T>,
+    rhs: MatRef<'_, T>,
+    alpha: T,
+    par: Par,
+) {
     let parallelism = match par {
         Par::Seq => gemm::Parallelism::None,
         Par::Rayon(n) => gemm::Parallelism::Rayon(n.get()),
     };
     let read_dst = beta == Accum::Add;
-    let dst_factor = if read_dst { 1.0 } else { 0.0 };
+    let dst_factor = if read_dst { T::one() } else { T::zero() };
     gemm_crate(dst, read_dst, dst_factor, lhs, rhs, alpha, parallelism);
 }
 

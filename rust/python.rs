@@ -163,9 +163,29 @@ fn run_on_pool<T: Send>(
     .map_err(to_py_err)
 }
 
+/// The Gram matrix a decision kept for the bracket of the same block (see
+/// `skipsearch._core.pyi`): opaque to Python, taken (not copied) by the
+/// one `flip_set_bracket` call it is passed to.
+#[pyclass(frozen, module = "skipsearch._core")]
+pub struct GramMatrix {
+    lower: std::sync::Mutex<Option<Vec<f64>>>,
+    fingerprint: u64,
+}
+
+#[pymethods]
+impl GramMatrix {
+    /// Bytes held (0 once taken).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.lower
+            .lock()
+            .map_or(0, |g| g.as_ref().map_or(0, |v| 8 * v.len()))
+    }
+}
+
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None))]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false))]
 #[allow(clippy::too_many_arguments)]
 fn search_flip_set<'py>(
     py: Python<'py>,
@@ -182,6 +202,7 @@ fn search_flip_set<'py>(
     flip_constant_lo: f64,
     distance: Option<bool>,
     memory_limit: Option<u128>,
+    keep_gram: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?
         .with_flip_constant_lo(flip_constant_lo)
@@ -205,9 +226,14 @@ fn search_flip_set<'py>(
     if let Some(bytes) = memory_limit {
         options = options.with_memory_limit(bytes);
     }
+    options.keep_gram = keep_gram;
     let cancel = AtomicBool::new(false);
-    let outcome =
+    let mut outcome =
         run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?.map_err(to_py_err)?;
+    let gram = outcome.gram.take().map(|(lower, fingerprint)| GramMatrix {
+        lower: std::sync::Mutex::new(Some(lower)),
+        fingerprint,
+    });
 
     let d = PyDict::new(py);
     let subset_array = |s: &[usize]| PyArray1::from_vec(py, s.iter().map(|&i| i as i64).collect());
@@ -289,6 +315,13 @@ fn search_flip_set<'py>(
     d.set_item("components", outcome.components)?;
     d.set_item("nodes", outcome.nodes)?;
     d.set_item("method", outcome.method)?;
+    d.set_item("timings", outcome.timings.clone())?;
+    d.set_item("relaxation_precision", outcome.relaxation_precision)?;
+    d.set_item("kernel", crate::kernels::gemm_kernel())?;
+    match gram {
+        Some(g) => d.set_item("gram", Py::new(py, g)?)?,
+        None => d.set_item("gram", py.None())?,
+    }
     d.set_item("seconds", outcome.seconds)?;
     Ok(d)
 }
@@ -471,7 +504,7 @@ fn feasibility_jump<'py>(
 /// Bracket the least relative residual over all flip sets; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None, start_residual=None))]
+#[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None, start_residual=None, gram=None))]
 #[allow(clippy::too_many_arguments)]
 fn flip_set_bracket<'py>(
     py: Python<'py>,
@@ -487,6 +520,7 @@ fn flip_set_bracket<'py>(
     flip_constant_lo: f64,
     search_time_limit: Option<f64>,
     start_residual: Option<f64>,
+    gram: Option<PyRef<'py, GramMatrix>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     if !(known_lower.is_finite() && known_lower >= 0.0) {
         return Err(PyValueError::new_err(format!(
@@ -522,14 +556,25 @@ fn flip_set_bracket<'py>(
     start.sort_unstable();
     start.dedup();
     let (balanced, _, exact) = block.balanced();
+    // A decision's Gram matrix serves only the block it was built from.
+    let gram = gram.and_then(|g| {
+        let taken = g.lower.lock().ok().and_then(|mut v| v.take());
+        taken
+            .filter(|_| g.fingerprint == crate::absorption::relaxation::gram_fingerprint(&balanced))
+    });
     let started = std::time::Instant::now();
+    let gram_bytes = if gram.is_some() {
+        0
+    } else {
+        8 * (block.width() as u128).pow(2)
+    };
     let bracket = run_on_pool(py, threads, time_limit, None, |limits, cancel| {
-        // The Gram matrix (8 m^2 bytes) besides the block's arrays. Without
-        // room for them the bracket stays trivial (the decision is kept).
-        let m = block.width() as u128;
+        // The Gram matrix (8 m^2 bytes, unless the decision's is reused)
+        // besides the block's arrays. Without room for them the bracket
+        // stays trivial (the decision is kept).
         let room = crate::limits::reserve_for(
             rayon::current_num_threads(),
-            crate::absorption::working_bytes(&block, false) + 8 * m * m,
+            crate::absorption::working_bytes(&block, false) + gram_bytes,
             crate::absorption::dense_products(&block),
         );
         if room.is_err() {
@@ -547,6 +592,7 @@ fn flip_set_bracket<'py>(
             start_residual,
             limits,
             search,
+            gram,
             cancel,
         )
         .ok())
@@ -614,6 +660,7 @@ const CORE_ABI: u32 = 8;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__abi__", CORE_ABI)?;
+    m.add_class::<GramMatrix>()?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;

@@ -6,7 +6,7 @@ convert); the Python layer coerces before calling.
 """
 
 from collections.abc import Sequence
-from typing import Any, Literal, Optional, TypedDict
+from typing import Any, Literal, Optional, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +14,7 @@ import numpy.typing as npt
 __all__ = [
     "__version__",
     "__abi__",
+    "GramMatrix",
     "search_flip_set",
     "enumerate_bounded",
     "schroeppel_shamir",
@@ -53,6 +54,16 @@ class _Jump(TypedDict):
     solution: Optional[npt.NDArray[np.uint8]]
     moves: int
 
+@final
+class GramMatrix:
+    """The lower triangle of a block's Gram matrix, kept by
+    ``search_flip_set(..., keep_gram=True)`` for ``flip_set_bracket``;
+    opaque, with the fingerprint of the weights it was built from."""
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (0 once a bracket has taken it)."""
+
 def search_flip_set(
     w_up: npt.NDArray[np.float64],
     w_down: npt.NDArray[np.float64],
@@ -67,6 +78,7 @@ def search_flip_set(
     flip_constant_lo: float = 0.0,
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
+    keep_gram: bool = False,
 ) -> dict[str, Any]:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
@@ -87,8 +99,12 @@ def search_flip_set(
     ``distance_bound`` and ``rounding_bound`` (the best certificate's proven
     bound and its rounding allowance), ``certificate``, ``genericity``,
     ``rank``, ``rank_decision`` (``last_pivot``, ``next_pivot``, ``cutoff``),
-    ``components``, ``candidates``, ``krylov_steps``, ``nodes``, ``method``
-    and ``seconds``. Raises ``ValueError`` on bad shapes or options,
+    ``components``, ``candidates``, ``krylov_steps``, ``nodes``, ``method``,
+    ``timings`` (``(step, seconds since the start)`` pairs of the exact
+    path), ``relaxation_precision`` (``"float32"``, ``"float64"`` or
+    None), ``kernel`` (the gemm crate's SIMD kernels on this CPU), ``gram``
+    (with ``keep_gram``: a :class:`GramMatrix` when the decision ended with
+    its Gram matrix intact, else None) and ``seconds``. Raises ``ValueError`` on bad shapes or options,
     ``MemoryError`` when ``distance=True`` and the Gram path needs more
     than ``memory_limit``, and ``KeyboardInterrupt`` on Ctrl-C.
     """
@@ -180,6 +196,7 @@ def flip_set_bracket(
     flip_constant_lo: float = 0.0,
     search_time_limit: Optional[float] = None,
     start_residual: Optional[float] = None,
+    gram: Optional[GramMatrix] = None,
 ) -> _BracketDict:
     """The bracket ``(lower, upper)`` on the least relative residual
     ``||A + c W_down[:, S] W_up[S, :]||_F / ||A||_F`` over all flip sets, and
@@ -201,7 +218,10 @@ def flip_set_bracket(
     flip constant's rounding error, as in ``search_flip_set``. A zero
     ``skip`` gives the trivial bracket. Raises ``ValueError`` for a
     ``start`` index out of range, or a negative, NaN or start-less
-    ``start_residual``.
+    ``start_residual``. ``gram``, from ``search_flip_set(..., keep_gram=True)``
+    on the same weights, is taken (it holds nothing afterwards) and used
+    instead of building the Gram matrix again; a ``gram`` of other weights
+    or flip constant is ignored (its fingerprint does not match).
     """
 
 def erf(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

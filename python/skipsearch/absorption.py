@@ -84,6 +84,7 @@ def _rust_search(
     threads: Optional[int],
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
+    keep_gram: bool = False,
 ) -> dict[str, Any]:
     c, c_lo = flip
     integral = (
@@ -112,6 +113,7 @@ def _rust_search(
         flip_constant_lo=c_lo,
         distance=distance,
         memory_limit=memory_limit,
+        keep_gram=keep_gram,
     )
     if not integral:
         return search(node_limit=node_limit)
@@ -362,7 +364,11 @@ def find_absorbing_subset(
         node_limit=node_limit,
         threads=threads,
         search=functools.partial(
-            _rust_search, distance=check_distance(distance), memory_limit=memory_limit
+            _rust_search,
+            distance=check_distance(distance),
+            memory_limit=memory_limit,
+            # The bracket reuses the decision's Gram matrix when it is left.
+            keep_gram=finish is not None,
         ),
         backend="rust",
         finish=finish,
@@ -370,10 +376,12 @@ def find_absorbing_subset(
 
 
 #: What completes a flip-linear result: ``(result, weights, activation,
-#: seconds_left, threads) -> result``, with ``seconds_left`` what remains of
-#: ``time_limit`` after the decision (None without a limit).
+#: seconds_left, threads, gram) -> result``, with ``seconds_left`` what
+#: remains of ``time_limit`` after the decision (None without a limit) and
+#: ``gram`` the Gram matrix the decision kept (``_core.GramMatrix``) or None.
 _Finish = Callable[
-    [AbsorptionResult, Weights, Activation, Optional[float], Optional[int]], AbsorptionResult
+    [AbsorptionResult, Weights, Activation, Optional[float], Optional[int], Any],
+    AbsorptionResult,
 ]
 
 #: Widest block the automatic bracket takes on when the decision did not
@@ -389,6 +397,7 @@ def _with_bracket(
     act: Activation,
     seconds_left: Optional[float],
     threads: Optional[int],
+    gram: Any = None,
     *,
     auto: bool,
     memory_limit: int,
@@ -443,6 +452,7 @@ def _with_bracket(
         flip_constant_lo=act.flip_constant_lo,
         search_time_limit=search,
         start_residual=start_residual,
+        gram=gram,
     )
     best_subset = found["best_subset"]
     best_subset.flags.writeable = False
@@ -548,7 +558,7 @@ def _decide(
         )
         if finish is None or act.kind != FLIP_LINEAR:
             return result
-        return finish(result, w, act, seconds_left(), threads)
+        return finish(result, w, act, seconds_left(), threads, None)
     # The degree argument needs k != 1 (x - relu(x) = -relu(-x) is skip-free);
     # get_activation refuses degree 1, and this branch never relies on it.
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
@@ -617,8 +627,9 @@ def _decide(
         node_limit,
         threads,
     )
+    gram = raw.pop("gram", None)
     result = _from_search(raw, act, w, tol, common, backend)
-    return result if finish is None else finish(result, w, act, seconds_left(), threads)
+    return result if finish is None else finish(result, w, act, seconds_left(), threads, gram)
 
 
 def _no_search(
@@ -682,6 +693,9 @@ def _from_search(
         rank_decision=raw.get("rank_decision"),
         candidates=int(raw.get("candidates") or 0),
         krylov_steps=int(raw.get("krylov_steps") or 0),
+        timings=tuple((str(k), float(t)) for k, t in raw.get("timings") or ()),
+        relaxation_precision=raw.get("relaxation_precision"),
+        kernel=raw.get("kernel"),
     )
     genericity = _genericity(raw.get("genericity"))
     fields: _SearchFields = {

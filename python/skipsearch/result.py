@@ -187,6 +187,21 @@ class SearchStats(FieldEquality):
         Branch-and-bound nodes of the bracket's search.
     bracket_seconds : float
         Wall time of the bracket, in seconds (not part of ``seconds``).
+    timings : tuple of (str, float)
+        Rust backend, exact path: the seconds since the search started at
+        the end of each costly step (``"gram"``, ``"factor"``, ``"solve"``,
+        each ``"refinement"``, ``"interval bound"``), in order; empty when
+        the exact path did not run.
+    relaxation_precision : str or None
+        Rust backend: ``"float32"`` when the relaxation was solved through
+        a float32 Cholesky factor (blocks of 2048 neurons or more whose
+        Gram matrix float32 can factor), ``"float64"`` otherwise; ``None``
+        when the exact path did not run. The certificate, and so every
+        bound and distance reported, is float64 either way.
+    kernel : str or None
+        Rust backend: the SIMD kernels of the dense products on this CPU
+        (``"avx512f"``, ``"avx2+fma"``, ``"neon"`` or ``"scalar"``),
+        chosen at run time.
 
     Two records are equal when every field is (``seconds`` too, so two
     runs rarely compare equal; a pickled copy does).
@@ -206,6 +221,9 @@ class SearchStats(FieldEquality):
     bracket: Optional[BracketStatus] = None
     bracket_nodes: int = 0
     bracket_seconds: float = 0.0
+    timings: tuple[tuple[str, float], ...] = ()
+    relaxation_precision: Optional[str] = None
+    kernel: Optional[str] = None
 
 
 @dataclass(frozen=True, eq=False, repr=False)

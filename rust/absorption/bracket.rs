@@ -390,6 +390,7 @@ fn subset_of(s: &[f64]) -> Vec<usize> {
 /// bound is below `start`'s lower bound, so it is never replaced by a worse
 /// flip set. `optimal` needs the branch and bound to have completed and the
 /// bracket to be narrow ([`is_narrow`]).
+#[allow(clippy::too_many_arguments)]
 pub fn flip_set_bracket(
     block: &Block,
     known_lower: f64,
@@ -397,6 +398,7 @@ pub fn flip_set_bracket(
     start_upper: Option<f64>,
     limits: Limits,
     search: Limits,
+    gram: Option<Vec<f64>>,
     cancel: &AtomicBool,
 ) -> Result<Bracket, Stop> {
     let a_up = norm_upper(block.skip.data());
@@ -410,7 +412,7 @@ pub fn flip_set_bracket(
     };
     let mut budget = Budget::new(limits, cancel);
     if a_low > 0.0 && a_up.is_finite() {
-        match run(block, a_up, start, search, &mut budget, &mut found) {
+        match run(block, a_up, start, search, gram, &mut budget, &mut found) {
             Ok(()) | Err(Stop::TimeLimit | Stop::NodeLimit | Stop::MemoryLimit) => {}
             Err(Stop::Interrupted) => return Err(Stop::Interrupted),
         }
@@ -567,11 +569,17 @@ fn run(
     a_up: f64,
     start: &[usize],
     search: Limits,
+    gram: Option<Vec<f64>>,
     budget: &mut Budget,
     found: &mut Found,
 ) -> Result<(), Stop> {
     let m = block.width();
-    let mut gram = gram_lower(block, budget)?;
+    // The decision's Gram matrix of this block when it kept one (the
+    // caller checked that it is this block's), else built here.
+    let mut gram = match gram {
+        Some(g) if g.len() == m * m => g,
+        _ => gram_lower(block, budget)?,
+    };
     if gram.iter().any(|x| !x.is_finite()) {
         return Ok(());
     }
@@ -695,6 +703,7 @@ mod tests {
             start_upper,
             Limits::default(),
             Limits::default(),
+            None,
             cancel,
         )
         .unwrap()
@@ -788,8 +797,17 @@ mod tests {
                 time_limit: Some(std::time::Duration::from_secs(10)),
                 node_limit: None,
             };
-            let b = flip_set_bracket(&block, 0.0, &[], None, Limits::default(), limits, &cancel)
-                .unwrap();
+            let b = flip_set_bracket(
+                &block,
+                0.0,
+                &[],
+                None,
+                Limits::default(),
+                limits,
+                None,
+                &cancel,
+            )
+            .unwrap();
             assert!(b.optimal, "seed {seed}: {b:?}");
             assert!(b.upper - b.lower <= 1e-6, "seed {seed}: {b:?}");
         }
@@ -804,8 +822,17 @@ mod tests {
             time_limit: None,
             node_limit: Some(1),
         };
-        let b =
-            flip_set_bracket(&block, 0.0, &[], None, Limits::default(), limits, &cancel).unwrap();
+        let b = flip_set_bracket(
+            &block,
+            0.0,
+            &[],
+            None,
+            Limits::default(),
+            limits,
+            None,
+            &cancel,
+        )
+        .unwrap();
         assert!(!b.optimal);
         assert!(b.lower <= opt && opt <= b.upper, "{opt} {b:?}");
     }

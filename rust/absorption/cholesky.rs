@@ -21,15 +21,53 @@ use faer::{Accum, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::limits::{Budget, Stop};
-use crate::matrix::{gemm, par, Matrix};
+use crate::matrix::{gemm_t, par, Matrix};
 
 /// Entries of a null-space vector smaller than this are dropped. The search
 /// accepts basic values within a tolerance far larger than the error this
 /// introduces.
 const NULL_DROP: f64 = 1e-11;
 
+/// The element types the factorisation runs in: float64 for the decision,
+/// float32 for the fast solver of the exact path (see `relaxation`).
+pub trait Real:
+    num_traits::Float
+    + faer::traits::RealField
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+    + Send
+    + Sync
+    + std::fmt::Debug
+    + 'static
+{
+    /// The unit roundoff's double, as in LAPACK's `dpstrf` cut-off.
+    const EPS: f64;
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+impl Real for f64 {
+    const EPS: f64 = f64::EPSILON;
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl Real for f32 {
+    const EPS: f64 = f32::EPSILON as f64;
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
 #[derive(Debug, Clone)]
-pub struct PivotedCholesky {
+pub struct PivotedCholesky<T: Real = f64> {
     m: usize,
     /// Jacobi scaling: the factor is of `diag(scale) G diag(scale)`.
     scale: Vec<f64>,
@@ -37,7 +75,7 @@ pub struct PivotedCholesky {
     perm: Vec<usize>,
     rank: usize,
     /// `L`, `m x m` column-major; its first `rank` columns are the factor.
-    l: Vec<f64>,
+    l: Vec<T>,
     /// The rank decision: the last pivot accepted, the largest diagonal
     /// left when the factorisation stopped, and the cut-off between them.
     decision: RankDecision,
@@ -88,23 +126,24 @@ const NULL_COLUMNS: usize = 128;
 /// threads, which changes their last bits). Stops at the
 /// first pivot not above `cutoff`, leaving that (squared) diagonal at
 /// `a[(rank, rank)]`; `None` on a NaN.
-fn pivoted_llt(
-    mut a: MatMut<'_, f64>,
+fn pivoted_llt<T: Real>(
+    mut a: MatMut<'_, T>,
     perm: &mut [usize],
-    cutoff: f64,
+    cutoff: T,
     budget: &Budget,
 ) -> Result<Option<usize>, Stop> {
     let n = a.nrows();
-    let mut dots = vec![0.0f64; n];
-    let mut diag = vec![0.0f64; n];
-    let mut base = vec![0.0f64; n];
+    let zero = T::zero();
+    let mut dots = vec![zero; n];
+    let mut diag = vec![zero; n];
+    let mut base = vec![zero; n];
     let mut swaps: Vec<(usize, usize)> = Vec::with_capacity(PANEL);
     let mut stop = None;
     let mut k = 0;
     while k < n {
         budget.check()?;
         let bs = PANEL.min(n - k);
-        dots[k..].iter_mut().for_each(|x| *x = 0.0);
+        dots[k..].iter_mut().for_each(|x| *x = zero);
         // The Schur diagonal at the panel's start, read once (strided).
         for (i, b) in base.iter_mut().enumerate().skip(k) {
             *b = a[(i, i)];
@@ -170,7 +209,7 @@ fn pivoted_llt(
             let x = left.get(j, k..j).transpose().as_mat();
             let rows = left.get(j + 1.., k..j);
             let inv = root.recip();
-            let chunks: Vec<(usize, faer::ColMut<'_, f64>)> = {
+            let chunks: Vec<(usize, faer::ColMut<'_, T>)> = {
                 let mut out = Vec::new();
                 let mut rest = col;
                 let mut r0 = 0;
@@ -185,12 +224,12 @@ fn pivoted_llt(
             };
             chunks.into_par_iter().for_each(|(r0, mut chunk)| {
                 let len = chunk.nrows();
-                gemm(
+                gemm_t(
                     chunk.as_mut().as_mat_mut(),
                     Accum::Add,
                     rows.subrows(r0, len),
                     x,
-                    -1.0,
+                    -T::one(),
                     Par::Seq,
                 );
                 chunk.iter_mut().for_each(|v| *v *= inv);
@@ -198,7 +237,7 @@ fn pivoted_llt(
         }
         if k > 0 && !swaps.is_empty() {
             let done = a.as_mut().get_mut(.., ..k);
-            let mut cols: Vec<faer::ColMut<'_, f64>> = Vec::with_capacity(k);
+            let mut cols: Vec<faer::ColMut<'_, T>> = Vec::with_capacity(k);
             let mut rest = done;
             while rest.ncols() > 0 {
                 let (head, tail) = rest.split_at_col_mut(1);
@@ -225,7 +264,7 @@ fn pivoted_llt(
             let panel = left.as_ref().get(next.., k..next);
             let trailing = right.get_mut(next.., ..);
             let width = n - next;
-            let blocks: Vec<(usize, MatMut<'_, f64>)> = {
+            let blocks: Vec<(usize, MatMut<'_, T>)> = {
                 let mut out = Vec::new();
                 let mut rest = trailing;
                 let mut c0 = 0;
@@ -244,12 +283,12 @@ fn pivoted_llt(
             blocks.into_par_iter().try_for_each(|(c0, block)| {
                 budget.check()?;
                 let cols = block.ncols();
-                gemm(
+                gemm_t(
                     block.subrows_mut(c0, width - c0),
                     Accum::Add,
                     panel.subrows(c0, width - c0),
                     panel.subrows(c0, cols).transpose(),
-                    -1.0,
+                    -T::one(),
                     Par::Seq,
                 );
                 Ok(())
@@ -258,6 +297,19 @@ fn pivoted_llt(
         k = next;
     }
     Ok(Some(n))
+}
+
+/// Jacobi scaling of a Gram matrix with diagonal `diag`: `1 / sqrt(g_jj)`,
+/// and 0 for neurons whose term is zero (they are never pivots).
+fn jacobi_scale(diag: impl Iterator<Item = f64>) -> Vec<f64> {
+    diag.map(|g| {
+        if g > 0.0 && g.is_finite() {
+            1.0 / g.sqrt()
+        } else {
+            0.0
+        }
+    })
+    .collect()
 }
 
 impl PivotedCholesky {
@@ -269,17 +321,7 @@ impl PivotedCholesky {
         let mut l = gram;
         // Scale to unit diagonal, so that the rank cutoff measures each
         // neuron's term against its own size, not against the largest one.
-        // Neurons whose term is zero get scale 0 and are never pivots.
-        let scale: Vec<f64> = (0..m)
-            .map(|j| {
-                let g = l[j * m + j];
-                if g > 0.0 && g.is_finite() {
-                    1.0 / g.sqrt()
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let scale = jacobi_scale((0..m).map(|j| l[j * m + j]));
         if m > 0 {
             l.par_chunks_mut(m).enumerate().for_each(|(j, col)| {
                 for (i, x) in col.iter_mut().enumerate().skip(j) {
@@ -287,9 +329,47 @@ impl PivotedCholesky {
                 }
             });
         }
+        Self::factor_scaled(l, scale, m, budget)
+    }
+}
+
+impl PivotedCholesky<f32> {
+    /// The float32 factor of the Gram matrix whose lower triangle `gram`
+    /// holds (`m x m` column-major, float64, left as it is): the Jacobi
+    /// scaling is applied in float64 and the scaled entries rounded once.
+    /// The cut-off is float32's (`m * eps32`), so a Gram matrix this
+    /// factor calls full rank is well inside float64's rank too.
+    pub fn factor_rounded(gram: &[f64], m: usize, budget: &Budget) -> Result<Option<Self>, Stop> {
+        assert_eq!(gram.len(), m * m, "factor: the Gram buffer must be m x m");
+        let scale = jacobi_scale((0..m).map(|j| gram[j * m + j]));
+        let mut l = vec![0.0f32; m * m];
+        if m > 0 {
+            l.par_chunks_mut(m)
+                .zip(gram.par_chunks(m))
+                .enumerate()
+                .for_each(|(j, (col, g))| {
+                    for i in j..m {
+                        col[i] = (g[i] * (scale[i] * scale[j])) as f32;
+                    }
+                });
+        }
         budget.check()?;
-        let max_diag = (0..m).map(|j| l[j * m + j]).fold(0.0, f64::max);
-        let cutoff = (m as f64) * f64::EPSILON * max_diag;
+        Self::factor_scaled(l, scale, m, budget)
+    }
+}
+
+impl<T: Real> PivotedCholesky<T> {
+    /// Factor `l`, the lower triangle of the Gram matrix already scaled by
+    /// `scale` on both sides, in place.
+    fn factor_scaled(
+        mut l: Vec<T>,
+        scale: Vec<f64>,
+        m: usize,
+        budget: &Budget,
+    ) -> Result<Option<Self>, Stop> {
+        budget.check()?;
+        let max_diag = (0..m).map(|j| l[j * m + j].to_f64()).fold(0.0, f64::max);
+        let cutoff = (m as f64) * T::EPS * max_diag;
         let mut perm: Vec<usize> = (0..m).collect();
         let mut decision = RankDecision {
             cutoff,
@@ -318,16 +398,16 @@ impl PivotedCholesky {
             }));
         }
         let a = MatMut::from_column_major_slice_mut(&mut l, m, m);
-        let Some(rank) = pivoted_llt(a, &mut perm, cutoff, budget)? else {
+        let Some(rank) = pivoted_llt(a, &mut perm, T::from_f64(cutoff), budget)? else {
             return Ok(None);
         };
         budget.check()?;
-        let diag = |k: usize| l[k * m + k];
+        let diag = |k: usize| l[k * m + k].to_f64();
         if rank > 0 {
             decision.last_pivot = diag(rank - 1) * diag(rank - 1);
         }
         if rank < m {
-            // faer leaves the largest remaining diagonal (squared) there.
+            // The largest remaining diagonal (squared) is left there.
             decision.next_pivot = Some(diag(rank).max(0.0));
         }
         if !(0..rank).all(|k| diag(k).is_finite() && diag(k) > 0.0) {
@@ -348,19 +428,9 @@ impl PivotedCholesky {
     }
 
     /// `L_11`, the `r x r` lower-triangular pivot block.
-    fn l11(&self) -> MatRef<'_, f64> {
+    fn l11(&self) -> MatRef<'_, T> {
         MatRef::from_column_major_slice(&self.l, self.m, self.m)
             .submatrix(0, 0, self.rank, self.rank)
-    }
-
-    /// `U^-1` with `U = L_11^T`, dense `r x r` upper triangular, row-major.
-    pub fn pivot_inverse(&self) -> Matrix<'static> {
-        let r = self.rank;
-        let mut inv = Matrix::zeros(r, r);
-        // Row-major U^-1 is column-major L_11^-1.
-        let dst = MatMut::from_column_major_slice_mut(inv.data_mut(), r, r);
-        invert_lower_triangular(dst, self.l11(), par());
-        inv
     }
 
     pub fn rank(&self) -> usize {
@@ -378,23 +448,48 @@ impl PivotedCholesky {
     }
 
     /// The basic least-squares solution of `G s = h`: zero at free neurons.
+    /// In float32 the right-hand side is scaled by a power of two to a
+    /// largest entry near 1 first (exact), so that small refinement
+    /// residuals keep their digits.
     pub fn solve(&self, h: &[f64]) -> Vec<f64> {
         let r = self.rank;
         let piv = self.pivots();
-        // L_11 L_11^T z = D h_B, s_B = D z.
-        let mut z: Vec<f64> = piv.iter().map(|&p| h[p] * self.scale[p]).collect();
         let mut s = vec![0.0; self.m];
         if r == 0 {
             return s;
         }
+        // L_11 L_11^T z = D h_B, s_B = D z.
+        let dh: Vec<f64> = piv.iter().map(|&p| h[p] * self.scale[p]).collect();
+        let big = dh.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        let k = if big > 0.0 && big.is_finite() && T::EPS > f64::EPSILON {
+            -(big.log2().round() as i32)
+        } else {
+            0
+        };
+        let mut z: Vec<T> = dh
+            .iter()
+            .map(|&x| T::from_f64(crate::absorption::block::ldexp(x, k)))
+            .collect();
         let l11 = self.l11();
         let mut rhs = MatMut::from_column_major_slice_mut(&mut z, r, 1);
         solve_lower_triangular_in_place(l11, rhs.as_mut(), Par::Seq);
         solve_upper_triangular_in_place(l11.transpose(), rhs.as_mut(), Par::Seq);
-        for (k, &p) in piv.iter().enumerate() {
-            s[p] = z[k] * self.scale[p];
+        for (k2, &p) in piv.iter().enumerate() {
+            s[p] = crate::absorption::block::ldexp(z[k2].to_f64(), -k) * self.scale[p];
         }
         s
+    }
+}
+
+impl PivotedCholesky {
+    /// `U^-1` with `U = L_11^T`, dense `r x r` upper triangular, row-major.
+    pub fn pivot_inverse(&self) -> Matrix<'static> {
+        let r = self.rank;
+        let mut inv = Matrix::zeros(r, r);
+        // Row-major U^-1 is column-major L_11^-1.
+        let dst = MatMut::from_column_major_slice_mut(inv.data_mut(), r, r);
+        invert_lower_triangular(dst, self.l11(), par());
+        inv
     }
 
     /// The null space of `M` (so of `G`), one reduced vector per free neuron.

@@ -89,7 +89,17 @@ pub struct Options {
     pub distance: Distance,
     /// Bytes the exact path may allocate (`None`: no limit).
     pub memory_limit: Option<u128>,
+    /// Narrowest block whose relaxation is solved in float32 first (see
+    /// [`relaxation::float32_solution`]); narrower ones factor in float64.
+    pub float32_min_width: usize,
+    /// Hand the float64 Gram matrix back in [`Outcome::gram`] when the
+    /// decision ends with it intact (for the bracket, which needs it too).
+    pub keep_gram: bool,
 }
+
+/// Default of [`Options::float32_min_width`]: below it the float64 factor
+/// takes well under a second.
+pub const FLOAT32_MIN_WIDTH: usize = 2048;
 
 /// How much of the relaxation to compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +124,8 @@ impl Options {
             threads: None,
             distance: Distance::Auto,
             memory_limit: None,
+            float32_min_width: FLOAT32_MIN_WIDTH,
+            keep_gram: false,
         }
     }
 
@@ -249,7 +261,25 @@ pub struct Outcome {
     pub nodes: u64,
     /// The stages run, in order.
     pub method: Vec<&'static str>,
+    /// Seconds since the start at the end of each costly step of the exact
+    /// path (`"gram"`, `"factor"`, `"solve"`, each `"refinement"`, ...),
+    /// in order, for profiles and cost models.
+    pub timings: Vec<(&'static str, f64)>,
+    /// The precision the relaxation was solved in (`"float32"` or
+    /// `"float64"`); `None` when the exact path did not run. Its
+    /// certificate is float64 either way.
+    pub relaxation_precision: Option<&'static str>,
+    /// With [`Options::keep_gram`]: the lower triangle of the Gram matrix
+    /// of the block as decided (after [`Block::balanced`]), column-major,
+    /// and the [`relaxation::gram_fingerprint`] of that block.
+    pub gram: Option<(Vec<f64>, u64)>,
     pub seconds: f64,
+}
+
+impl Outcome {
+    fn lap(&mut self, step: &'static str, budget: &Budget) {
+        self.timings.push((step, budget.seconds()));
+    }
 }
 
 /// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
@@ -303,6 +333,9 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         outcome.residual = None;
         outcome.residual_lower = None;
         outcome.residual_exact = false;
+    }
+    if !exact {
+        outcome.gram = None;
     }
     if let Some(y) = outcome.certificate.as_mut() {
         // Y is in the units of the balanced skip, 2^k_skip A.
@@ -359,6 +392,9 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         krylov_steps: 0,
         nodes: 0,
         method: Vec::new(),
+        timings: Vec::new(),
+        relaxation_precision: None,
+        gram: None,
         seconds: 0.0,
     };
     out.finding = match stages(block, options, &mut budget, &mut out) {
@@ -488,6 +524,196 @@ fn overflow_unless_skip_certifies(
     Finding::Inconclusive(Numerics::Overflow)
 }
 
+/// The relaxation solved through a float32 factor (`relaxation::
+/// float32_solution`) and certified in float64: the finding when that
+/// settles the block (the certificate proves a bound above the tolerance
+/// and confirms the distance), `None` otherwise, with `out` untouched but
+/// for its timings; the float64 factor then takes over from the same Gram
+/// matrix.
+fn float32_relaxation(
+    block: &Block,
+    gram: &[f64],
+    rhs: &[f64],
+    minus_h: &[f64],
+    tol: f64,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let m = block.width();
+    let Some((factor, s0)) = relaxation::float32_solution(gram, m, rhs, budget)? else {
+        return Ok(None);
+    };
+    out.lap("float32 factor", budget);
+    let relaxed = certify_relaxation(block, minus_h, s0, &|r| factor.solve(r), tol, budget, out)?;
+    if relaxed.refinement_stopped.is_some()
+        || relaxed.relaxation_distance.is_none()
+        || relaxed.best.bound <= tol
+    {
+        return Ok(None);
+    }
+    out.relaxation_precision = Some("float32");
+    out.rank = Some(factor.rank());
+    out.rank_decision = Some(factor.rank_decision());
+    out.method.push("certificate");
+    if relaxed.refined {
+        out.method.push("refinement");
+    }
+    out.relaxation_distance = relaxed.relaxation_distance;
+    if out.distance_bound.is_none_or(|b| relaxed.best.bound >= b) {
+        out.distance_bound = Some(relaxed.best.bound);
+        out.rounding_bound = Some(relaxed.best.rounding);
+    }
+    out.certificate = Some(relaxed.best_y);
+    Ok(Some(Finding::NoSubset(Evidence::Certificate)))
+}
+
+/// What the relaxation's own certificate proves (stage 5).
+struct Relaxed {
+    /// The refined least-squares solution.
+    s_star: Vec<f64>,
+    /// The better of the two certificates (the relaxation's residual and
+    /// `Y = A`), and its `Y`.
+    best: IntervalBound,
+    best_y: Matrix<'static>,
+    /// The distance as reported (see [`confirmed_distance`]).
+    relaxation_distance: Option<f64>,
+    /// A limit reached during the refinement.
+    refinement_stopped: Option<Stop>,
+    /// Whether a refinement step was taken.
+    refined: bool,
+}
+
+/// From `s0`, a least-squares solution of `G s = h` by `solve` (a factor of
+/// `G`, in either precision), refine against residuals of the weights and
+/// check both certificates rigorously in float64: any `Y` is a proof, so
+/// the precision of `solve` decides only how close the proof comes to the
+/// least-squares distance, never whether it holds.
+#[allow(clippy::too_many_arguments)]
+fn certify_relaxation(
+    block: &Block,
+    minus_h: &[f64],
+    s0: Vec<f64>,
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    tol: f64,
+    budget: &Budget,
+    laps: &mut Outcome,
+) -> Result<Relaxed, Stop> {
+    let m = block.width();
+    // The normal equations square the condition number, so the solution is
+    // refined against residuals computed from the weights themselves
+    // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
+    let mut s_star = s0;
+    let mut cert = certificate_within(block, &s_star, budget)?;
+    let mut inner = block.inner_products_within(&cert.y, budget)?;
+    laps.lap("solve", budget);
+    let mut refined = false;
+    // A limit reached during the refinement keeps the last complete
+    // certificate (with its inner products): if it proves the answer, the
+    // proof is used; otherwise the limit ends the search below.
+    let mut refinement_stopped = None;
+    for _ in 0..REFINEMENT_STEPS {
+        if let Err(stop) = budget.check() {
+            refinement_stopped = Some(stop);
+            break;
+        }
+        let step = solve(&inner);
+        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        // The distance moves by the square of the correction (the gradient
+        // vanishes at the solution): below 1e-8 relative it cannot change.
+        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
+            break;
+        }
+        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
+        let trial_cert = match certificate_within(block, &trial, budget) {
+            Ok(c) => c,
+            Err(stop) => {
+                refinement_stopped = Some(stop);
+                break;
+            }
+        };
+        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
+            || !trial_cert.distance.is_finite()
+        {
+            break;
+        }
+        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
+        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
+            Ok(g) => g,
+            Err(stop) => {
+                refinement_stopped = Some(stop);
+                break;
+            }
+        };
+        refined = true;
+        s_star = trial;
+        cert = trial_cert;
+        inner = trial_inner;
+        laps.lap("refinement", budget);
+        if converged {
+            break;
+        }
+    }
+    // Two certificates, each checked rigorously: the relaxation's residual,
+    // and Y = A, whose inner products are -h (already computed).
+    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
+    laps.lap("interval bound", budget);
+    let (d_out, d_in) = block.skip.shape();
+    if refinement_stopped.is_none()
+        && confirmed_distance(cert.distance, &relaxed, tol).is_none()
+        && cert.distance > tol
+        && m.saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
+    {
+        // A small distance between large terms: the float64 residual, and
+        // float64 weights, are too coarse for Y to be orthogonal to them.
+        // Refine with weights in double-double and residuals summed exactly
+        // (iterative refinement in extended precision).
+        let mut s_lo = vec![0.0; m];
+        for _ in 0..3 {
+            if let Err(stop) = budget.check() {
+                // relaxed and cert.y are updated together: keep them.
+                refinement_stopped = Some(stop);
+                break;
+            }
+            let mut y = exact_flip_residual(block, &s_star, &s_lo);
+            y.data_mut().iter_mut().for_each(|x| *x = -*x);
+            let g = block.inner_products(&y);
+            let sharper = interval_bound(block, &y, Some(&g));
+            if sharper.bound > relaxed.bound {
+                relaxed = sharper;
+                cert.y = y;
+            }
+            let step = solve(&g);
+            for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
+                let (s, e) = two_sum(*hi, *lo + d);
+                *hi = s;
+                *lo = e;
+            }
+        }
+    }
+    // A refinement cut short by a limit leaves a residual that may be far
+    // from the least-squares one: it may still prove the verdict, but it
+    // is not reported as the relaxation distance.
+    let relaxation_distance = if refinement_stopped.is_none() {
+        confirmed_distance(cert.distance, &relaxed, tol)
+    } else {
+        None
+    };
+    let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
+    let (best, best_y) = if skip_cert.bound > relaxed.bound {
+        (skip_cert, block.skip.clone().into_owned())
+    } else {
+        (relaxed, cert.y)
+    };
+    Ok(Relaxed {
+        s_star,
+        best,
+        best_y,
+        relaxation_distance,
+        refinement_stopped,
+        refined,
+    })
+}
+
 fn stages(
     block: &Block,
     options: &Options,
@@ -550,123 +776,53 @@ fn stages(
 
     out.method.push("relaxation");
     let gram = gram_lower(block, budget)?;
+    out.lap("gram", budget);
     if gram.iter().any(|x| !x.is_finite()) {
         return Ok(overflow_unless_skip_certifies(
             block, &minus_h, tol, exact, out,
         ));
     }
+    if m >= options.float32_min_width {
+        if let Some(found) = float32_relaxation(block, &gram, &rhs, &minus_h, tol, budget, out)? {
+            if options.keep_gram {
+                out.gram = Some((gram, relaxation::gram_fingerprint(block)));
+            }
+            return Ok(found);
+        }
+        out.lap("float32 left it open", budget);
+    }
+    out.relaxation_precision = Some("float64");
     let Some(factor) = PivotedCholesky::factor(gram, m, budget)? else {
         return Ok(overflow_unless_skip_certifies(
             block, &minus_h, tol, exact, out,
         ));
     };
+    out.lap("factor", budget);
     out.rank = Some(factor.rank());
     out.rank_decision = Some(factor.rank_decision());
 
-    // The normal equations square the condition number, so the solution is
-    // refined against residuals computed from the weights themselves
-    // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
     out.method.push("certificate");
-    let mut s_star = factor.solve(&rhs);
-    let mut cert = certificate_within(block, &s_star, budget)?;
-    let mut inner = block.inner_products_within(&cert.y, budget)?;
-    // A limit reached during the refinement keeps the last complete
-    // certificate (with its inner products): if it proves the answer, the
-    // proof is used; otherwise the limit ends the search below.
-    let mut refinement_stopped = None;
-    for _ in 0..REFINEMENT_STEPS {
-        if let Err(stop) = budget.check() {
-            refinement_stopped = Some(stop);
-            break;
-        }
-        let step = factor.solve(&inner);
-        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        // The distance moves by the square of the correction (the gradient
-        // vanishes at the solution): below 1e-8 relative it cannot change.
-        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
-            break;
-        }
-        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
-        let trial_cert = match certificate_within(block, &trial, budget) {
-            Ok(c) => c,
-            Err(stop) => {
-                refinement_stopped = Some(stop);
-                break;
-            }
-        };
-        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
-            || !trial_cert.distance.is_finite()
-        {
-            break;
-        }
-        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
-        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
-            Ok(g) => g,
-            Err(stop) => {
-                refinement_stopped = Some(stop);
-                break;
-            }
-        };
-        if out.method.last() != Some(&"refinement") {
-            out.method.push("refinement");
-        }
-        s_star = trial;
-        cert = trial_cert;
-        inner = trial_inner;
-        if converged {
-            break;
-        }
+    let relaxed = certify_relaxation(
+        block,
+        &minus_h,
+        factor.solve(&rhs),
+        &|r| factor.solve(r),
+        tol,
+        budget,
+        out,
+    )?;
+    if relaxed.refined {
+        out.method.push("refinement");
     }
-    // Two certificates, each checked rigorously: the relaxation's residual,
-    // and Y = A, whose inner products are -h (already computed).
-    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
-    let (d_out, d_in) = block.skip.shape();
-    if refinement_stopped.is_none()
-        && confirmed_distance(cert.distance, &relaxed, tol).is_none()
-        && cert.distance > tol
-        && m.saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
-    {
-        // A small distance between large terms: the float64 residual, and
-        // float64 weights, are too coarse for Y to be orthogonal to them.
-        // Refine with weights in double-double and residuals summed exactly
-        // (iterative refinement in extended precision).
-        let mut s_lo = vec![0.0; m];
-        for _ in 0..3 {
-            if let Err(stop) = budget.check() {
-                // relaxed and cert.y are updated together: keep them.
-                refinement_stopped = Some(stop);
-                break;
-            }
-            let mut y = exact_flip_residual(block, &s_star, &s_lo);
-            y.data_mut().iter_mut().for_each(|x| *x = -*x);
-            let g = block.inner_products(&y);
-            let sharper = interval_bound(block, &y, Some(&g));
-            if sharper.bound > relaxed.bound {
-                relaxed = sharper;
-                cert.y = y;
-            }
-            let step = factor.solve(&g);
-            for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
-                let (s, e) = two_sum(*hi, *lo + d);
-                *hi = s;
-                *lo = e;
-            }
-        }
-    }
-    // A refinement cut short by a limit leaves a residual that may be far
-    // from the least-squares one: it may still prove the verdict, but it
-    // is not reported as the relaxation distance.
-    out.relaxation_distance = if refinement_stopped.is_none() {
-        confirmed_distance(cert.distance, &relaxed, tol)
-    } else {
-        None
-    };
-    let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
-    let (best, best_y) = if skip_cert.bound > relaxed.bound {
-        (skip_cert, block.skip.clone().into_owned())
-    } else {
-        (relaxed, cert.y)
-    };
+    let Relaxed {
+        s_star,
+        best,
+        best_y,
+        relaxation_distance,
+        refinement_stopped,
+        ..
+    } = relaxed;
+    out.relaxation_distance = relaxation_distance;
     if out.distance_bound.is_none_or(|b| best.bound >= b) {
         out.distance_bound = Some(best.bound);
         out.rounding_bound = Some(best.rounding);
@@ -1137,6 +1293,113 @@ mod tests {
         assert_eq!(a.finding, b.finding);
         assert_eq!(a.relaxation_distance, b.relaxation_distance);
         assert_eq!(a.certificate, b.certificate);
+    }
+
+    /// The outcome with the float32 solver allowed from `width` neurons.
+    fn run_float32_from(block: &Block, width: usize, threads: usize) -> Outcome {
+        let mut options = Options::new(1e-9, GenericityCheck::Proportional)
+            .with_threads(threads)
+            .with_distance(Distance::Exact);
+        options.float32_min_width = width;
+        options.keep_gram = true;
+        decide(block, &options, &AtomicBool::new(false)).unwrap()
+    }
+
+    #[test]
+    fn float32_solve_proves_the_float64_distance() {
+        // m = 300 > d^2 / 2 = 200 (d = 20): a full-rank Gram matrix that
+        // float32 factors; the float32 path's distance is the float64
+        // path's within the certified allowance, and its certificate is
+        // re-checked here.
+        let mut rng = SplitMix(17);
+        let (d, m) = (20, 300);
+        let block = Block::new(
+            rng.matrix(m, d),
+            rng.matrix(d, m),
+            None,
+            Matrix::identity(d),
+            0.5,
+        )
+        .unwrap();
+        let f32_run = run_float32_from(&block, 0, 2);
+        let f64_run = run_float32_from(&block, usize::MAX, 2);
+        assert_eq!(f32_run.relaxation_precision, Some("float32"));
+        assert_eq!(f64_run.relaxation_precision, Some("float64"));
+        assert_eq!(f32_run.finding, Finding::NoSubset(Evidence::Certificate));
+        assert_eq!(f64_run.finding, f32_run.finding);
+        let (a, b) = (
+            f32_run.relaxation_distance.unwrap(),
+            f64_run.relaxation_distance.unwrap(),
+        );
+        let allowance = 2.0
+            * f32_run
+                .rounding_bound
+                .unwrap()
+                .max(f64_run.rounding_bound.unwrap());
+        assert!((a - b).abs() <= allowance.max(1e-6 * b), "{a} {b}");
+        assert!(a > 0.05, "{a}");
+        let y = f32_run.certificate.as_ref().unwrap();
+        assert!((lower_bound(&block, y) - a).abs() <= 1e-9);
+        assert_eq!(f32_run.rank, Some(m));
+        // The float32 path keeps the Gram matrix intact for the bracket,
+        // with this block's fingerprint; the float64 path factors it.
+        let (g, fingerprint) = f32_run.gram.as_ref().unwrap();
+        assert_eq!(*fingerprint, relaxation::gram_fingerprint(&block));
+        let budget = Budget::unlimited();
+        assert!(*g == gram_lower(&block, &budget).unwrap());
+        assert!(f64_run.gram.is_none());
+        // Bit-identical for every thread count.
+        let one = run_float32_from(&block, 0, 1);
+        assert_eq!(one.relaxation_distance, f32_run.relaxation_distance);
+        assert_eq!(one.certificate, f32_run.certificate);
+    }
+
+    #[test]
+    fn float32_falls_back_to_float64_where_it_cannot_factor() {
+        // Two neurons with proportional rows: the Gram matrix is singular,
+        // float32's factor is not of full rank, and the float64 path (with
+        // its null space) decides, as without the float32 solver.
+        let mut rng = SplitMix(23);
+        let (d, m) = (6, 30);
+        let mut w_up = rng.matrix(m, d);
+        let mut w_down = rng.matrix(d, m);
+        for q in 0..d {
+            w_up.data_mut()[d + q] = 2.0 * w_up.data()[q];
+            w_down.data_mut()[q * m + 1] = w_down.data()[q * m];
+        }
+        let block = Block::new(w_up, w_down, None, Matrix::identity(d), 1.0).unwrap();
+        let with = run_float32_from(&block, 0, 2);
+        let without = run_float32_from(&block, usize::MAX, 2);
+        assert_eq!(with.relaxation_precision, Some("float64"));
+        assert_eq!(with.finding, without.finding);
+        assert_eq!(with.relaxation_distance, without.relaxation_distance);
+        assert_eq!(with.rank, without.rank);
+        assert!(with.rank.unwrap() < m);
+        assert!(with
+            .timings
+            .iter()
+            .any(|(k, _)| *k == "float32 left it open"));
+    }
+
+    #[test]
+    fn lower_matvec_is_the_symmetric_product() {
+        let mut rng = SplitMix(3);
+        let m = 600;
+        let b = rng.matrix(m, 40);
+        let mut g = vec![0.0; m * m];
+        for j in 0..m {
+            for i in j..m {
+                g[j * m + i] = dot(b.row(i), b.row(j));
+            }
+        }
+        let s: Vec<f64> = (0..m).map(|_| rng.next()).collect();
+        let y = relaxation::lower_matvec(&g, m, &s);
+        for i in 0..m {
+            let want: f64 = (0..m).map(|j| dot(b.row(i), b.row(j)) * s[j]).sum();
+            assert!((y[i] - want).abs() <= 1e-10 * (1.0 + want.abs()), "{i}");
+        }
+        let again = crate::limits::on_threads(3, || relaxation::lower_matvec(&g, m, &s));
+        assert!(again == y);
     }
 
     #[test]

@@ -18,11 +18,13 @@ use faer::{Accum, MatMut, Par};
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
+use crate::absorption::cholesky::PivotedCholesky;
 use crate::limits::{Budget, Stop};
 use crate::matrix::{gemm_polled, Matrix};
 
-/// Columns per block of the Gram assembly.
-const GRAM_COLUMNS: usize = 128;
+/// Columns per block of the Gram assembly (256 measured fastest of
+/// 64-512 at 2048 x 8192 on AVX2).
+const GRAM_COLUMNS: usize = 256;
 
 /// Rows per step within a block of columns.
 const GRAM_ROWS: usize = 1024;
@@ -122,6 +124,123 @@ pub fn mirror_lower(g: &mut [f64], m: usize) {
             }
         }
     }
+}
+
+/// Columns per chunk of [`lower_matvec`].
+const MATVEC_COLUMNS: usize = 256;
+
+/// `G s` from the lower triangle of `G` (`m x m` column-major, as
+/// [`gram_lower`] leaves it). Fixed chunks of columns, each summed into a
+/// vector of its own on one thread, then added in chunk order: the same
+/// bits for every thread count. Memory-bound (one read of the triangle).
+pub fn lower_matvec(g: &[f64], m: usize, s: &[f64]) -> Vec<f64> {
+    let chunks: Vec<(usize, Vec<f64>)> = (0..m.div_ceil(MATVEC_COLUMNS))
+        .into_par_iter()
+        .map(|c| {
+            let j0 = c * MATVEC_COLUMNS;
+            let mut y = vec![0.0; m - j0];
+            for j in j0..(j0 + MATVEC_COLUMNS).min(m) {
+                let col = &g[j * m + j..(j + 1) * m];
+                let sj = s[j];
+                // Row j: the column below the diagonal against s; rows
+                // below: the column times s_j (G is symmetric).
+                let mut acc = col[0] * sj;
+                for ((yi, &gij), &si) in y[j - j0 + 1..].iter_mut().zip(&col[1..]).zip(&s[j + 1..])
+                {
+                    acc += gij * si;
+                    *yi += gij * sj;
+                }
+                y[j - j0] += acc;
+            }
+            (j0, y)
+        })
+        .collect();
+    let mut out = vec![0.0; m];
+    for (j0, y) in chunks {
+        for (o, v) in out[j0..].iter_mut().zip(y) {
+            *o += v;
+        }
+    }
+    out
+}
+
+/// A float32 factor of the Gram matrix and the refined solution it gave.
+pub type Float32Solution = (PivotedCholesky<f32>, Vec<f64>);
+
+/// Refinement steps on the normal equations after a float32 solve.
+const NORMAL_REFINEMENT_STEPS: usize = 40;
+
+/// The least-squares solution of `G s = h` through a float32 factor of `G`
+/// (`gram`, the float64 lower triangle, left as it is), refined on the
+/// normal equations with float64 residuals `h - G s` (classical mixed-
+/// precision iterative refinement: each step shrinks the error by about
+/// `kappa(G) eps32`). `None` when float32 cannot serve: the float32 factor
+/// is not of full rank, or the steps stop shrinking before they are below
+/// `1e-7` of the solution (`kappa(G)` near `1 / eps32`); the caller then
+/// factors in float64. What this solution proves is decided afterwards by
+/// the float64 certificate alone.
+pub fn float32_solution(
+    gram: &[f64],
+    m: usize,
+    h: &[f64],
+    budget: &Budget,
+) -> Result<Option<Float32Solution>, Stop> {
+    let Some(factor) = PivotedCholesky::<f32>::factor_rounded(gram, m, budget)? else {
+        return Ok(None);
+    };
+    if factor.rank() < m {
+        return Ok(None);
+    }
+    let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    let mut s = factor.solve(h);
+    let mut last = f64::INFINITY;
+    for _ in 0..NORMAL_REFINEMENT_STEPS {
+        budget.check()?;
+        let gs = lower_matvec(gram, m, &s);
+        let r: Vec<f64> = h.iter().zip(&gs).map(|(a, b)| a - b).collect();
+        let step = factor.solve(&r);
+        let size = max_abs(&step);
+        if !size.is_finite() {
+            return Ok(None);
+        }
+        let scale = max_abs(&s).max(f64::MIN_POSITIVE);
+        if size > 0.5 * last {
+            // No longer contracting: at float64's floor, or diverging.
+            return Ok((size <= 1e-7 * scale).then_some((factor, s)));
+        }
+        s.iter_mut().zip(&step).for_each(|(x, d)| *x += d);
+        if size <= 1e-15 * scale {
+            return Ok(Some((factor, s)));
+        }
+        last = size;
+    }
+    Ok((last <= 1e-7 * max_abs(&s).max(f64::MIN_POSITIVE)).then_some((factor, s)))
+}
+
+/// A 64-bit fingerprint of what the Gram matrix depends on: the bits of
+/// `W_up`, `W_down` and `c`, folded in fixed chunks (the same for every
+/// thread count). The bracket reuses a decision's Gram matrix only for a
+/// block with the same fingerprint.
+pub fn gram_fingerprint(block: &Block) -> u64 {
+    const CHUNK: usize = 1 << 16;
+    fn mix(h: u64, x: u64) -> u64 {
+        (h ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+    }
+    let fold = |data: &[f64]| -> u64 {
+        data.par_chunks(CHUNK)
+            .map(|c| {
+                c.iter()
+                    .fold(0x243F_6A88_85A3_08D3, |h, x| mix(h, x.to_bits()))
+            })
+            .collect::<Vec<u64>>()
+            .into_iter()
+            .fold(data.len() as u64, mix)
+    };
+    let (u, v) = (block.w_up.data(), block.w_down.data());
+    let mut h = mix(block.width() as u64, block.flip_constant.to_bits());
+    h = mix(h, block.w_down.rows() as u64);
+    h = mix(h, fold(u));
+    mix(h, fold(v))
 }
 
 /// The right-hand side `h_i = <R_i, -A> = -c v_i^T A u_i`.
