@@ -1394,9 +1394,9 @@ mod tests {
         }
         let s: Vec<f64> = (0..m).map(|_| rng.next()).collect();
         let y = relaxation::lower_matvec(&g, m, &s);
-        for i in 0..m {
+        for (i, yi) in y.iter().enumerate() {
             let want: f64 = (0..m).map(|j| dot(b.row(i), b.row(j)) * s[j]).sum();
-            assert!((y[i] - want).abs() <= 1e-10 * (1.0 + want.abs()), "{i}");
+            assert!((yi - want).abs() <= 1e-10 * (1.0 + want.abs()), "{i}");
         }
         let again = crate::limits::on_threads(3, || relaxation::lower_matvec(&g, m, &s));
         assert!(again == y);
