@@ -185,7 +185,7 @@ impl GramMatrix {
 
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false))]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false, exact_seconds=None))]
 #[allow(clippy::too_many_arguments)]
 fn search_flip_set<'py>(
     py: Python<'py>,
@@ -203,7 +203,15 @@ fn search_flip_set<'py>(
     distance: Option<bool>,
     memory_limit: Option<u128>,
     keep_gram: bool,
+    exact_seconds: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    if let Some(t) = exact_seconds {
+        if t.is_nan() || t < 0.0 {
+            return Err(PyValueError::new_err(format!(
+                "exact_seconds must be a non-negative number of seconds or None, got {t}"
+            )));
+        }
+    }
     let block = make_block(&w_up, &w_down, &skip, b_up.as_ref(), flip_constant)?
         .with_flip_constant_lo(flip_constant_lo)
         .map_err(to_py_err)?;
@@ -227,6 +235,7 @@ fn search_flip_set<'py>(
         options = options.with_memory_limit(bytes);
     }
     options.keep_gram = keep_gram;
+    options.exact_seconds = exact_seconds;
     let cancel = AtomicBool::new(false);
     let mut outcome =
         run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?.map_err(to_py_err)?;
@@ -317,6 +326,7 @@ fn search_flip_set<'py>(
     d.set_item("method", outcome.method)?;
     d.set_item("timings", outcome.timings.clone())?;
     d.set_item("relaxation_precision", outcome.relaxation_precision)?;
+    d.set_item("exact_estimate", outcome.exact_estimate)?;
     d.set_item("kernel", crate::kernels::gemm_kernel())?;
     match gram {
         Some(g) => d.set_item("gram", Py::new(py, g)?)?,

@@ -116,3 +116,61 @@ def test_default_call_keeps_no_gram_matrix_in_the_result():
     r = skipsearch.find_absorbing_subset(W_up, W_down, activation="gelu")
     assert r.stats.bracket is not None
     assert not any(isinstance(v, _core.GramMatrix) for v in vars(r).values())
+
+
+def test_distance_budget_chooses_the_path_not_the_verdict():
+    W_up, W_down = _block(7)
+    quick = skipsearch.find_absorbing_subset(
+        W_up, W_down, activation="gelu", distance_budget=0.0, bracket=False
+    )
+    full = skipsearch.find_absorbing_subset(
+        W_up, W_down, activation="gelu", distance_budget=None, bracket=False
+    )
+    assert quick.verdict == full.verdict == "not_absorbable"
+    assert quick.relaxation_distance is None
+    assert quick.distance_bound is not None and quick.distance_bound > 0.5
+    assert quick.stats.exact_seconds_estimate is not None
+    assert quick.stats.exact_seconds_estimate > 0.0
+    assert full.relaxation_distance == pytest.approx(_numpy_distance(W_up, W_down, 1.0), rel=1e-9)
+    assert full.stats.exact_seconds_estimate is None
+    # distance=True ignores the budget.
+    forced = skipsearch.find_absorbing_subset(
+        W_up, W_down, activation="gelu", distance=True, distance_budget=0.0, bracket=False
+    )
+    assert forced.relaxation_distance == full.relaxation_distance
+
+
+def test_a_hard_block_over_the_budget_is_still_decided():
+    # sum_i v_i . u_i = -1.2 d: Y = A proves nothing; the relaxation decides.
+    rng = np.random.default_rng(8)
+    W_up = rng.standard_normal((M, D)) / np.sqrt(D)
+    W_down = rng.standard_normal((D, M)) / np.sqrt(M) - (1.2 * D / M) * W_up.T
+    over = skipsearch.find_absorbing_subset(
+        W_up, W_down, activation="gelu", distance_budget=0.0, bracket=False
+    )
+    exact = skipsearch.find_absorbing_subset(W_up, W_down, activation="gelu", distance=True)
+    assert over.verdict == exact.verdict == "not_absorbable"
+    assert over.distance_bound is not None and over.distance_bound > 0.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "error"),
+    [(-1.0, ValueError), (float("nan"), ValueError), ("10", TypeError), (True, TypeError)],
+)
+def test_bad_distance_budget_is_named(budget, error):
+    W_up, W_down = _block(9)
+    with pytest.raises(error, match="distance_budget"):
+        skipsearch.find_absorbing_subset(W_up[:8, :4], W_down[:4, :8], distance_budget=budget)
+
+
+def test_cli_reads_the_distance_budget():
+    from skipsearch.cli import _parser
+
+    args = _parser().parse_args(["scan", "x", "--distance-budget", "none"])
+    assert args.distance_budget is None
+    args = _parser().parse_args(["scan", "x", "--distance-budget", "12.5"])
+    assert args.distance_budget == 12.5
+    args = _parser().parse_args(["scan", "x"])
+    assert args.distance_budget == skipsearch.absorption.DISTANCE_BUDGET
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["scan", "x", "--distance-budget", "-3"])

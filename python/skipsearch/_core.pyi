@@ -79,6 +79,7 @@ def search_flip_set(
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
     keep_gram: bool = False,
+    exact_seconds: Optional[float] = None,
 ) -> dict[str, Any]:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
@@ -87,6 +88,10 @@ def search_flip_set(
     ``"none"``, ``"non_proportional"`` or ``"distinct_up_to_sign"``.
     ``distance``: None (exact when the Gram path fits ``memory_limit``
     bytes), True (always exact) or False (certificates first).
+    ``exact_seconds``: with ``distance=None``, the exact path runs only
+    when its estimated seconds (returned as ``exact_estimate``) are within
+    it; None means no budget. Raises ``ValueError`` for a negative or NaN
+    budget.
 
     Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
     ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``

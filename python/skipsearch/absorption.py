@@ -24,9 +24,11 @@ from skipsearch._depth import depth_class_problem, skip_product_nonzero
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import Argument, Backend, FloatArray, RankDecision, UInt8Array
 from skipsearch._validation import (
+    DISTANCE_BUDGET,
     Weights,
     as_float_array,
     check_distance,
+    check_distance_budget,
     check_limit,
     check_memory_limit,
     check_threads,
@@ -85,6 +87,7 @@ def _rust_search(
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
     keep_gram: bool = False,
+    exact_seconds: Optional[float] = None,
 ) -> dict[str, Any]:
     c, c_lo = flip
     integral = (
@@ -114,6 +117,7 @@ def _rust_search(
         distance=distance,
         memory_limit=memory_limit,
         keep_gram=keep_gram,
+        exact_seconds=exact_seconds,
     )
     if not integral:
         return search(node_limit=node_limit)
@@ -208,6 +212,7 @@ def find_absorbing_subset(
     distance: Optional[bool] = None,
     memory_limit: Optional[int] = None,
     bracket: Optional[bool] = None,
+    distance_budget: Optional[float] = DISTANCE_BUDGET,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -270,7 +275,15 @@ def find_absorbing_subset(
         never forming the Gram matrix) and report that bound in
         ``distance_bound``, leaving ``relaxation_distance`` ``None``; the
         Gram path runs only if none proves. ``None``: exact when the Gram
-        path fits ``memory_limit``, else as ``False``.
+        path fits ``memory_limit`` and its estimated time fits
+        ``distance_budget``, else as ``False``.
+    distance_budget : float or None, default 30.0
+        Seconds the exact path may be expected to take when ``distance`` is
+        None, estimated from the shape and a float64 GEMM rate measured
+        once per process on this CPU (``stats.exact_seconds_estimate``);
+        above it the certificates come first, as with ``distance=False``,
+        and ``distance=True`` gives the exact distance. None: no budget.
+        Which path runs may depend on the machine; the verdict never does.
     memory_limit : int, optional
         Bytes the exact Gram path may take (estimated as ``16 m^2``: the Gram
         matrix factored in place, and as much again for the complete search
@@ -348,6 +361,7 @@ def find_absorbing_subset(
             raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
         bracket = bool(bracket)
     memory_limit = check_memory_limit(memory_limit)
+    distance_budget = check_distance_budget(distance_budget)
     finish = None
     if bracket is not False:
         finish = functools.partial(_with_bracket, auto=bracket is None, memory_limit=memory_limit)
@@ -369,6 +383,7 @@ def find_absorbing_subset(
             memory_limit=memory_limit,
             # The bracket reuses the decision's Gram matrix when it is left.
             keep_gram=finish is not None,
+            exact_seconds=distance_budget,
         ),
         backend="rust",
         finish=finish,
@@ -696,6 +711,7 @@ def _from_search(
         timings=tuple((str(k), float(t)) for k, t in raw.get("timings") or ()),
         relaxation_precision=raw.get("relaxation_precision"),
         kernel=raw.get("kernel"),
+        exact_seconds_estimate=raw.get("exact_estimate"),
     )
     genericity = _genericity(raw.get("genericity"))
     fields: _SearchFields = {

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, cast
 from tqdm import tqdm
 
 from skipsearch import __version__
-from skipsearch._validation import check_limit, check_threads, check_tol
+from skipsearch._validation import DISTANCE_BUDGET, check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
 from skipsearch.checkpoints import CheckpointChangedError
 from skipsearch.layouts import supported_model_types
@@ -160,6 +160,21 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _budget_seconds(text: str) -> Optional[float]:
+    """``--distance-budget``: seconds (a non-negative number) or ``none``."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds or 'none', got {text!r}"
+        ) from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -270,7 +285,18 @@ def _parser() -> argparse.ArgumentParser:
         const=False,
         help="stop at the first certificate that decides and show its proven lower bound "
         "(>= in the table) instead of the exact distance; fastest on large models "
-        "(default: exact when the Gram matrix fits the memory budget, else the bound)",
+        "(default: exact when the Gram matrix fits the memory budget and its estimated time "
+        "fits --distance-budget, else the bound)",
+    )
+    scan.add_argument(
+        "--distance-budget",
+        type=_budget_seconds,
+        default=DISTANCE_BUDGET,
+        metavar="SECONDS",
+        help=f"seconds per block the exact distance may be expected to take by default "
+        f"(estimated from the shape and this CPU's measured GEMM rate; default "
+        f"{DISTANCE_BUDGET:g}; 'none' for no budget); larger blocks show the proven bound, "
+        "and --distance computes the exact distance anyway",
     )
     bracket = scan.add_mutually_exclusive_group()
     bracket.add_argument(
@@ -330,7 +356,8 @@ BOUND_MARK = "\u2265"
 
 _BOUND_NOTE = (
     f"{BOUND_MARK}: a proven lower bound from the certificate that decided; the exact relaxation "
-    "distance was not computed (--distance computes it)"
+    "distance was not computed: --no-distance, or its estimated time is above --distance-budget "
+    "or its Gram matrix above the memory budget (--distance computes it)"
 )
 
 
@@ -835,6 +862,7 @@ def _scan(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         threads=args.threads,
         distance=args.distance,
+        distance_budget=args.distance_budget,
         bracket=args.bracket,
         progress=False if args.no_progress else None,
     )

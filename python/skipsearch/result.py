@@ -198,6 +198,9 @@ class SearchStats(FieldEquality):
         Gram matrix float32 can factor), ``"float64"`` otherwise; ``None``
         when the exact path did not run. The certificate, and so every
         bound and distance reported, is float64 either way.
+    exact_seconds_estimate : float or None
+        With ``distance=None`` and a ``distance_budget``: the exact path's
+        estimated seconds that were compared with the budget.
     kernel : str or None
         Rust backend: the SIMD kernels of the dense products on this CPU
         (``"avx512f"``, ``"avx2+fma"``, ``"neon"`` or ``"scalar"``),
@@ -224,6 +227,7 @@ class SearchStats(FieldEquality):
     timings: tuple[tuple[str, float], ...] = ()
     relaxation_precision: Optional[str] = None
     kernel: Optional[str] = None
+    exact_seconds_estimate: Optional[float] = None
 
 
 @dataclass(frozen=True, eq=False, repr=False)

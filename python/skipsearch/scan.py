@@ -62,7 +62,13 @@ from skipsearch._scan.report import (
     scan_document,
 )
 from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, same_weights
-from skipsearch._validation import check_limit, check_threads, check_tol
+from skipsearch._validation import (
+    DISTANCE_BUDGET,
+    check_distance_budget,
+    check_limit,
+    check_threads,
+    check_tol,
+)
 from skipsearch.activations import Activation
 from skipsearch.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
 from skipsearch.layouts import Layout
@@ -227,6 +233,7 @@ def scan(
     progress: Optional[bool] = None,
     executor: Optional[Executor] = None,
     max_pending: int = 4,
+    distance_budget: Optional[float] = DISTANCE_BUDGET,
 ) -> ScanReports:
     """Decide absorption for every FFN block of one or more checkpoints.
 
@@ -289,8 +296,13 @@ def scan(
         first certificate that decides, leaving ``relaxation_distance``
         None and reporting the certificate's proven lower bound as
         ``distance_bound``; None (default) computes the exact distance when
-        the Gram matrix fits the core's memory budget, else the bound. Each
-        report's :attr:`~BlockReport.distance_kind` says which it holds.
+        the Gram matrix fits the core's memory budget and its estimated
+        time fits ``distance_budget``, else the bound. Each report's
+        :attr:`~BlockReport.distance_kind` says which it holds.
+    distance_budget : float or None, default 30.0
+        Seconds per block the exact distance may be expected to take when
+        ``distance`` is None (see :func:`skipsearch.find_absorbing_subset`);
+        None: no budget.
     bracket : bool, optional
         Passed to :func:`skipsearch.find_absorbing_subset` when given: True
         brackets the best flip set's relative residual in every flip-linear
@@ -394,6 +406,7 @@ def scan(
     time_limit = check_limit("time_limit", time_limit, integer=False)
     threads = check_threads(threads)
     distance = check_distance(distance)
+    distance_budget = check_distance_budget(distance_budget)
     bracket = check_bracket(bracket)
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
@@ -538,6 +551,7 @@ def scan(
                         bracket,
                         part.scale,
                         part.undecided,
+                        distance_budget,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))

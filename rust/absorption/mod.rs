@@ -95,6 +95,11 @@ pub struct Options {
     /// Hand the float64 Gram matrix back in [`Outcome::gram`] when the
     /// decision ends with it intact (for the bracket, which needs it too).
     pub keep_gram: bool,
+    /// With [`Distance::Auto`]: the seconds the exact path may be expected
+    /// to take ([`relaxation::exact_path_seconds`]); above it the
+    /// certificates come first, as with [`Distance::Bound`]. `None`: no
+    /// budget.
+    pub exact_seconds: Option<f64>,
 }
 
 /// Default of [`Options::float32_min_width`]: below it the float64 factor
@@ -126,6 +131,7 @@ impl Options {
             memory_limit: None,
             float32_min_width: FLOAT32_MIN_WIDTH,
             keep_gram: false,
+            exact_seconds: None,
         }
     }
 
@@ -273,6 +279,9 @@ pub struct Outcome {
     /// of the block as decided (after [`Block::balanced`]), column-major,
     /// and the [`relaxation::gram_fingerprint`] of that block.
     pub gram: Option<(Vec<f64>, u64)>,
+    /// The exact path's estimated seconds when a budget was given (see
+    /// [`Options::exact_seconds`]).
+    pub exact_estimate: Option<f64>,
     pub seconds: f64,
 }
 
@@ -395,6 +404,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         timings: Vec::new(),
         relaxation_precision: None,
         gram: None,
+        exact_estimate: None,
         seconds: 0.0,
     };
     out.finding = match stages(block, options, &mut budget, &mut out) {
@@ -737,10 +747,25 @@ fn stages(
         return Ok(Finding::Inconclusive(Numerics::Overflow));
     }
     let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
+    let within_budget = match options.exact_seconds {
+        Some(budget) if options.distance == Distance::Auto => {
+            let (d_out, d_in) = block.skip.shape();
+            let estimate = relaxation::exact_path_seconds(
+                m,
+                d_out,
+                d_in,
+                rayon::current_num_threads(),
+                m >= options.float32_min_width,
+            );
+            out.exact_estimate = Some(estimate);
+            estimate <= budget
+        }
+        _ => true,
+    };
     let exact = match options.distance {
         Distance::Exact => true,
         Distance::Bound => false,
-        Distance::Auto => options.exact_fits(m),
+        Distance::Auto => options.exact_fits(m) && within_budget,
     };
     if !exact {
         // Cheap certificates first: Y = A, then conjugate gradients.

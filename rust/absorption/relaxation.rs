@@ -126,6 +126,53 @@ pub fn mirror_lower(g: &mut [f64], m: usize) {
     }
 }
 
+/// Multiply-adds per second of one thread in the exact path's products,
+/// measured once per process on a float64 GEMM of 512 x 512 x 512 (best
+/// of three, some 10 ms in all): the rate the cost model scales by.
+pub fn calibrated_rate() -> f64 {
+    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *RATE.get_or_init(|| {
+        let n = 512;
+        let a = vec![0.5f64; n * n];
+        let mut c = vec![0.0f64; n * n];
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            crate::matrix::gemm(
+                MatMut::from_column_major_slice_mut(&mut c, n, n),
+                Accum::Replace,
+                faer::MatRef::from_column_major_slice(&a, n, n),
+                faer::MatRef::from_column_major_slice(&a, n, n),
+                1.0,
+                Par::Seq,
+            );
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        ((n * n * n) as f64 / best.max(1e-6)).max(1e8)
+    })
+}
+
+/// Estimated seconds of the exact path for a block of `m` neurons and a
+/// `d_out x d_in` skip on `threads` threads: the Gram matrix's lower
+/// triangle (`m^2 (d_out + d_in) / 2` multiply-adds), its Cholesky factor
+/// (`m^3 / 6`, at twice the rate in float32) and two passes over the
+/// weights for the certificate (`2 m d_out d_in`), at the
+/// [`calibrated_rate`] per thread with 85% parallel efficiency. An
+/// estimate for choosing a path, never part of a result.
+pub fn exact_path_seconds(
+    m: usize,
+    d_out: usize,
+    d_in: usize,
+    threads: usize,
+    float32: bool,
+) -> f64 {
+    let (m, d_out, d_in) = (m as f64, d_out as f64, d_in as f64);
+    let factor = m * m * m / 6.0 / if float32 { 2.0 } else { 1.0 };
+    let work = m * m * (d_out + d_in) / 2.0 + factor + 2.0 * m * d_out * d_in;
+    let rate = calibrated_rate() * (threads.max(1) as f64) * 0.85;
+    work / rate
+}
+
 /// Columns per chunk of [`lower_matvec`].
 const MATVEC_COLUMNS: usize = 256;
 

@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
+from skipsearch._validation import DISTANCE_BUDGET
 from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
 from skipsearch.result import AbsorptionResult
@@ -64,6 +65,7 @@ def decide_block(
     bracket: Optional[bool] = None,
     scale: Optional[float] = None,
     undecided: Optional[str] = None,
+    distance_budget: Optional[float] = DISTANCE_BUDGET,
 ) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
@@ -99,6 +101,8 @@ def decide_block(
             # serves them.
             skip, exact_skip = math.copysign(1.0, scale), False
     extra: dict[str, Any] = {} if distance is None else {"distance": distance}
+    if distance_budget != DISTANCE_BUDGET:
+        extra["distance_budget"] = distance_budget
     if bracket is not None:
         extra["bracket"] = bracket
     result = find_absorbing_subset(
