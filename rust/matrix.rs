@@ -579,3 +579,52 @@ pub(crate) mod testing {
         Matrix::from_vec("M", rows, cols, data).unwrap()
     }
 }
+
+#[cfg(test)]
+mod rate_probe {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn gemm_rates() {
+        let (m, n, k) = (1024usize, 256usize, 4096usize);
+        let a: Vec<f64> = (0..m * k).map(|i| (i % 7) as f64 * 0.1).collect();
+        let b: Vec<f64> = (0..k * n).map(|i| (i % 5) as f64 * 0.1).collect();
+        let mut c = vec![0.0; m * n];
+        let lhs = MatRef::from_column_major_slice(&a, m, k);
+        let rhs = MatRef::from_column_major_slice(&b, k, n);
+        for name in ["gemm", "faer"] {
+            let mut best = f64::INFINITY;
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                let dst = MatMut::from_column_major_slice_mut(&mut c, m, n);
+                if name == "gemm" {
+                    gemm(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+                } else {
+                    faer::linalg::matmul::matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+                }
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            eprintln!("{name} seq {m}x{n}x{k}: {:.1} G madd/s", (m * n * k) as f64 / best / 1e9);
+        }
+        let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
+        let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
+        let mut c32 = vec![0.0f32; m * n];
+        for name in ["gemm", "faer"] {
+            let mut best = f64::INFINITY;
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                let dst = MatMut::from_column_major_slice_mut(&mut c32, m, n);
+                let l = MatRef::from_column_major_slice(&a32, m, k);
+                let r = MatRef::from_column_major_slice(&b32, k, n);
+                if name == "gemm" {
+                    gemm_t(dst, Accum::Replace, l, r, 1.0f32, Par::Seq);
+                } else {
+                    faer::linalg::matmul::matmul(dst, Accum::Replace, l, r, 1.0f32, Par::Seq);
+                }
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            eprintln!("{name} f32 seq {m}x{n}x{k}: {:.1} G madd/s", (m * n * k) as f64 / best / 1e9);
+        }
+    }
+}

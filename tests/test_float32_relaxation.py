@@ -174,3 +174,21 @@ def test_cli_reads_the_distance_budget():
     assert args.distance_budget == skipsearch.absorption.DISTANCE_BUDGET
     with pytest.raises(SystemExit):
         _parser().parse_args(["scan", "x", "--distance-budget", "-3"])
+
+
+def test_a_distance_the_rounding_swamps_is_none_not_zero():
+    # W_up scaled by 1e150: the least-squares distance is scale-invariant
+    # (0.896 here), but the rounding allowance of the certificate is far
+    # above it, so float64 cannot confirm it: None, never a 0.0 that would
+    # say the relaxation reaches -A. The verdict comes from the complete
+    # search.
+    rng = np.random.default_rng(1)
+    W_up = rng.standard_normal((500, 50))
+    W_down = rng.standard_normal((50, 500))
+    plain = skipsearch.find_absorbing_subset(W_up, W_down, activation="gelu", distance=True)
+    assert plain.relaxation_distance == pytest.approx(_numpy_distance(W_up, W_down, 1.0), rel=1e-9)
+    huge = skipsearch.find_absorbing_subset(
+        W_up * 1e150, W_down, activation="gelu", distance=True, time_limit=60
+    )
+    assert huge.verdict == "not_absorbable"
+    assert huge.relaxation_distance is None

@@ -295,7 +295,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"seconds per block the exact distance may be expected to take by default "
         f"(estimated from the shape and this CPU's measured GEMM rate; default "
-        f"{DISTANCE_BUDGET:g}; 'none' for no budget); larger blocks show the proven bound, "
+        f"{DISTANCE_BUDGET:g}; 'none' for no budget); larger blocks show the proven bound "
+        "of the certificate that decided (a block none decides still gets the exact path), "
         "and --distance computes the exact distance anyway",
     )
     bracket = scan.add_mutually_exclusive_group()

@@ -467,9 +467,13 @@ fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> Generic
 /// `estimate` (they differ by no more than twice the rounding allowance, or
 /// 1e-6 relative), or when the estimate is within the tolerance (then the
 /// bound, often 0, is all that holds); `None` when float64 cannot resolve
-/// it. So it never exceeds the residual of any flip set.
+/// it, which includes a rounding allowance above both the tolerance and
+/// 1e-6 of the estimate (terms so large that the bound is 0 whatever the
+/// distance: the two then "agree" only by proving nothing). So it never
+/// exceeds the residual of any flip set, and it is never a 0 that stands
+/// for "unknown".
 pub fn confirmed_distance(estimate: f64, relaxed: &IntervalBound, tol: f64) -> Option<f64> {
-    if !estimate.is_finite() {
+    if !estimate.is_finite() || !(2.0 * relaxed.rounding <= (1e-6 * estimate).max(tol)) {
         return None;
     }
     let slack = (2.0 * relaxed.rounding).max(1e-6 * estimate);
