@@ -15,7 +15,12 @@ from skipsearch import __version__, cli
 
 # The package exports the function scan, which hides the module name.
 scan = importlib.import_module("skipsearch.scan")
-from skipsearch.scan import CheckpointError, LayerReport, describe_checkpoint, scan_checkpoint
+from skipsearch.scan import (
+    CheckpointError,
+    LayerReport,
+    describe_checkpoint,
+    scan_checkpoint,
+)
 
 from tests.conftest import write_bf16_safetensors
 
@@ -543,3 +548,13 @@ def test_minilm_cli_json(minilm):
     assert [block["verdict"] for block in doc["blocks"]] == ["not_absorbable"] * 6
     for got, want in zip(doc["blocks"], minilm):
         assert got["relaxation_distance"] == pytest.approx(want.relaxation_distance, rel=1e-9)
+
+
+def test_keep_certificates_false_drops_y_and_keeps_the_verdicts(ckpt):
+    kept = scan.scan(ckpt, progress=False)
+    dropped = scan.scan(ckpt, progress=False, keep_certificates=False)
+    with_y = [r for r in kept if r.result.certificate is not None]
+    assert with_y, "the tiny checkpoint has certificate verdicts"
+    assert all(r.result.certificate is None for r in dropped)
+    assert [r.verdict for r in dropped] == [r.verdict for r in kept]
+    assert [r.distance_bound for r in dropped] == [r.distance_bound for r in kept]

@@ -864,6 +864,8 @@ def _scan(args: argparse.Namespace) -> int:
         threads=args.threads,
         distance=args.distance,
         distance_budget=args.distance_budget,
+        # The table, CSV and JSON never show Y: drop it after each block.
+        keep_certificates=False,
         bracket=args.bracket,
         progress=False if args.no_progress else None,
     )

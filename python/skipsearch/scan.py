@@ -28,6 +28,7 @@ on its codes (:mod:`skipsearch.quantization`).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import logging
 import os
@@ -234,6 +235,7 @@ def scan(
     executor: Optional[Executor] = None,
     max_pending: int = 4,
     distance_budget: Optional[float] = DISTANCE_BUDGET,
+    keep_certificates: bool = True,
 ) -> ScanReports:
     """Decide absorption for every FFN block of one or more checkpoints.
 
@@ -303,6 +305,13 @@ def scan(
         Seconds per block the exact distance may be expected to take when
         ``distance`` is None (see :func:`skipsearch.find_absorbing_subset`);
         None: no budget.
+    keep_certificates : bool, default True
+        Keep each report's ``result.certificate`` (the ``d_out x d_in``
+        float64 matrix ``Y``: 128 MiB per block at d = 4096). False drops
+        it once the report is made (``result.certificate`` is then None,
+        the verdict and its proven ``distance_bound`` unchanged), so that a
+        scan's memory does not grow with the number of blocks; the CLI
+        passes False.
     bracket : bool, optional
         Passed to :func:`skipsearch.find_absorbing_subset` when given: True
         brackets the best flip set's relative residual in every flip-linear
@@ -474,6 +483,8 @@ def scan(
                 )
             except ValueError as e:
                 raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
+            if not keep_certificates and result.certificate is not None:
+                result = dataclasses.replace(result, certificate=None)
             reports[slot] = block_report(info, block, result, read_seconds + decide_seconds)
             _logger.info(
                 "%s %s: %s%s (d=%d, m=%d, %s, %.3f s)",
@@ -495,7 +506,10 @@ def scan(
                 " -> ".join(result.stats.method) or "no search",
                 result.argument,
             )
-            bar.set_postfix_str(f"{info.name} {block.name}: {result.verdict}", refresh=False)
+            bar.set_postfix_str(
+                f"{info.name} {block.name}: {result.verdict} in {read_seconds + decide_seconds:.1f} s",
+                refresh=False,
+            )
             bar.update(1)
 
         try:
