@@ -709,6 +709,21 @@ mod tests {
         .unwrap()
     }
 
+    /// The bracket from the empty set, its branch and bound under `search`.
+    fn searched(block: &Block, search: Limits, cancel: &AtomicBool) -> Bracket {
+        flip_set_bracket(
+            block,
+            0.0,
+            &[],
+            None,
+            Limits::default(),
+            search,
+            None,
+            cancel,
+        )
+        .unwrap()
+    }
+
     struct Rng(u64);
     impl Rng {
         fn next(&mut self) -> f64 {
@@ -797,17 +812,7 @@ mod tests {
                 time_limit: Some(std::time::Duration::from_secs(10)),
                 node_limit: None,
             };
-            let b = flip_set_bracket(
-                &block,
-                0.0,
-                &[],
-                None,
-                Limits::default(),
-                limits,
-                None,
-                &cancel,
-            )
-            .unwrap();
+            let b = searched(&block, limits, &cancel);
             assert!(b.optimal, "seed {seed}: {b:?}");
             assert!(b.upper - b.lower <= 1e-6, "seed {seed}: {b:?}");
         }
@@ -822,17 +827,7 @@ mod tests {
             time_limit: None,
             node_limit: Some(1),
         };
-        let b = flip_set_bracket(
-            &block,
-            0.0,
-            &[],
-            None,
-            Limits::default(),
-            limits,
-            None,
-            &cancel,
-        )
-        .unwrap();
+        let b = searched(&block, limits, &cancel);
         assert!(!b.optimal);
         assert!(b.lower <= opt && opt <= b.upper, "{opt} {b:?}");
     }
