@@ -473,7 +473,9 @@ fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> Generic
 /// exceeds the residual of any flip set, and it is never a 0 that stands
 /// for "unknown".
 pub fn confirmed_distance(estimate: f64, relaxed: &IntervalBound, tol: f64) -> Option<f64> {
-    if !estimate.is_finite() || !(2.0 * relaxed.rounding <= (1e-6 * estimate).max(tol)) {
+    // False for a NaN allowance too.
+    let resolved = 2.0 * relaxed.rounding <= (1e-6 * estimate).max(tol);
+    if !estimate.is_finite() || !resolved {
         return None;
     }
     let slack = (2.0 * relaxed.rounding).max(1e-6 * estimate);
