@@ -20,7 +20,12 @@
 //!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system, assembled by
 //!    faer's GEMM into one column-major buffer.
 //! 4. `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
-//!    the least-squares solution and a reduced null basis.
+//!    the least-squares solution and a reduced null basis. From 2048
+//!    neurons a float32 factor of a rounded copy is tried first
+//!    (`relaxation::float32_solution`, refined on the float64 normal
+//!    equations); it keeps the float64 Gram matrix intact, for the bracket,
+//!    and gives way to the float64 factor whenever stage 5 cannot settle
+//!    the block from its solution.
 //! 5. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
 //!    relaxed solution, `Y` proves that no flip set exists. For generic
 //!    weights this ends the search in polynomial time.

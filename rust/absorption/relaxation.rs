@@ -11,8 +11,10 @@
 //! lower triangle only, each block on one thread (`Par::Seq` inside a rayon
 //! loop), so every entry is computed the same way whatever the thread
 //! count. It is stored column-major, ready to be factored in place: the
-//! exact path holds one `m x m` buffer, where numpy's
-//! `(W_down.T @ W_down) * (W_up @ W_up.T)` holds three.
+//! float64 path holds one `m x m` buffer, where numpy's
+//! `(W_down.T @ W_down) * (W_up @ W_up.T)` holds three; the float32 path
+//! ([`float32_solution`]) holds a float32 copy beside it (1.5 buffers),
+//! within what [`exact_path_bytes`] allows.
 
 use faer::{Accum, MatMut, Par};
 use rayon::prelude::*;
