@@ -166,7 +166,8 @@ class SearchStats(FieldEquality):
     rank_decision : dict or None
         How ``gram_rank`` was decided (Rust backend): the pivoted Cholesky
         factorisation of the Gram matrix scaled to unit diagonal stops when
-        the largest remaining diagonal falls to ``cutoff = m * eps``;
+        the largest remaining diagonal falls to ``cutoff = m * eps``
+        (float32's ``eps`` when ``relaxation_precision`` is ``"float32"``);
         ``last_pivot`` and ``next_pivot`` are the squared pivots on either
         side of the cut (they track ``sigma_r**2`` and ``sigma_{r+1}**2`` of
         the scaled flip-condition system). The rank steers the search only;
