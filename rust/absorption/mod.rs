@@ -735,6 +735,36 @@ fn certify_relaxation(
     })
 }
 
+/// Stage 2's conjugate-gradient certificates (see `krylov`): the finding
+/// when one proves a bound above the tolerance; `distance_bound` raised to
+/// the best bound they proved. A limit reached during the steps ends the
+/// search, keeping what the completed steps proved.
+fn krylov_certificate(
+    block: &Block,
+    rhs: &[f64],
+    tol: f64,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    out.method.push("conjugate gradients");
+    let krylov = krylov::certify(block, rhs, tol, krylov::MAX_STEPS, budget);
+    out.krylov_steps = krylov.steps;
+    if let Some((bound, y)) = krylov.best {
+        if out.distance_bound.is_none_or(|b| bound.bound > b) {
+            out.distance_bound = Some(bound.bound);
+            out.rounding_bound = Some(bound.rounding);
+        }
+        if bound.bound > tol {
+            out.certificate = Some(y);
+            return Ok(Some(Finding::NoSubset(Evidence::Certificate)));
+        }
+    }
+    match krylov.stopped {
+        Some(stop) => Err(stop),
+        None => Ok(None),
+    }
+}
+
 fn stages(
     block: &Block,
     options: &Options,
@@ -788,22 +818,8 @@ fn stages(
             out.certificate = Some(block.skip.clone().into_owned());
             return Ok(Finding::NoSubset(Evidence::Certificate));
         }
-        out.method.push("conjugate gradients");
-        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget);
-        out.krylov_steps = krylov.steps;
-        if let Some((bound, y)) = krylov.best {
-            if bound.bound > skip_cert.bound {
-                out.distance_bound = Some(bound.bound);
-                out.rounding_bound = Some(bound.rounding);
-            }
-            if bound.bound > tol {
-                out.certificate = Some(y);
-                return Ok(Finding::NoSubset(Evidence::Certificate));
-            }
-        }
-        if let Some(stop) = krylov.stopped {
-            // What the completed steps proved stays in distance_bound.
-            return Err(stop);
+        if let Some(found) = krylov_certificate(block, &rhs, tol, budget, out)? {
+            return Ok(found);
         }
         if !options.exact_fits(m) {
             return Err(Stop::MemoryLimit);
@@ -876,21 +892,8 @@ fn stages(
         // relaxation reaches (or nearly reaches) -A, yet a point of the
         // conjugate-gradient path may: try them before any search, as the
         // verdict-first path does.
-        out.method.push("conjugate gradients");
-        let krylov = krylov::certify(block, &rhs, tol, krylov::MAX_STEPS, budget);
-        out.krylov_steps = krylov.steps;
-        if let Some((bound, y)) = krylov.best {
-            if out.distance_bound.is_none_or(|b| bound.bound > b) {
-                out.distance_bound = Some(bound.bound);
-                out.rounding_bound = Some(bound.rounding);
-            }
-            if bound.bound > tol {
-                out.certificate = Some(y);
-                return Ok(Finding::NoSubset(Evidence::Certificate));
-            }
-        }
-        if let Some(stop) = krylov.stopped {
-            return Err(stop);
+        if let Some(found) = krylov_certificate(block, &rhs, tol, budget, out)? {
+            return Ok(found);
         }
     }
 
