@@ -185,7 +185,7 @@ impl GramMatrix {
 
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false, exact_seconds=None))]
+#[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false, exact_seconds=None, keep_certificate=true))]
 #[allow(clippy::too_many_arguments)]
 fn search_flip_set<'py>(
     py: Python<'py>,
@@ -204,6 +204,7 @@ fn search_flip_set<'py>(
     memory_limit: Option<u128>,
     keep_gram: bool,
     exact_seconds: Option<f64>,
+    keep_certificate: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     if let Some(t) = exact_seconds {
         if t.is_nan() || t < 0.0 {
@@ -236,6 +237,7 @@ fn search_flip_set<'py>(
     }
     options.keep_gram = keep_gram;
     options.exact_seconds = exact_seconds;
+    options.keep_certificate = keep_certificate;
     let cancel = AtomicBool::new(false);
     let mut outcome =
         run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?.map_err(to_py_err)?;

@@ -248,7 +248,11 @@ def test_cli_json_matches_scan(ckpt, capsys):
     assert model["path"] == str((ckpt / "model.safetensors").resolve())
     assert model["norm"] == "post" and "post-LN" in model["scope"]
     assert doc["summary"] == {"absorbable": 1, "not_absorbable": 1, "undecided": 0}
-    expected = [r.to_dict() for r in scan_checkpoint(ckpt, tol=1e-5, progress=False)]
+    # The CLI keeps no certificates, so its exact path bounds them from the
+    # Gram matrix: compare with the API run the same way.
+    expected = [
+        r.to_dict() for r in scan.scan(ckpt, tol=1e-5, progress=False, keep_certificates=False)
+    ]
     assert len(doc["blocks"]) == 2
     for got, want in zip(doc["blocks"], expected):
         got.pop("seconds"), want.pop("seconds")
@@ -547,7 +551,10 @@ def test_minilm_cli_json(minilm):
     assert doc["summary"]["not_absorbable"] == 6
     assert [block["verdict"] for block in doc["blocks"]] == ["not_absorbable"] * 6
     for got, want in zip(doc["blocks"], minilm):
-        assert got["relaxation_distance"] == pytest.approx(want.relaxation_distance, rel=1e-9)
+        # The CLI's exact path bounds the certificate from the Gram matrix
+        # (it keeps no Y): the same distance within the certified allowance.
+        allowance = 2 * max(got["rounding_bound"], want.result.rounding_bound) + 1e-12
+        assert abs(got["relaxation_distance"] - want.relaxation_distance) <= allowance
 
 
 def test_keep_certificates_false_drops_y_and_keeps_the_verdicts(ckpt):
@@ -557,4 +564,9 @@ def test_keep_certificates_false_drops_y_and_keeps_the_verdicts(ckpt):
     assert with_y, "the tiny checkpoint has certificate verdicts"
     assert all(r.result.certificate is None for r in dropped)
     assert [r.verdict for r in dropped] == [r.verdict for r in kept]
-    assert [r.distance_bound for r in dropped] == [r.distance_bound for r in kept]
+    # Without Y the exact path bounds the residual from the Gram matrix:
+    # the same proof up to its rounding allowance.
+    for a, b in zip(dropped, kept):
+        assert (a.distance_bound is None) == (b.distance_bound is None)
+        if a.distance_bound is not None:
+            assert a.distance_bound == pytest.approx(b.distance_bound, rel=1e-6, abs=1e-12)

@@ -80,6 +80,7 @@ def search_flip_set(
     memory_limit: Optional[int] = None,
     keep_gram: bool = False,
     exact_seconds: Optional[float] = None,
+    keep_certificate: bool = True,
 ) -> dict[str, Any]:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
@@ -91,7 +92,10 @@ def search_flip_set(
     ``exact_seconds``: with ``distance=None``, the exact path runs only
     when its estimated seconds (returned as ``exact_estimate``) are within
     it; None means no budget. Raises ``ValueError`` for a negative or NaN
-    budget.
+    budget. ``keep_certificate=False``: the exact path may bound the
+    relaxation's residual from the Gram matrix without forming it (method
+    ``"gram certificate"``), and ``certificate`` is then None unless
+    ``Y = A`` proves more.
 
     Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
     ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``

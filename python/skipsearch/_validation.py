@@ -376,6 +376,13 @@ def check_distance(distance: Any) -> Optional[bool]:
     raise TypeError(f"distance must be True, False or None, got {distance!r}")
 
 
+def check_flag(name: str, value: Any) -> bool:
+    """A boolean option such as ``keep_certificate``: True or False only."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
 def _read_int(path: str) -> Optional[int]:
     """An integer file such as a cgroup's ``memory.max`` (None: absent or ``max``)."""
     try:

@@ -864,7 +864,9 @@ def _scan(args: argparse.Namespace) -> int:
         threads=args.threads,
         distance=args.distance,
         distance_budget=args.distance_budget,
-        # The table, CSV and JSON never show Y: drop it after each block.
+        # The table, CSV and JSON never show Y: never form it (the exact
+        # path bounds it from the Gram matrix) and drop any Y = A. Python's
+        # scan(..., keep_certificates=False) gives the same reports.
         keep_certificates=False,
         bracket=args.bracket,
         progress=False if args.no_progress else None,

@@ -66,6 +66,7 @@ from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, s
 from skipsearch._validation import (
     DISTANCE_BUDGET,
     check_distance_budget,
+    check_flag,
     check_limit,
     check_threads,
     check_tol,
@@ -308,10 +309,13 @@ def scan(
     keep_certificates : bool, default True
         Keep each report's ``result.certificate`` (the ``d_out x d_in``
         float64 matrix ``Y``: 128 MiB per block at d = 4096). False drops
-        it once the report is made (``result.certificate`` is then None,
-        the verdict and its proven ``distance_bound`` unchanged), so that a
-        scan's memory does not grow with the number of blocks; the CLI
-        passes False.
+        it (``result.certificate`` is then None), so that a scan's memory
+        does not grow with the number of blocks, and passes
+        ``keep_certificate=False`` to the decision, whose exact path then
+        bounds the relaxation's residual from the Gram matrix without
+        forming ``Y`` (a fifth faster at d = 4096, m = 16384; the verdict,
+        ``relaxation_distance`` and ``distance_bound`` the same within their
+        certified accuracy). The CLI passes False.
     bracket : bool, optional
         Passed to :func:`skipsearch.find_absorbing_subset` when given: True
         brackets the best flip set's relative residual in every flip-linear
@@ -417,6 +421,7 @@ def scan(
     distance = check_distance(distance)
     distance_budget = check_distance_budget(distance_budget)
     bracket = check_bracket(bracket)
+    keep_certificates = check_flag("keep_certificates", keep_certificates)
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
     if executor is not None and not isinstance(executor, Executor):
@@ -566,6 +571,7 @@ def scan(
                         part.scale,
                         part.undecided,
                         distance_budget,
+                        keep_certificates,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))

@@ -56,6 +56,7 @@ pub mod branch_and_bound;
 pub mod certificate;
 pub mod cholesky;
 pub mod genericity;
+pub mod gram_certificate;
 pub mod krylov;
 pub mod null_space;
 pub mod relaxation;
@@ -105,6 +106,12 @@ pub struct Options {
     /// certificates come first, as with [`Distance::Bound`]. `None`: no
     /// budget.
     pub exact_seconds: Option<f64>,
+    /// Whether a certificate must be handed back as the matrix `Y`. When
+    /// false, the exact path first tries to prove its bound from the Gram
+    /// matrix alone ([`gram_certificate`]), skipping the two
+    /// `O(m d_out d_in)` passes that forming `Y` takes; `Outcome::certificate`
+    /// is then `None` unless `Y = A` proves more.
+    pub keep_certificate: bool,
 }
 
 /// Default of [`Options::float32_min_width`]: below it the float64 factor
@@ -137,6 +144,7 @@ impl Options {
             float32_min_width: FLOAT32_MIN_WIDTH,
             keep_gram: false,
             exact_seconds: None,
+            keep_certificate: true,
         }
     }
 
@@ -193,7 +201,9 @@ impl Options {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evidence {
     /// A certificate `Y` whose rigorous interval bound exceeds the
-    /// tolerance; `Outcome::certificate` holds `Y`.
+    /// tolerance; `Outcome::certificate` holds `Y`, unless it was bounded
+    /// from the Gram matrix without being formed (method
+    /// `"gram certificate"`).
     Certificate,
     /// The rigorous window of a neuron that no free neuron moves holds
     /// neither 0 nor 1.
@@ -556,15 +566,28 @@ fn float32_relaxation(
     gram: &[f64],
     rhs: &[f64],
     minus_h: &[f64],
-    tol: f64,
+    options: &Options,
     budget: &Budget,
     out: &mut Outcome,
 ) -> Result<Option<Finding>, Stop> {
     let m = block.width();
+    let tol = options.tol;
     let Some((factor, s0)) = relaxation::float32_solution(gram, m, rhs, budget)? else {
         return Ok(None);
     };
     out.lap("float32 factor", budget);
+    let record_factor = |out: &mut Outcome| {
+        out.relaxation_precision = Some("float32");
+        out.rank = Some(factor.rank());
+        out.rank_decision = Some(factor.rank_decision());
+    };
+    if !options.keep_certificate {
+        if let Some(found) = gram_certified(block, gram, rhs, minus_h, &s0, tol, out) {
+            record_factor(out);
+            out.lap("gram certificate", budget);
+            return Ok(Some(found));
+        }
+    }
     let relaxed = certify_relaxation(block, minus_h, s0, &|r| factor.solve(r), tol, budget, out)?;
     if relaxed.refinement_stopped.is_some()
         || relaxed.relaxation_distance.is_none()
@@ -572,20 +595,53 @@ fn float32_relaxation(
     {
         return Ok(None);
     }
-    out.relaxation_precision = Some("float32");
-    out.rank = Some(factor.rank());
-    out.rank_decision = Some(factor.rank_decision());
+    record_factor(out);
     out.method.push("certificate");
     if relaxed.refined {
         out.method.push("refinement");
     }
     out.relaxation_distance = relaxed.relaxation_distance;
-    if out.distance_bound.is_none_or(|b| relaxed.best.bound >= b) {
-        out.distance_bound = Some(relaxed.best.bound);
-        out.rounding_bound = Some(relaxed.best.rounding);
-    }
+    record_bound(out, &relaxed.best);
     out.certificate = Some(relaxed.best_y);
     Ok(Some(Finding::NoSubset(Evidence::Certificate)))
+}
+
+/// Raise `distance_bound` (and its rounding) to what `bound` proved.
+fn record_bound(out: &mut Outcome, bound: &IntervalBound) {
+    if out.distance_bound.is_none_or(|b| bound.bound >= b) {
+        out.distance_bound = Some(bound.bound);
+        out.rounding_bound = Some(bound.rounding);
+    }
+}
+
+/// Stage 5 without forming `Y` (see [`gram_certificate`]): the finding when
+/// the residual at `s`, bounded from `gram`, proves a bound above `tol` and
+/// confirms its own distance; recorded in `out`. `None` leaves `out` as it
+/// was, and the caller forms `Y`.
+fn gram_certified(
+    block: &Block,
+    gram: &[f64],
+    rhs: &[f64],
+    minus_h: &[f64],
+    s: &[f64],
+    tol: f64,
+    out: &mut Outcome,
+) -> Option<Finding> {
+    let proved = gram_certificate::gram_certificate(block, gram, rhs, s)?;
+    let distance = confirmed_distance(proved.distance, &proved.bound, tol)?;
+    if proved.bound.bound <= tol {
+        return None;
+    }
+    out.method.push("gram certificate");
+    out.relaxation_distance = Some(distance);
+    let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
+    if skip_cert.bound > proved.bound.bound {
+        record_bound(out, &skip_cert);
+        out.certificate = Some(block.skip.clone().into_owned());
+    } else {
+        record_bound(out, &proved.bound);
+    }
+    Some(Finding::NoSubset(Evidence::Certificate))
 }
 
 /// What the relaxation's own certificate proves (stage 5).
@@ -792,11 +848,10 @@ fn stages(
         Some(budget) if options.distance == Distance::Auto => {
             let (d_out, d_in) = block.skip.shape();
             let estimate = relaxation::exact_path_seconds(
-                m,
-                d_out,
-                d_in,
+                (m, d_out, d_in),
                 rayon::current_num_threads(),
                 m >= options.float32_min_width,
+                options.keep_certificate,
             );
             out.exact_estimate = Some(estimate);
             estimate <= budget
@@ -835,7 +890,8 @@ fn stages(
         ));
     }
     if m >= options.float32_min_width {
-        if let Some(found) = float32_relaxation(block, &gram, &rhs, &minus_h, tol, budget, out)? {
+        if let Some(found) = float32_relaxation(block, &gram, &rhs, &minus_h, options, budget, out)?
+        {
             if options.keep_gram {
                 out.gram = Some((gram, relaxation::gram_fingerprint(block)));
             }
@@ -844,6 +900,9 @@ fn stages(
         out.lap("float32 left it open", budget);
     }
     out.relaxation_precision = Some("float64");
+    // The factor overwrites the Gram matrix; the Gram certificate needs it
+    // (a second m x m buffer, within what exact_path_bytes counts).
+    let gram_copy = (!options.keep_certificate).then(|| gram.clone());
     let Some(factor) = PivotedCholesky::factor(gram, m, budget)? else {
         return Ok(overflow_unless_skip_certifies(
             block, &minus_h, tol, exact, out,
@@ -852,6 +911,27 @@ fn stages(
     out.lap("factor", budget);
     out.rank = Some(factor.rank());
     out.rank_decision = Some(factor.rank_decision());
+    if let Some(gram) = gram_copy {
+        // The semi-normal refinement below needs Y; from the Gram matrix,
+        // refine on the normal equations instead (O(m^2) per step).
+        let s0 = factor.solve(&rhs);
+        let s = relaxation::refine_on_normal_equations(
+            &gram,
+            m,
+            &rhs,
+            s0.clone(),
+            &|r| factor.solve(r),
+            budget,
+        )?
+        .unwrap_or(s0);
+        if let Some(found) = gram_certified(block, &gram, &rhs, &minus_h, &s, tol, out) {
+            out.lap("gram certificate", budget);
+            if options.keep_gram {
+                out.gram = Some((gram, relaxation::gram_fingerprint(block)));
+            }
+            return Ok(found);
+        }
+    }
 
     out.method.push("certificate");
     let relaxed = certify_relaxation(
@@ -875,10 +955,7 @@ fn stages(
         ..
     } = relaxed;
     out.relaxation_distance = relaxation_distance;
-    if out.distance_bound.is_none_or(|b| best.bound >= b) {
-        out.distance_bound = Some(best.bound);
-        out.rounding_bound = Some(best.rounding);
-    }
+    record_bound(out, &best);
     if best.bound > tol {
         out.certificate = Some(best_y);
         return Ok(Finding::NoSubset(Evidence::Certificate));
@@ -1391,6 +1468,60 @@ mod tests {
         let one = run_float32_from(&block, 0, 1);
         assert_eq!(one.relaxation_distance, f32_run.relaxation_distance);
         assert_eq!(one.certificate, f32_run.certificate);
+    }
+
+    #[test]
+    fn the_gram_certificate_proves_what_the_formed_one_does() {
+        // Both precisions: without Y the verdict, the distance (within the
+        // certified allowance) and the bound are those of the formed
+        // certificate, and no d_out x d_in pass runs ("solve" is its lap).
+        let mut rng = SplitMix(23);
+        let (d, m) = (20, 300);
+        let block = Block::new(
+            rng.matrix(m, d),
+            rng.matrix(d, m),
+            None,
+            Matrix::identity(d),
+            1.0,
+        )
+        .unwrap();
+        for width in [0, usize::MAX] {
+            let formed = run_float32_from(&block, width, 2);
+            let mut options = Options::new(1e-9, GenericityCheck::Proportional)
+                .with_threads(2)
+                .with_distance(Distance::Exact);
+            options.float32_min_width = width;
+            options.keep_certificate = false;
+            options.keep_gram = true;
+            let bare = decide(&block, &options, &AtomicBool::new(false)).unwrap();
+            assert_eq!(bare.finding, formed.finding);
+            assert_eq!(bare.finding, Finding::NoSubset(Evidence::Certificate));
+            assert_eq!(bare.relaxation_precision, formed.relaxation_precision);
+            assert!(
+                bare.method.contains(&"gram certificate"),
+                "{:?}",
+                bare.method
+            );
+            assert!(bare.certificate.is_none());
+            assert!(!bare.timings.iter().any(|(step, _)| *step == "solve"));
+            let (a, b) = (
+                bare.relaxation_distance.unwrap(),
+                formed.relaxation_distance.unwrap(),
+            );
+            assert!((a - b).abs() <= 1e-6 * b, "{a} {b}");
+            let (p, q) = (bare.distance_bound.unwrap(), formed.distance_bound.unwrap());
+            assert!((p - q).abs() <= 1e-6 * q && p <= a, "{p} {q} {a}");
+            // Every flip set lies above the bound: the residual of the
+            // rounded relaxation is one of them.
+            let ones: Vec<usize> = (0..m).filter(|_| rng.next() > 0.0).collect();
+            let mut x = vec![0.0; m];
+            ones.iter().for_each(|&i| x[i] = 1.0);
+            let e = block.residual(&x).frobenius_norm() / block.skip.frobenius_norm();
+            assert!(e >= p, "{e} < {p}");
+            // The Gram matrix is handed back intact on both paths.
+            let (g, _) = bare.gram.as_ref().unwrap();
+            assert!(*g == gram_lower(&block, &Budget::unlimited()).unwrap());
+        }
     }
 
     #[test]

@@ -158,20 +158,21 @@ pub fn calibrated_rate() -> f64 {
 /// `d_out x d_in` skip on `threads` threads: the Gram matrix's lower
 /// triangle (`m^2 (d_out + d_in) / 2` multiply-adds), its Cholesky factor
 /// (`m^3 / 6`, at 1.3 times the rate in float32: its panels are bound by
-/// memory, measured at 4096 x 16384 on AVX2) and two passes over the
-/// weights for the certificate (`2 m d_out d_in`), at the
-/// [`calibrated_rate`] per thread with 85% parallel efficiency. An
-/// estimate for choosing a path, never part of a result.
+/// memory, measured at 4096 x 16384 on AVX2) and, when the certificate
+/// `Y` is formed, two passes over the weights (`2 m d_out d_in`; the
+/// Gram certificate's `O(m^2)` is left out), at the [`calibrated_rate`]
+/// per thread with 85% parallel efficiency. An estimate for choosing a
+/// path, never part of a result.
 pub fn exact_path_seconds(
-    m: usize,
-    d_out: usize,
-    d_in: usize,
+    (m, d_out, d_in): (usize, usize, usize),
     threads: usize,
     float32: bool,
+    formed_certificate: bool,
 ) -> f64 {
     let (m, d_out, d_in) = (m as f64, d_out as f64, d_in as f64);
     let factor = m * m * m / 6.0 / if float32 { 1.3 } else { 1.0 };
-    let work = m * m * (d_out + d_in) / 2.0 + factor + 2.0 * m * d_out * d_in;
+    let passes = if formed_certificate { 2.0 } else { 0.0 };
+    let work = m * m * (d_out + d_in) / 2.0 + factor + passes * m * d_out * d_in;
     let rate = calibrated_rate() * (threads.max(1) as f64) * 0.85;
     work / rate
 }
@@ -222,13 +223,11 @@ const NORMAL_REFINEMENT_STEPS: usize = 40;
 
 /// The least-squares solution of `G s = h` through a float32 factor of `G`
 /// (`gram`, the float64 lower triangle, left as it is), refined on the
-/// normal equations with float64 residuals `h - G s` (classical mixed-
-/// precision iterative refinement: each step shrinks the error by about
-/// `kappa(G) eps32`). `None` when float32 cannot serve: the float32 factor
-/// is not of full rank, or the steps stop shrinking before they are below
-/// `1e-7` of the solution (`kappa(G)` near `1 / eps32`); the caller then
-/// factors in float64. What this solution proves is decided afterwards by
-/// the float64 certificate alone.
+/// normal equations with float64 residuals (see [`refine_on_normal_equations`]).
+/// `None` when float32 cannot serve: the float32 factor is not of full rank,
+/// or the refinement does not converge (`kappa(G)` near `1 / eps32`); the
+/// caller then factors in float64. What this solution proves is decided
+/// afterwards by the float64 certificate alone.
 pub fn float32_solution(
     gram: &[f64],
     m: usize,
@@ -241,14 +240,32 @@ pub fn float32_solution(
     if factor.rank() < m {
         return Ok(None);
     }
+    let s0 = factor.solve(h);
+    let refined = refine_on_normal_equations(gram, m, h, s0, &|r| factor.solve(r), budget)?;
+    Ok(refined.map(|s| (factor, s)))
+}
+
+/// Classical mixed-precision iterative refinement of `G s = h` from `s`:
+/// `s += solve(h - G s)`, the residual in float64 from the lower triangle
+/// `gram` (each step shrinks the error by about `kappa(G)` times the
+/// precision of `solve`). At most [`NORMAL_REFINEMENT_STEPS`] steps; `None`
+/// when the steps stop shrinking before they are below `1e-7` of the
+/// solution, or grow non-finite.
+pub fn refine_on_normal_equations(
+    gram: &[f64],
+    m: usize,
+    h: &[f64],
+    mut s: Vec<f64>,
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    budget: &Budget,
+) -> Result<Option<Vec<f64>>, Stop> {
     let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-    let mut s = factor.solve(h);
     let mut last = f64::INFINITY;
     for _ in 0..NORMAL_REFINEMENT_STEPS {
         budget.check()?;
         let gs = lower_matvec(gram, m, &s);
         let r: Vec<f64> = h.iter().zip(&gs).map(|(a, b)| a - b).collect();
-        let step = factor.solve(&r);
+        let step = solve(&r);
         let size = max_abs(&step);
         if !size.is_finite() {
             return Ok(None);
@@ -256,15 +273,15 @@ pub fn float32_solution(
         let scale = max_abs(&s).max(f64::MIN_POSITIVE);
         if size > 0.5 * last {
             // No longer contracting: at float64's floor, or diverging.
-            return Ok((size <= 1e-7 * scale).then_some((factor, s)));
+            return Ok((size <= 1e-7 * scale).then_some(s));
         }
         s.iter_mut().zip(&step).for_each(|(x, d)| *x += d);
         if size <= 1e-15 * scale {
-            return Ok(Some((factor, s)));
+            return Ok(Some(s));
         }
         last = size;
     }
-    Ok((last <= 1e-7 * max_abs(&s).max(f64::MIN_POSITIVE)).then_some((factor, s)))
+    Ok((last <= 1e-7 * max_abs(&s).max(f64::MIN_POSITIVE)).then_some(s))
 }
 
 /// A 64-bit fingerprint of what the Gram matrix depends on: the bits of

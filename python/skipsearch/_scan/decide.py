@@ -66,6 +66,7 @@ def decide_block(
     scale: Optional[float] = None,
     undecided: Optional[str] = None,
     distance_budget: Optional[float] = DISTANCE_BUDGET,
+    keep_certificate: bool = True,
 ) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
@@ -76,7 +77,9 @@ def decide_block(
     form has inner biases and makes such a verdict undecided (as a ``b_up``
     tensor does inside ``find_absorbing_subset``). ``distance`` and
     ``bracket`` are passed on only when they are True or False, so None
-    (``find_absorbing_subset``'s own default) works with any version of it.
+    (``find_absorbing_subset``'s own default) works with any version of it;
+    so is ``keep_certificate``, only when False (the scan then needs no
+    ``Y`` and lets the exact path prove its bound from the Gram matrix).
 
     ``scale`` is a residual multiplier ``a``: the model computes ``x + a
     f(x)``, which equals ``a ((1/a) x + f(x))``, so it is absorbable exactly
@@ -105,6 +108,8 @@ def decide_block(
         extra["distance_budget"] = distance_budget
     if bracket is not None:
         extra["bracket"] = bracket
+    if not keep_certificate:
+        extra["keep_certificate"] = False
     result = find_absorbing_subset(
         W_up,
         W_down,
