@@ -170,7 +170,9 @@ class SearchStats(FieldEquality):
         (float32's ``eps`` when ``relaxation_precision`` is ``"float32"``);
         ``last_pivot`` and ``next_pivot`` are the squared pivots on either
         side of the cut (they track ``sigma_r**2`` and ``sigma_{r+1}**2`` of
-        the scaled flip-condition system). The rank steers the search only;
+        the scaled flip-condition system). The float32 factor, used only at
+        full rank, does not pivot: its ``last_pivot`` is the smallest
+        squared pivot. The rank steers the search only;
         verdicts never depend on it being right.
     candidates : int
         Flip sets verified by the complete search under rigorous windows.

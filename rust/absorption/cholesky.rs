@@ -105,6 +105,17 @@ pub struct NullBasis {
     pub coefficients: Vec<Vec<(usize, f64)>>,
 }
 
+/// Whether the factorisation picks pivots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pivoting {
+    /// The largest remaining diagonal at each step: rank-revealing.
+    Diagonal,
+    /// The natural order, stopping at the first pivot not above the
+    /// cut-off: no row or column swaps (at m = 16384 their strided walks
+    /// are seconds), for a factor that is used only when of full rank.
+    None,
+}
+
 /// Columns per panel of the blocked factorisation.
 const PANEL: usize = 128;
 
@@ -130,6 +141,7 @@ fn pivoted_llt<T: Real>(
     mut a: MatMut<'_, T>,
     perm: &mut [usize],
     cutoff: T,
+    pivoting: Pivoting,
     budget: &Budget,
 ) -> Result<Option<usize>, Stop> {
     let n = a.nrows();
@@ -164,13 +176,15 @@ fn pivoted_llt<T: Real>(
             }
             let mut pvt = j;
             let mut ajj = diag[j];
-            for (i, &d) in diag.iter().enumerate().skip(j) {
-                if d.is_nan() {
-                    return Ok(None);
-                }
-                if d > ajj {
-                    ajj = d;
-                    pvt = i;
+            if pivoting == Pivoting::Diagonal {
+                for (i, &d) in diag.iter().enumerate().skip(j) {
+                    if d.is_nan() {
+                        return Ok(None);
+                    }
+                    if d > ajj {
+                        ajj = d;
+                        pvt = i;
+                    }
                 }
             }
             if ajj.is_nan() {
@@ -329,7 +343,7 @@ impl PivotedCholesky {
                 }
             });
         }
-        Self::factor_scaled(l, scale, m, budget)
+        Self::factor_scaled(l, scale, m, Pivoting::Diagonal, budget)
     }
 }
 
@@ -339,7 +353,12 @@ impl PivotedCholesky<f32> {
     /// scaling is applied in float64 and the scaled entries rounded once.
     /// The cut-off is float32's (`m * eps32`), so a Gram matrix this
     /// factor calls full rank is well inside float64's rank too.
-    pub fn factor_rounded(gram: &[f64], m: usize, budget: &Budget) -> Result<Option<Self>, Stop> {
+    pub fn factor_rounded(
+        gram: &[f64],
+        m: usize,
+        pivoting: Pivoting,
+        budget: &Budget,
+    ) -> Result<Option<Self>, Stop> {
         assert_eq!(gram.len(), m * m, "factor: the Gram buffer must be m x m");
         let scale = jacobi_scale((0..m).map(|j| gram[j * m + j]));
         let mut l = vec![0.0f32; m * m];
@@ -354,7 +373,7 @@ impl PivotedCholesky<f32> {
                 });
         }
         budget.check()?;
-        Self::factor_scaled(l, scale, m, budget)
+        Self::factor_scaled(l, scale, m, pivoting, budget)
     }
 }
 
@@ -365,6 +384,7 @@ impl<T: Real> PivotedCholesky<T> {
         mut l: Vec<T>,
         scale: Vec<f64>,
         m: usize,
+        pivoting: Pivoting,
         budget: &Budget,
     ) -> Result<Option<Self>, Stop> {
         budget.check()?;
@@ -398,13 +418,19 @@ impl<T: Real> PivotedCholesky<T> {
             }));
         }
         let a = MatMut::from_column_major_slice_mut(&mut l, m, m);
-        let Some(rank) = pivoted_llt(a, &mut perm, T::from_f64(cutoff), budget)? else {
+        let Some(rank) = pivoted_llt(a, &mut perm, T::from_f64(cutoff), pivoting, budget)? else {
             return Ok(None);
         };
         budget.check()?;
         let diag = |k: usize| l[k * m + k].to_f64();
         if rank > 0 {
-            decision.last_pivot = diag(rank - 1) * diag(rank - 1);
+            // The smallest accepted pivot: the last one when pivoting.
+            decision.last_pivot = match pivoting {
+                Pivoting::Diagonal => diag(rank - 1) * diag(rank - 1),
+                Pivoting::None => (0..rank)
+                    .map(|k| diag(k) * diag(k))
+                    .fold(f64::INFINITY, f64::min),
+            };
         }
         if rank < m {
             // The largest remaining diagonal (squared) is left there.
@@ -577,6 +603,49 @@ mod tests {
         assert_eq!(chol.rank(), 2);
         let s = chol.solve(&[2.0, 1.0]);
         assert!((s[0] - 0.5).abs() < 1e-14 && s[1].abs() < 1e-14);
+    }
+
+    #[test]
+    fn the_unpivoted_float32_factor_solves_and_stops_at_a_deficient_rank() {
+        // A full-rank Gram matrix of 30 columns in 40 dimensions: both
+        // orders solve it to float32's accuracy, the natural one with
+        // the identity permutation.
+        let mut next = crate::matrix::testing::uniform(3);
+        let cols: Vec<Vec<f64>> = (0..30).map(|_| (0..40).map(|_| next()).collect()).collect();
+        let m = cols.len();
+        let g = gram_of(&cols);
+        let h: Vec<f64> = (0..m).map(|i| (i as f64).sin()).collect();
+        let budget = Budget::unlimited();
+        let plain = PivotedCholesky::<f32>::factor_rounded(&g, m, Pivoting::None, &budget)
+            .unwrap()
+            .unwrap();
+        let pivoted = PivotedCholesky::<f32>::factor_rounded(&g, m, Pivoting::Diagonal, &budget)
+            .unwrap()
+            .unwrap();
+        assert_eq!((plain.rank(), pivoted.rank()), (m, m));
+        assert_eq!(plain.pivots(), (0..m).collect::<Vec<_>>().as_slice());
+        let exact = PivotedCholesky::factor(g.clone(), m, &budget)
+            .unwrap()
+            .unwrap()
+            .solve(&h);
+        let size = exact.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        for f in [&plain, &pivoted] {
+            let s = f.solve(&h);
+            let err = s
+                .iter()
+                .zip(&exact)
+                .fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+            assert!(err <= 1e-3 * size, "{err} vs {size}");
+        }
+        let d = plain.rank_decision();
+        assert!(d.last_pivot > d.cutoff && d.next_pivot.is_none());
+        // A repeated column: the natural order stops at its copy.
+        let mut dup = cols.clone();
+        dup[7] = dup[2].clone();
+        let f = PivotedCholesky::<f32>::factor_rounded(&gram_of(&dup), m, Pivoting::None, &budget)
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.rank(), 7);
     }
 
     #[test]
