@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use faer::{Accum, MatMut, MatRef, Par};
+use rayon::prelude::*;
 
 use crate::error::Error;
 use crate::limits::{Budget, Stop};
@@ -180,6 +181,31 @@ pub fn gemm_in_row_tiles(
     Ok(())
 }
 
+/// Columns per chunk of [`column_fold`].
+const FOLD_COLUMNS: usize = 2048;
+
+/// `acc_j = f(... f(f(init, j, w[0][j]), j, w[1][j]) ..., j, w[rows-1][j])`
+/// for every column `j` of the row-major `w`: chunks of columns on the
+/// threads, each column folded over the rows in order, so the bits do not
+/// depend on the thread count. One streaming pass, rows read contiguously.
+/// Runs on the current rayon pool: call it inside the decision's own.
+pub fn column_fold(w: &Matrix, init: f64, f: impl Fn(f64, usize, f64) -> f64 + Sync) -> Vec<f64> {
+    let (rows, cols) = w.shape();
+    let mut acc = vec![init; cols];
+    acc.par_chunks_mut(FOLD_COLUMNS)
+        .enumerate()
+        .for_each(|(b, out)| {
+            let j0 = b * FOLD_COLUMNS;
+            for p in 0..rows {
+                let row = &w.row(p)[j0..j0 + out.len()];
+                for (k, (a, &x)) in out.iter_mut().zip(row).enumerate() {
+                    *a = f(*a, j0 + k, x);
+                }
+            }
+        });
+    acc
+}
+
 /// faer's parallelism for the current rayon pool.
 pub fn par() -> Par {
     let n = rayon::current_num_threads();
@@ -253,6 +279,9 @@ impl<'a> Matrix<'a> {
                 got: format!("{} values", data.len()),
             });
         }
+        // On the caller's thread: the bindings build matrices before any
+        // worker pool exists, and starting rayon's global pool can fail
+        // (under an address-space limit) where this loop cannot.
         if data.iter().any(|x| !x.is_finite()) {
             return Err(Error::NonFinite { argument });
         }

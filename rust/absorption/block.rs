@@ -178,15 +178,16 @@ impl<'a> Block<'a> {
         Ok(())
     }
 
+    /// `|v_i|^2` for every neuron (the squared columns of `W_down`), summed
+    /// over the rows in order.
+    pub fn down_squares(&self) -> Vec<f64> {
+        crate::matrix::column_fold(&self.w_down, 0.0, |a, _, v| a + v * v)
+    }
+
     /// The diagonal of the Gram matrix, `c^2 |v_i|^2 |u_i|^2` (`O(m d)`).
     pub fn gram_diagonal(&self) -> Vec<f64> {
         let m = self.width();
-        let mut down = vec![0.0; m];
-        for p in 0..self.w_down.rows() {
-            for (a, &v) in down.iter_mut().zip(self.w_down.row(p)) {
-                *a += v * v;
-            }
-        }
+        let down = self.down_squares();
         let c2 = self.flip_constant * self.flip_constant;
         (0..m)
             .into_par_iter()

@@ -22,7 +22,7 @@
 use rayon::prelude::*;
 
 use crate::absorption::block::{ldexp, Block};
-use crate::matrix::Matrix;
+use crate::matrix::{column_fold, Matrix};
 use crate::rounding::{down, gamma, inverse_scale, norm_upper, unscale_up, up, Expansion, TINY};
 
 /// The largest `m * d_out * d_in` for which the certificate check falls
@@ -264,13 +264,8 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
 /// Upper bounds on the Euclidean norms of the columns of `w`, read row by
 /// row (each column scaled by a power of two near its largest entry).
 pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
-    let (rows, cols) = w.shape();
-    let mut big = vec![0.0f64; cols];
-    for p in 0..rows {
-        for (b, x) in big.iter_mut().zip(w.row(p)) {
-            *b = b.max(x.abs());
-        }
-    }
+    let rows = w.rows();
+    let big = column_fold(w, 0.0, |b, _, x| b.max(x.abs()));
     let scale: Vec<f64> = big
         .iter()
         .map(|&b| {
@@ -281,13 +276,10 @@ pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
             }
         })
         .collect();
-    let mut sum = vec![0.0f64; cols];
-    for p in 0..rows {
-        for ((acc, x), s) in sum.iter_mut().zip(w.row(p)).zip(&scale) {
-            let y = x * s;
-            *acc += y * y;
-        }
-    }
+    let sum = column_fold(w, 0.0, |acc, j, x| {
+        let y = x * scale[j];
+        acc + y * y
+    });
     sum.iter()
         .zip(&scale)
         .zip(&big)

@@ -24,8 +24,9 @@
 //! entrywise with Cauchy-Schwarz, `|v_i|.|v_j| <= ||v_i|| ||v_j||`:
 //! - each Gram entry, two dot products of lengths `d_out` and `d_in` in any
 //!   blocked order with a scaling per block (at most `3 d + 4` roundings
-//!   each), their product, the flip constant's square and its low part:
-//!   `|G^_ij - G_ij| <= gamma(3 (d_out + d_in) + 12) r_i r_j`, with
+//!   each, generously), their product (1), the rounded square of the flip
+//!   constant (1) and its low part (`(1 + 2^-52)^2`, 4):
+//!   `|G^_ij - G_ij| <= gamma(3 (d_out + d_in) + 16) r_i r_j`, with
 //!   `r_i = |c| ||v_i|| ||u_i|| = ||R_i||_F`;
 //! - each `h_i`, as the formed certificate's inner products:
 //!   `gamma(d_out + d_in + 7) r_i ||A||_F`;
@@ -92,11 +93,13 @@ pub fn gram_certificate(
 
     // |G^_ij - G_ij| <= gamma_g r_i r_j + tau (underflow of either dot
     // product, times the other's largest value, and of their product).
-    let gamma_g = gamma(3 * (d_out + d_in) + 12);
+    let gamma_g = gamma(3 * (d_out + d_in) + 16);
+    // Each dot product's underflow (TINY per rounding, far above 2^-1075,
+    // the first scaled by c^2), times the other factor's largest value.
     let tau = up(
-        (3 * (d_out + d_in) + 12) as f64
+        (3 * (d_out + d_in) + 16) as f64
             * TINY
-            * (1.0 + 2.0 * c * c * nv_max * nv_max + 2.0 * nu_max * nu_max),
+            * (1.0 + 2.0 * c * c * nv_max * nv_max + 2.0 * (1.0 + c * c) * nu_max * nu_max),
         4,
     );
     let gamma_h = gamma(d_out + d_in + 7);

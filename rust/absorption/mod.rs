@@ -21,14 +21,16 @@
 //!    faer's GEMM into one column-major buffer.
 //! 4. `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
 //!    the least-squares solution and a reduced null basis. From 2048
-//!    neurons a float32 factor of a rounded copy is tried first
+//!    neurons an unpivoted float32 factor of a rounded copy is tried first
 //!    (`relaxation::float32_solution`, refined on the float64 normal
 //!    equations); it keeps the float64 Gram matrix intact, for the bracket,
 //!    and gives way to the float64 factor whenever stage 5 cannot settle
 //!    the block from its solution.
 //! 5. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
 //!    relaxed solution, `Y` proves that no flip set exists. For generic
-//!    weights this ends the search in polynomial time.
+//!    weights this ends the search in polynomial time. When the caller
+//!    keeps no certificate, `gram_certificate` first bounds `Y` from the
+//!    Gram matrix without forming it (`O(m^2)` instead of `O(m d^2)`).
 //! 6. `null_space`: otherwise, the affine solution set splits into
 //!    independent components (duplicate or split neurons give tiny ones).
 //! 7. `windows` and `branch_and_bound`: each component is searched exactly
@@ -65,6 +67,8 @@ pub mod windows;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+use rayon::prelude::*;
 
 use crate::absorption::block::Block;
 use crate::absorption::branch_and_bound::{enumerate_component, search_component, Enumeration};
@@ -444,13 +448,11 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
 fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> GenericityReport {
     let m = block.width();
     let u = &block.w_up;
-    let up_sq: Vec<f64> = (0..m).map(|i| dot(u.row(i), u.row(i))).collect();
-    let mut down_sq = vec![0.0; m];
-    for p in 0..block.w_down.rows() {
-        for (a, &v) in down_sq.iter_mut().zip(block.w_down.row(p)) {
-            *a += v * v;
-        }
-    }
+    let up_sq: Vec<f64> = (0..m)
+        .into_par_iter()
+        .map(|i| dot(u.row(i), u.row(i)))
+        .collect();
+    let down_sq = block.down_squares();
     let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
     let dead = if finite(&up_sq) && finite(&down_sq) {
         genericity::dead_neurons(&up_sq, &down_sq, tol)
