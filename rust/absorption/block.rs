@@ -514,3 +514,26 @@ mod tests {
         );
     }
 }
+
+/// Seeded blocks shared by the stages' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Block;
+    use crate::matrix::Matrix;
+
+    /// `W_up` (`m x d`) then `W_down` (`d x m`) of uniform numbers from one
+    /// stream, an identity skip and `c = 1`.
+    pub(crate) fn random_block(m: usize, d: usize, seed: u64) -> Block<'static> {
+        let mut next = crate::matrix::testing::uniform(seed);
+        let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
+        let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
+        Block::new(
+            Matrix::from_vec("W_up", m, d, u).unwrap(),
+            Matrix::from_vec("W_down", d, m, v).unwrap(),
+            None,
+            Matrix::identity(d),
+            1.0,
+        )
+        .unwrap()
+    }
+}

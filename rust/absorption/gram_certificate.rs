@@ -182,25 +182,12 @@ pub fn gram_certificate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::absorption::block::testing::random_block;
     use crate::absorption::certificate::{certificate, interval_bound};
     use crate::absorption::cholesky::PivotedCholesky;
     use crate::absorption::relaxation::{gram_lower, rhs};
     use crate::limits::Budget;
     use crate::matrix::Matrix;
-
-    fn random_block(d: usize, m: usize, seed: u64) -> Block<'static> {
-        let mut next = crate::matrix::testing::uniform(seed);
-        let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
-        let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
-        Block::new(
-            Matrix::from_vec("W_up", m, d, u).unwrap(),
-            Matrix::from_vec("W_down", d, m, v).unwrap(),
-            None,
-            Matrix::identity(d),
-            1.0,
-        )
-        .unwrap()
-    }
 
     fn least_squares(block: &Block) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let m = block.width();
@@ -216,7 +203,7 @@ mod tests {
     #[test]
     fn agrees_with_the_formed_certificate() {
         for (d, m, seed) in [(12, 40, 1), (16, 200, 2), (32, 300, 3)] {
-            let block = random_block(d, m, seed);
+            let block = random_block(m, d, seed);
             let (gram, h, s) = least_squares(&block);
             let got = gram_certificate(&block, &gram, &h, &s).expect("finite");
             let formed = certificate(&block, &s);
@@ -238,7 +225,7 @@ mod tests {
         // Away from the least-squares point the bound is weaker, but it must
         // still lie below every flip set's residual: checked by brute force.
         // m = 8 < d^2 = 9, so the relaxation does not reach -A.
-        let block = random_block(3, 8, 7);
+        let block = random_block(8, 3, 7);
         let (gram, h, s) = least_squares(&block);
         let a = block.skip.frobenius_norm();
         let mut least = f64::INFINITY;
@@ -267,7 +254,7 @@ mod tests {
         // Neurons 0..4 flip to -I exactly: the relaxation reaches -A and
         // ||Y||^2 is rounding, so no bound above the tolerance may come out.
         let (d, m) = (4, 9);
-        let base = random_block(d, m, 9);
+        let base = random_block(m, d, 9);
         let mut u = base.w_up.clone().into_owned();
         let mut v = base.w_down.clone().into_owned();
         for i in 0..d {

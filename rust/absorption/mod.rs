@@ -1414,6 +1414,18 @@ mod tests {
     }
 
     /// The outcome with the float32 solver allowed from `width` neurons.
+    /// `W_up` then `W_down` from `rng`, an identity skip and flip constant `c`.
+    fn identity_block(rng: &mut SplitMix, d: usize, m: usize, c: f64) -> Block<'static> {
+        Block::new(
+            rng.matrix(m, d),
+            rng.matrix(d, m),
+            None,
+            Matrix::identity(d),
+            c,
+        )
+        .unwrap()
+    }
+
     fn run_float32_from(block: &Block, width: usize, threads: usize) -> Outcome {
         let mut options = Options::new(1e-9, GenericityCheck::Proportional)
             .with_threads(threads)
@@ -1429,16 +1441,8 @@ mod tests {
         // float32 factors; the float32 path's distance is the float64
         // path's within the certified allowance, and its certificate is
         // re-checked here.
-        let mut rng = SplitMix(17);
         let (d, m) = (20, 300);
-        let block = Block::new(
-            rng.matrix(m, d),
-            rng.matrix(d, m),
-            None,
-            Matrix::identity(d),
-            0.5,
-        )
-        .unwrap();
+        let block = identity_block(&mut SplitMix(17), d, m, 0.5);
         let f32_run = run_float32_from(&block, 0, 2);
         let f64_run = run_float32_from(&block, usize::MAX, 2);
         assert_eq!(f32_run.relaxation_precision, Some("float32"));
@@ -1479,14 +1483,7 @@ mod tests {
         // certificate, and no d_out x d_in pass runs ("solve" is its lap).
         let mut rng = SplitMix(23);
         let (d, m) = (20, 300);
-        let block = Block::new(
-            rng.matrix(m, d),
-            rng.matrix(d, m),
-            None,
-            Matrix::identity(d),
-            1.0,
-        )
-        .unwrap();
+        let block = identity_block(&mut rng, d, m, 1.0);
         for width in [0, usize::MAX] {
             let formed = run_float32_from(&block, width, 2);
             let mut options = Options::new(1e-9, GenericityCheck::Proportional)

@@ -333,19 +333,7 @@ mod tests {
     use crate::limits::Limits;
     use crate::matrix::dot;
 
-    fn random_block(m: usize, d: usize, seed: u64) -> Block<'static> {
-        let mut next = crate::matrix::testing::uniform(seed);
-        let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
-        let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
-        Block::new(
-            Matrix::from_vec("W_up", m, d, u).unwrap(),
-            Matrix::from_vec("W_down", d, m, v).unwrap(),
-            None,
-            Matrix::identity(d),
-            1.0,
-        )
-        .unwrap()
-    }
+    use crate::absorption::block::testing::random_block;
 
     #[test]
     fn gram_matches_its_definition() {
