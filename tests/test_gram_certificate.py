@@ -105,3 +105,60 @@ def test_a_planted_flip_set_is_still_found():
 def test_keep_certificate_must_be_a_bool(bad):
     with pytest.raises(TypeError, match="keep_certificate must be True or False"):
         skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), keep_certificate=bad)
+
+
+def test_a_distance_near_zero_is_confirmed_to_its_own_size_or_y_is_formed():
+    # The relaxation comes within 8e-6 of -I: the Gram bound's allowance
+    # (about 1e-8 here) is below the tolerance but 0.1% of the distance, so
+    # the Gram certificate must give way to the formed Y (found by the red
+    # team: the distance came out 1e-3 relative below numpy's).
+    W_up = np.array(
+        [
+            [0.5243989793805718, 0.891972793515643, -0.44514980635175255],
+            [-0.2769340572717214, -0.8867425301005084, 1.2994693296722584],
+            [-0.9476105979728263, 1.313366475485431, -1.3462590859985564],
+            [0.0711862426052541, -0.9779343222607935, -0.08381134493446489],
+            [-0.40820890135296595, -0.07793465091904651, 1.8093611395609572],
+            [1.5412590689032355, -0.8393553501011766, -1.4660572037640673],
+            [-0.34288288175713205, -0.057721201749162884, -1.4087716906696055],
+        ]
+    )
+    W_down = np.array(
+        [
+            [
+                -0.35215747199183,
+                0.22199756865644735,
+                0.1868447517200365,
+                0.18077079226198053,
+                -0.9353280986894994,
+                -0.30924462177860673,
+                0.24379030184877654,
+            ],
+            [
+                -0.37658943731045336,
+                -0.5113377668790458,
+                -0.1533531127769224,
+                0.3176726771122002,
+                -0.04931069101558529,
+                0.060108706453425705,
+                0.18409078909229679,
+            ],
+            [
+                -0.0238265097604508,
+                0.49263590711910094,
+                0.20219280768582334,
+                0.07396079860468154,
+                1.3202382292749333,
+                0.1869864552511552,
+                0.260606101387928,
+            ],
+        ]
+    )
+    reference = _numpy_distance(W_up, W_down)
+    assert 1e-6 < reference < 1e-5
+    for keep in (True, False):
+        r = skipsearch.find_absorbing_subset(
+            W_up, W_down, activation="relu", distance=True, keep_certificate=keep
+        )
+        assert r.verdict == "not_absorbable"
+        assert r.relaxation_distance == pytest.approx(reference, rel=1e-6)

@@ -325,10 +325,11 @@ def find_absorbing_subset(
         the Gram matrix it already built, without forming ``Y`` (``O(m^2)``
         instead of two ``O(m d_out d_in)`` passes, a fifth of the time at
         ``4096 x 16384``; ``stats.method`` then shows ``"gram
-        certificate"``, README "The certificate without Y"). The verdict and
-        ``relaxation_distance`` are the same within their certified
-        accuracy, and ``certificate`` is None (or ``A`` itself, when
-        ``Y = A`` proves more).
+        certificate"``, README "The certificate without Y"). The verdict is
+        the same, and ``relaxation_distance`` and ``distance_bound`` agree
+        to 1e-6 of their value (the Gram certificate must confirm the
+        distance that closely, else ``Y`` is formed); ``certificate`` is
+        None (or ``A`` itself, when ``Y = A`` proves more).
 
     Returns
     -------

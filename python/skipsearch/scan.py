@@ -314,8 +314,8 @@ def scan(
         ``keep_certificate=False`` to the decision, whose exact path then
         bounds the relaxation's residual from the Gram matrix without
         forming ``Y`` (a fifth faster at d = 4096, m = 16384; the verdict,
-        ``relaxation_distance`` and ``distance_bound`` the same within their
-        certified accuracy). The CLI passes False.
+        ``relaxation_distance`` and ``distance_bound`` the same to 1e-6 of
+        their value). The CLI passes False.
     bracket : bool, optional
         Passed to :func:`skipsearch.find_absorbing_subset` when given: True
         brackets the best flip set's relative residual in every flip-linear

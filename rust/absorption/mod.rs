@@ -630,6 +630,13 @@ fn gram_certified(
     out: &mut Outcome,
 ) -> Option<Finding> {
     let proved = gram_certificate::gram_certificate(block, gram, rhs, s)?;
+    // Its allowance is larger than the formed certificate's: it must
+    // confirm the distance to 1e-6 of itself (not only to the tolerance,
+    // which near -A is far coarser), else Y is formed.
+    let close = 2.0 * proved.bound.rounding <= 1e-6 * proved.distance; // false for NaN
+    if !close {
+        return None;
+    }
     let distance = confirmed_distance(proved.distance, &proved.bound, tol)?;
     if proved.bound.bound <= tol {
         return None;
