@@ -287,6 +287,7 @@ fn search_flip_set<'py>(
     d.set_item("rounding_bound", outcome.rounding_bound)?;
     d.set_item("candidates", outcome.candidates)?;
     d.set_item("krylov_steps", outcome.krylov_steps)?;
+    d.set_item("gram_cg_steps", outcome.gram_cg_steps)?;
     match outcome.rank_decision {
         Some(r) => {
             let rd = PyDict::new(py);

@@ -108,7 +108,7 @@ def search_flip_set(
     ``distance_bound`` and ``rounding_bound`` (the best certificate's proven
     bound and its rounding allowance), ``certificate``, ``genericity``,
     ``rank``, ``rank_decision`` (``last_pivot``, ``next_pivot``, ``cutoff``),
-    ``components``, ``candidates``, ``krylov_steps``, ``nodes``, ``method``,
+    ``components``, ``candidates``, ``krylov_steps``, ``gram_cg_steps``, ``nodes``, ``method``,
     ``timings`` (``(step, seconds since the start)`` pairs of the exact
     path), ``relaxation_precision`` (``"float32"``, ``"float64"`` or
     None), ``kernel`` (the gemm crate's SIMD kernels on this CPU), ``gram``

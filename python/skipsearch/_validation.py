@@ -134,6 +134,16 @@ def _check_listed_integers(name: str, value: Any, out: FloatArray) -> None:
         )
 
 
+def _all_finite(a: FloatArray) -> bool:
+    """Whether every entry of ``a`` is finite, without a boolean array of
+    its size: a finite sum proves it (NaN and Inf propagate); a sum that
+    overflows from finite entries alone is settled entry by entry."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(a)):
+            return True
+    return bool(np.isfinite(a).all())
+
+
 def as_float_array(
     name: str, value: Any, ndim: int, expected: str, exact_integers: bool = True
 ) -> tuple[FloatArray, float]:
@@ -186,7 +196,7 @@ def as_float_array(
         _check_wide_floats(name, arr, out)
     if kind == "f" and isinstance(value, (list, tuple)):
         _check_listed_integers(name, value, out)
-    if not np.isfinite(out).all():
+    if not _all_finite(out):
         bad = tuple(int(i) for i in np.argwhere(~np.isfinite(out))[0])
         raise ValueError(f"{name} contains NaN or Inf (first at index {bad})")
     if kind in "iu" and exact_integers:

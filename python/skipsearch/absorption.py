@@ -452,7 +452,7 @@ def _with_bracket(
         )
     if 8 * m * m > memory_limit:
         return result
-    if auto and result.stats.gram_rank is None and m > BRACKET_AUTO_NEURONS:
+    if auto and result.stats.relaxation_precision is None and m > BRACKET_AUTO_NEURONS:
         return result
     if result.verdict == "absorbable":
         lower = 0.0
@@ -726,6 +726,7 @@ def _from_search(
         rank_decision=raw.get("rank_decision"),
         candidates=int(raw.get("candidates") or 0),
         krylov_steps=int(raw.get("krylov_steps") or 0),
+        gram_cg_steps=int(raw.get("gram_cg_steps") or 0),
         timings=tuple((str(k), float(t)) for k, t in raw.get("timings") or ()),
         relaxation_precision=raw.get("relaxation_precision"),
         kernel=raw.get("kernel"),

@@ -158,7 +158,9 @@ class SearchStats(FieldEquality):
     seconds : float
         Wall time of the search, in seconds.
     gram_rank : int or None
-        Numerical rank of the Gram matrix of the relaxation.
+        Numerical rank of the Gram matrix of the relaxation, from a
+        Cholesky factor; ``None`` when no factor ran (the exact path did
+        not run, or conjugate gradients settled it: see ``gram_cg_steps``).
     components : tuple of int
         Sizes of the null-space components searched.
     backend : Backend
@@ -179,6 +181,13 @@ class SearchStats(FieldEquality):
     krylov_steps : int
         Conjugate-gradient steps the cheap certificates took (0 when the
         exact path ran directly, or ``Y = A`` decided).
+    gram_cg_steps : int
+        Rust backend, exact path: Jacobi-preconditioned conjugate-gradient
+        steps on the Gram matrix that solved the relaxation (blocks of 4096
+        neurons or more, tried before any factor); 0 when a Cholesky factor
+        solved it. The steps only propose the relaxed solution: the float64
+        certificate proves what is reported, and when it cannot settle the
+        block from them the factor runs as before.
     bracket : BracketStatus or None
         ``"optimal"`` when the search for the best flip set completed and
         the proven bracket is narrow (``upper - lower <= 1e-3 upper +
@@ -198,7 +207,8 @@ class SearchStats(FieldEquality):
     relaxation_precision : str or None
         Rust backend: ``"float32"`` when the relaxation was solved through
         a float32 Cholesky factor (blocks of 2048 neurons or more whose
-        Gram matrix float32 can factor), ``"float64"`` otherwise; ``None``
+        Gram matrix float32 can factor), ``"float64"`` otherwise (a float64
+        factor, or conjugate gradients in float64); ``None``
         when the exact path did not run. The certificate, and so every
         bound and distance reported, is float64 either way.
     exact_seconds_estimate : float or None
@@ -224,6 +234,7 @@ class SearchStats(FieldEquality):
     rank_decision: Optional[RankDecision] = None
     candidates: int = 0
     krylov_steps: int = 0
+    gram_cg_steps: int = 0
     bracket: Optional[BracketStatus] = None
     bracket_nodes: int = 0
     bracket_seconds: float = 0.0

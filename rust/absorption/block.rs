@@ -14,6 +14,9 @@ use crate::matrix::{gemm_polled, par, Matrix};
 /// against 20 with 512).
 const NEURON_BLOCK: usize = 2048;
 
+/// Neurons (and coordinates) per tile of the identity skip's inner products.
+const TILE: usize = 64;
+
 /// An ungated residual block `x -> A x + W_down act(W_up x + b_up) + b_down`
 /// reduced to what the flip condition needs. `b_down` never enters the
 /// condition, so the core does not carry it.
@@ -216,14 +219,29 @@ impl<'a> Block<'a> {
         let c = self.flip_constant;
         let mut g = vec![0.0; m];
         if is_identity(y) {
-            // v_i . u_i, in blocks of 64 neurons so both reads stream.
-            g.par_chunks_mut(64).enumerate().for_each(|(b, out)| {
-                let i0 = b * 64;
-                let mut acc = vec![0.0; out.len()];
-                for p in 0..d_out {
-                    let row = &self.w_down.row(p)[i0..i0 + out.len()];
-                    for (r, (a, &v)) in acc.iter_mut().zip(row).enumerate() {
-                        *a += v * self.w_up.get(i0 + r, p);
+            // v_i . u_i, in tiles of 64 neurons by 64 coordinates: the tile
+            // of W_up is copied transposed, so both reads stream along rows
+            // (a column walk of W_up strides d_in * 8 bytes, which aliases
+            // in the L1 cache at every power-of-two width).
+            g.par_chunks_mut(TILE).enumerate().for_each(|(b, out)| {
+                let i0 = b * TILE;
+                let n = out.len();
+                let mut acc = vec![0.0; n];
+                let mut tile = vec![0.0; TILE * TILE];
+                for p0 in (0..d_out).step_by(TILE) {
+                    let k = TILE.min(d_out - p0);
+                    for r in 0..n {
+                        let src = &self.w_up.row(i0 + r)[p0..p0 + k];
+                        for (q, &x) in src.iter().enumerate() {
+                            tile[q * TILE + r] = x;
+                        }
+                    }
+                    for q in 0..k {
+                        let row = &self.w_down.row(p0 + q)[i0..i0 + n];
+                        let col = &tile[q * TILE..q * TILE + n];
+                        for ((a, &v), &u) in acc.iter_mut().zip(row).zip(col) {
+                            *a += v * u;
+                        }
                     }
                 }
                 for (gi, a) in out.iter_mut().zip(acc) {

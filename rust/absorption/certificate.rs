@@ -118,10 +118,18 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     }
     // Scale Y by a power of two (exact) so its largest entry is near 1.
     let k = -(y_max.log2().floor() as i32);
-    let mut ys = y.clone();
-    ys.data_mut().iter_mut().for_each(|x| *x = ldexp(*x, k));
+    // A copy only when the scale changes anything (not for Y = A = I).
+    let scaled;
+    let ys = if k == 0 {
+        y
+    } else {
+        let mut copy = y.clone();
+        copy.data_mut().iter_mut().for_each(|x| *x = ldexp(*x, k));
+        scaled = copy;
+        &scaled
+    };
     let g: Vec<f64> = match inner {
-        Inner::Compute => block.inner_products(&ys),
+        Inner::Compute => block.inner_products(ys),
         Inner::Direct(g) | Inner::Recurrence { g, .. } => g.iter().map(|&x| ldexp(x, k)).collect(),
     };
     // Underflow allowances of values computed before the scaling scale with it.
@@ -196,7 +204,7 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
         };
     }
     if margin > 0.0 && m * n <= EXACT_TERMS {
-        return exact_interval_bound(block, &ys, scale, estimate);
+        return exact_interval_bound(block, ys, scale, estimate);
     }
     IntervalBound {
         bound: 0.0,

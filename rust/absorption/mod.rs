@@ -59,6 +59,7 @@ pub mod certificate;
 pub mod cholesky;
 pub mod genericity;
 pub mod gram_certificate;
+pub mod gram_conjugate_gradients;
 pub mod krylov;
 pub mod null_space;
 pub mod relaxation;
@@ -102,6 +103,9 @@ pub struct Options {
     /// Narrowest block whose relaxation is solved in float32 first (see
     /// [`relaxation::float32_solution`]); narrower ones factor in float64.
     pub float32_min_width: usize,
+    /// Narrowest block whose relaxation is solved by conjugate gradients
+    /// on the Gram matrix first (see [`gram_conjugate_gradients`]).
+    pub cg_min_width: usize,
     /// Hand the float64 Gram matrix back in [`Outcome::gram`] when the
     /// decision ends with it intact (for the bracket, which needs it too).
     pub keep_gram: bool,
@@ -146,6 +150,7 @@ impl Options {
             distance: Distance::Auto,
             memory_limit: None,
             float32_min_width: FLOAT32_MIN_WIDTH,
+            cg_min_width: gram_conjugate_gradients::MIN_WIDTH,
             keep_gram: false,
             exact_seconds: None,
             keep_certificate: true,
@@ -283,6 +288,9 @@ pub struct Outcome {
     pub candidates: u64,
     /// Conjugate-gradient steps taken by the cheap certificates.
     pub krylov_steps: usize,
+    /// Conjugate-gradient steps on the Gram matrix that solved the
+    /// relaxation (0 when a factor solved it).
+    pub gram_cg_steps: usize,
     pub nodes: u64,
     /// The stages run, in order.
     pub method: Vec<&'static str>,
@@ -418,6 +426,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         components: Vec::new(),
         candidates: 0,
         krylov_steps: 0,
+        gram_cg_steps: 0,
         nodes: 0,
         method: Vec::new(),
         timings: Vec::new(),
@@ -565,39 +574,119 @@ fn overflow_unless_skip_certifies(
 /// matrix.
 fn float32_relaxation(
     block: &Block,
-    gram: &[f64],
-    rhs: &[f64],
-    minus_h: &[f64],
+    normal: &Normal,
     options: &Options,
     budget: &Budget,
     out: &mut Outcome,
 ) -> Result<Option<Finding>, Stop> {
     let m = block.width();
-    let tol = options.tol;
-    let Some((factor, s0)) = relaxation::float32_solution(gram, m, rhs, budget)? else {
+    let Some((factor, s0)) = relaxation::float32_solution(normal.gram, m, normal.rhs, budget)?
+    else {
         return Ok(None);
     };
     out.lap("float32 factor", budget);
-    let record_factor = |out: &mut Outcome| {
-        out.relaxation_precision = Some("float32");
-        out.rank = Some(factor.rank());
-        out.rank_decision = Some(factor.rank_decision());
+    let solver = Solver {
+        solve: &|r| factor.solve(r),
+        record: &|out: &mut Outcome| {
+            out.relaxation_precision = Some("float32");
+            out.rank = Some(factor.rank());
+            out.rank_decision = Some(factor.rank_decision());
+        },
     };
+    settle_from_solution(block, normal, s0, &solver, options, budget, out)
+}
+
+/// The relaxation solved by conjugate gradients on the Gram matrix
+/// ([`gram_conjugate_gradients`]) and certified in float64, as
+/// [`float32_relaxation`] does with its factor: the finding when that
+/// settles the block, `None` otherwise (the factors then take over from
+/// the same, intact, Gram matrix). No factor means no rank: `rank` stays
+/// `None`.
+fn conjugate_gradient_relaxation(
+    block: &Block,
+    normal: &Normal,
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let m = block.width();
+    let a_norm = block.skip.frobenius_norm();
+    let Some(found) = gram_conjugate_gradients::relaxed_solution(
+        normal.gram,
+        m,
+        normal.rhs,
+        a_norm * a_norm,
+        (options.tol * a_norm).powi(2),
+        budget,
+    )?
+    else {
+        return Ok(None);
+    };
+    out.lap("gram conjugate gradients", budget);
+    out.method.push("gram conjugate gradients");
+    out.gram_cg_steps = found.steps;
+    let solver = Solver {
+        // A correction that cannot be computed is a zero step: the
+        // refinement then stops where it is.
+        solve: &|r| gram_conjugate_gradients::correction(normal.gram, m, r)
+            .unwrap_or_else(|| vec![0.0; m]),
+        record: &|out: &mut Outcome| out.relaxation_precision = Some("float64"),
+    };
+    let settled = settle_from_solution(block, normal, found.s, &solver, options, budget, out)?;
+    if settled.is_none() {
+        // The factor will solve it: the record names that path only.
+        out.method.pop();
+        out.gram_cg_steps = 0;
+    }
+    Ok(settled)
+}
+
+/// The normal equations of the relaxation: the lower triangle of `G`, `h`
+/// and `-h` (the inner products of the certificate `Y = A`).
+struct Normal<'a> {
+    gram: &'a [f64],
+    rhs: &'a [f64],
+    minus_h: &'a [f64],
+}
+
+/// How a candidate solution was found: a solve of `G x = r` for the
+/// refinement, and what to record in the outcome when it settles the block.
+struct Solver<'a> {
+    solve: &'a dyn Fn(&[f64]) -> Vec<f64>,
+    record: &'a dyn Fn(&mut Outcome),
+}
+
+/// Stage 5 from a candidate `s0` found without the float64 factor: the
+/// Gram certificate first when no `Y` is kept, else the formed one, each
+/// rigorous in float64. The finding when the bound exceeds the tolerance
+/// and confirms the distance; `None` otherwise, with `out` untouched but
+/// for its timings.
+fn settle_from_solution(
+    block: &Block,
+    normal: &Normal,
+    s0: Vec<f64>,
+    solver: &Solver,
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let tol = options.tol;
     if !options.keep_certificate {
+        let Normal { gram, rhs, minus_h } = *normal;
         if let Some(found) = gram_certified(block, gram, rhs, minus_h, &s0, tol, out) {
-            record_factor(out);
+            (solver.record)(out);
             out.lap("gram certificate", budget);
             return Ok(Some(found));
         }
     }
-    let relaxed = certify_relaxation(block, minus_h, s0, &|r| factor.solve(r), tol, budget, out)?;
+    let relaxed = certify_relaxation(block, normal.minus_h, s0, solver.solve, tol, budget, out)?;
     if relaxed.refinement_stopped.is_some()
         || relaxed.relaxation_distance.is_none()
         || relaxed.best.bound <= tol
     {
         return Ok(None);
     }
-    record_factor(out);
+    (solver.record)(out);
     out.method.push("certificate");
     if relaxed.refined {
         out.method.push("refinement");
@@ -898,15 +987,29 @@ fn stages(
             block, &minus_h, tol, exact, out,
         ));
     }
-    if m >= options.float32_min_width {
-        if let Some(found) = float32_relaxation(block, &gram, &rhs, &minus_h, options, budget, out)?
-        {
-            if options.keep_gram {
-                out.gram = Some((gram, relaxation::gram_fingerprint(block)));
-            }
-            return Ok(found);
+    let normal = Normal {
+        gram: &gram,
+        rhs: &rhs,
+        minus_h: &minus_h,
+    };
+    let mut settled = None;
+    if m >= options.cg_min_width {
+        settled = conjugate_gradient_relaxation(block, &normal, options, budget, out)?;
+        if settled.is_none() {
+            out.lap("conjugate gradients left it open", budget);
         }
-        out.lap("float32 left it open", budget);
+    }
+    if settled.is_none() && m >= options.float32_min_width {
+        settled = float32_relaxation(block, &normal, options, budget, out)?;
+        if settled.is_none() {
+            out.lap("float32 left it open", budget);
+        }
+    }
+    if let Some(found) = settled {
+        if options.keep_gram {
+            out.gram = Some((gram, relaxation::gram_fingerprint(block)));
+        }
+        return Ok(found);
     }
     out.relaxation_precision = Some("float64");
     // The factor overwrites the Gram matrix; the Gram certificate needs it
@@ -1528,6 +1631,64 @@ mod tests {
             let (g, _) = bare.gram.as_ref().unwrap();
             assert!(*g == gram_lower(&block, &Budget::unlimited()).unwrap());
         }
+    }
+
+    fn run_from_widths(block: &Block, cg: usize, keep_certificate: bool) -> Outcome {
+        let mut options = Options::new(1e-9, GenericityCheck::Proportional)
+            .with_threads(2)
+            .with_distance(Distance::Exact);
+        options.cg_min_width = cg;
+        options.float32_min_width = usize::MAX;
+        options.keep_certificate = keep_certificate;
+        options.keep_gram = true;
+        decide(block, &options, &AtomicBool::new(false)).unwrap()
+    }
+
+    #[test]
+    fn conjugate_gradients_prove_what_the_factor_does() {
+        // m = 4 d: the Jacobi-scaled Gram matrix is near the identity, and
+        // a handful of steps reach the factor's distance.
+        let block = crate::absorption::block::testing::random_block(1024, 256, 23);
+        for keep in [false, true] {
+            let cg = run_from_widths(&block, 0, keep);
+            let factor = run_from_widths(&block, usize::MAX, keep);
+            assert_eq!(cg.finding, Finding::NoSubset(Evidence::Certificate));
+            assert_eq!(factor.finding, cg.finding);
+            assert!(cg.method.contains(&"gram conjugate gradients"), "{:?}", cg.method);
+            assert!((1..=16).contains(&cg.gram_cg_steps), "{}", cg.gram_cg_steps);
+            assert_eq!(factor.gram_cg_steps, 0);
+            assert_eq!(cg.rank, None);
+            assert_eq!(factor.rank, Some(1024));
+            assert_eq!(cg.relaxation_precision, Some("float64"));
+            let (a, b) = (cg.relaxation_distance.unwrap(), factor.relaxation_distance.unwrap());
+            let allowance = 2.0 * cg.rounding_bound.unwrap().max(factor.rounding_bound.unwrap());
+            assert!((a - b).abs() <= allowance.max(1e-6 * b), "{a} {b}");
+            // The Gram matrix stays intact, for the bracket.
+            let (g, _) = cg.gram.as_ref().unwrap();
+            assert!(*g == gram_lower(&block, &Budget::unlimited()).unwrap());
+            if keep {
+                let y = cg.certificate.as_ref().unwrap();
+                assert!((lower_bound(&block, y) - cg.distance_bound.unwrap()).abs() <= 1e-9);
+            }
+        }
+    }
+
+    #[test]
+    fn conjugate_gradients_that_stall_leave_no_trace() {
+        // m = 16 d: far from the identity after scaling; the steps give
+        // up and the factor decides, with the record it gives without them.
+        let block = crate::absorption::block::testing::random_block(1024, 64, 29);
+        let tried = run_from_widths(&block, 0, false);
+        let plain = run_from_widths(&block, usize::MAX, false);
+        assert!(tried
+            .timings
+            .iter()
+            .any(|(step, _)| *step == "conjugate gradients left it open"));
+        assert_eq!(tried.gram_cg_steps, 0);
+        assert_eq!(tried.method, plain.method);
+        assert_eq!(tried.finding, plain.finding);
+        assert_eq!(tried.relaxation_distance, plain.relaxation_distance);
+        assert_eq!(tried.distance_bound, plain.distance_bound);
     }
 
     #[test]
