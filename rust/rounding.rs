@@ -123,12 +123,63 @@ pub fn unscale_down(r: f64, s: f64) -> f64 {
 /// that brings the largest `|x_i|` near `[1, 2)`, so the squares neither
 /// overflow nor underflow; `None` for a zero or non-finite vector.
 fn scaled_squares(x: &[f64]) -> Option<(f64, f64)> {
-    let big = x.iter().fold(0.0f64, |acc, v| acc.max(v.abs()));
+    let (plain, big) = squares_and_max(x);
     if big == 0.0 || !big.is_finite() {
         return None;
     }
+    if plain.is_finite() && unscaled_is_safe(big) {
+        // Unscaled squares neither overflow nor lose more than the TINY
+        // allowance per term: one pass instead of two.
+        return Some((plain, 1.0));
+    }
     let s = inverse_scale(big);
-    Some((x.iter().map(|v| (v * s) * (v * s)).sum(), s))
+    Some((squares_and_max_scaled(x, s), s))
+}
+
+/// The largest `|x_i|` for which plain squares are used: within
+/// `[2^-480, 2^480]` a square cannot overflow, and every underflow it
+/// meets is below `TINY`, which the bounds allow for each term anyway.
+pub fn unscaled_is_safe(big: f64) -> bool {
+    (f64::from_bits(0x21F0_0000_0000_0000)..=f64::from_bits(0x5DF0_0000_0000_0000)).contains(&big)
+}
+
+/// `(sum x_i^2, max |x_i|)` in one pass, eight lanes at a time (the order
+/// of the sum is fixed; a NaN is dropped from the maximum, as `f64::max`
+/// does, and makes the sum NaN).
+pub fn squares_and_max(x: &[f64]) -> (f64, f64) {
+    let mut sum = [0.0f64; 8];
+    let mut big = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            sum[k] += c[k] * c[k];
+            big[k] = big[k].max(c[k].abs());
+        }
+    }
+    let mut t = 0.0f64;
+    let mut b = 0.0f64;
+    for v in tail {
+        t += v * v;
+        b = b.max(v.abs());
+    }
+    let total = ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+    (total + t, big.iter().fold(b, |a, &v| a.max(v)))
+}
+
+/// `sum (x_i s)^2`, in the lanes of [`squares_and_max`].
+fn squares_and_max_scaled(x: &[f64], s: f64) -> f64 {
+    let mut sum = [0.0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for k in 0..8 {
+            let y = c[k] * s;
+            sum[k] += y * y;
+        }
+    }
+    let t: f64 = tail.iter().map(|v| (v * s) * (v * s)).sum();
+    ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7])) + t
 }
 
 /// An upper bound on the Euclidean norm of `x`.

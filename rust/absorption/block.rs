@@ -14,8 +14,10 @@ use crate::matrix::{gemm_polled, par, Matrix};
 /// against 20 with 512).
 const NEURON_BLOCK: usize = 2048;
 
-/// Neurons (and coordinates) per tile of the identity skip's inner products.
+/// Neurons, and coordinates, per tile of the identity skip's inner products
+/// (512 by 32: a 128 KiB tile, within L2).
 const TILE: usize = 64;
+const TILE_COORDS: usize = 64;
 
 /// An ungated residual block `x -> A x + W_down act(W_up x + b_up) + b_down`
 /// reduced to what the flip condition needs. `b_down` never enters the
@@ -219,17 +221,17 @@ impl<'a> Block<'a> {
         let c = self.flip_constant;
         let mut g = vec![0.0; m];
         if is_identity(y) {
-            // v_i . u_i, in tiles of 64 neurons by 64 coordinates: the tile
-            // of W_up is copied transposed, so both reads stream along rows
-            // (a column walk of W_up strides d_in * 8 bytes, which aliases
-            // in the L1 cache at every power-of-two width).
+            // v_i . u_i, in tiles of TILE neurons by TILE_COORDS coordinates:
+            // the tile of W_up is copied transposed, so both reads stream
+            // along rows (a column walk of W_up strides d_in * 8 bytes, which
+            // aliases in the L1 cache at every power-of-two width).
             g.par_chunks_mut(TILE).enumerate().for_each(|(b, out)| {
                 let i0 = b * TILE;
                 let n = out.len();
                 let mut acc = vec![0.0; n];
-                let mut tile = vec![0.0; TILE * TILE];
-                for p0 in (0..d_out).step_by(TILE) {
-                    let k = TILE.min(d_out - p0);
+                let mut tile = vec![0.0; TILE * TILE_COORDS];
+                for p0 in (0..d_out).step_by(TILE_COORDS) {
+                    let k = TILE_COORDS.min(d_out - p0);
                     for r in 0..n {
                         let src = &self.w_up.row(i0 + r)[p0..p0 + k];
                         for (q, &x) in src.iter().enumerate() {
@@ -300,7 +302,12 @@ impl<'a> Block<'a> {
                 0
             }
         };
-        let max_abs = |v: &[f64]| v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        // In parallel (the order of a maximum does not matter).
+        let max_abs = |v: &[f64]| {
+            v.par_chunks(1 << 16)
+                .map(|c| c.iter().fold(0.0f64, |a, x| a.max(x.abs())))
+                .reduce(|| 0.0, f64::max)
+        };
         let bias_max = self.b_up.as_deref().map_or(0.0, max_abs);
         let mut k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
         let mut k_skip = -exponent(max_abs(self.skip.data()));
