@@ -33,7 +33,9 @@ checkpoints take the same path at this width.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import platform
 import struct
@@ -182,7 +184,13 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         if not (folder / "config.json").exists():
             t = time.perf_counter()
-            size = write_checkpoint(folder, args.d, args.m, args.layers)
+            # In a process of its own: the modes' processes are forked from
+            # this one, and Linux counts the RSS a child inherits at fork in
+            # its ru_maxrss, so the writer's buffers would inflate every peak.
+            with concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn")
+            ) as pool:
+                size = pool.submit(write_checkpoint, folder, args.d, args.m, args.layers).result()
             print(
                 f"wrote {args.layers} layers of {args.d} x {args.m} bf16 "
                 f"({size / 2**30:.1f} GiB) in {time.perf_counter() - t:.0f} s"

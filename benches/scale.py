@@ -12,8 +12,11 @@ skip and shapes (d, m) from MiniLM to Falcon-40B, each of
   row is the GEMM-path Gram factors only, ``W_down.T @ W_down.copy()`` and
   ``W_up @ W_up.T.copy()`` (their product too when it fits the budget);
   its seconds are the two factors' and the table says so;
-- ``exact``: ``skipsearch.find_absorbing_subset(..., distance=True)``, the
-  exact relaxation distance, compared with numpy's;
+- ``exact``: ``skipsearch.find_absorbing_subset(..., distance=True,
+  bracket=False)``, the exact relaxation distance, compared with numpy's
+  (numpy computes the distance only; the bracket on the best flip set,
+  which the default ``bracket=None`` adds, is ``bracket_compare.py``'s and
+  its seconds are printed beside the row when a run computes one);
 - ``exact_no_y``: the same with ``keep_certificate=False``, whose
   certificate is bounded from the Gram matrix without forming ``Y`` (what
   ``skipsearch scan`` runs);
@@ -187,6 +190,7 @@ def skipsearch_call(block: dict, run: str, memory_limit: int):
     return skipsearch.find_absorbing_subset(
         activation="gelu",
         distance=run in EXACT_RUNS,
+        bracket=False if run in EXACT_RUNS else None,
         memory_limit=memory_limit,
         keep_certificate=run != "exact_no_y",
         **block,

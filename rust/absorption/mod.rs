@@ -19,7 +19,11 @@
 //! 3. `relaxation`: real least squares through the `m x m` Gram matrix
 //!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system, assembled by
 //!    faer's GEMM into one column-major buffer.
-//! 4. `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
+//! 4. `gram_conjugate_gradients`: from 4096 neurons, Jacobi-preconditioned
+//!    conjugate gradients on the Gram matrix propose the relaxed solution
+//!    first (`O(m^2)` a step); stage 5 certifies it, and when that does not
+//!    settle the block the factors below run on the intact Gram matrix.
+//!    `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
 //!    the least-squares solution and a reduced null basis. From 2048
 //!    neurons an unpivoted float32 factor of a rounded copy is tried first
 //!    (`relaxation::float32_solution`, refined on the float64 normal
