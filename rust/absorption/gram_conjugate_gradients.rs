@@ -40,6 +40,13 @@ pub const MIN_WIDTH: usize = 4096;
 /// `1e-6` to which the certificate must confirm the distance.
 const TARGET: f64 = 1e-8;
 
+/// With `fine`: the steps go on past [`TARGET`] until the preconditioned
+/// residual `D^-1 g` is below `FINE_STEP` of `s` (or [`max_steps`]), so
+/// that the formed certificate's refinement against the weights (two
+/// passes over them a step, taken while its step exceeds `1e-8` of `s`)
+/// has nothing left to do.
+const FINE_STEP: f64 = 1e-10;
+
 /// Steps after which the contraction so far is extrapolated: the steps
 /// stop when it could not reach [`TARGET`] within [`max_steps`].
 const PROBES: [usize; 3] = [8, 16, 32];
@@ -64,7 +71,8 @@ pub struct Solution {
 /// The relaxed solution of `G s = h` by Jacobi-preconditioned conjugate
 /// gradients from `s = 0`, `gram` the lower triangle (column-major, as
 /// [`crate::absorption::relaxation::gram_lower`] leaves it), `t_norm2`
-/// `||T||_F^2` and `tol_norm2` `(tol ||A||_F)^2`. `None` when the steps
+/// `||T||_F^2` and `tol_norm2` `(tol ||A||_F)^2`; `fine` when the formed
+/// certificate follows (see [`FINE_STEP`]). `None` when the steps
 /// cannot serve (see the module docs, or a diagonal entry that is not
 /// positive and finite); the caller then factors. Every sum runs in a
 /// fixed order, so the bits do not depend on the thread count.
@@ -72,8 +80,8 @@ pub fn relaxed_solution(
     gram: &[f64],
     m: usize,
     h: &[f64],
-    t_norm2: f64,
-    tol_norm2: f64,
+    (t_norm2, tol_norm2): (f64, f64),
+    fine: bool,
     budget: &Budget,
 ) -> Result<Option<Solution>, Stop> {
     let Some(inv_diag) = inverse_diagonal(gram, m) else {
@@ -100,8 +108,13 @@ pub fn relaxed_solution(
         if !y_norm2.is_finite() || y_norm2 <= tol_norm2 {
             return Ok(None);
         }
+        z.iter_mut()
+            .zip(&r)
+            .zip(&inv_diag)
+            .for_each(|((zi, ri), di)| *zi = ri * di);
         let ratio = r.iter().map(|x| x.abs()).sum::<f64>() / y_norm2;
-        if ratio <= TARGET {
+        let settled = !fine || max_abs(&z) <= FINE_STEP * max_abs(&s) || step == max_steps(m);
+        if ratio <= TARGET && settled {
             return Ok(Some(Solution { s, steps: step }));
         }
         if step == 1 {
@@ -113,10 +126,6 @@ pub fn relaxed_solution(
                 return Ok(None);
             }
         }
-        z.iter_mut()
-            .zip(&r)
-            .zip(&inv_diag)
-            .for_each(|((zi, ri), di)| *zi = ri * di);
         let rz_next = dot(&r, &z);
         let beta = rz_next / rz;
         rz = rz_next;
@@ -171,6 +180,10 @@ fn inverse_diagonal(gram: &[f64], m: usize) -> Option<Vec<f64>> {
     inv.iter().all(|x| x.is_finite() && *x > 0.0).then_some(inv)
 }
 
+fn max_abs(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |a, x| a.max(x.abs()))
+}
+
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -195,7 +208,7 @@ mod tests {
         let gram = gram_lower(&block, &budget).unwrap();
         let h = rhs(&block);
         let t2 = block.skip.frobenius_norm().powi(2);
-        let cg = relaxed_solution(&gram, m, &h, t2, 0.0, &budget).unwrap();
+        let cg = relaxed_solution(&gram, m, &h, (t2, 0.0), false, &budget).unwrap();
         let factor = PivotedCholesky::factor(gram.clone(), m, &budget)
             .unwrap()
             .unwrap();
@@ -242,11 +255,11 @@ mod tests {
         let h = rhs(&block);
         let t2 = block.skip.frobenius_norm().powi(2);
         // A tolerance above the distance: no bound above it can follow.
-        assert!(relaxed_solution(&gram, m, &h, t2, t2, &budget)
+        assert!(relaxed_solution(&gram, m, &h, (t2, t2), false, &budget)
             .unwrap()
             .is_none());
         gram[3 * m + 3] = 0.0;
-        assert!(relaxed_solution(&gram, m, &h, t2, 0.0, &budget)
+        assert!(relaxed_solution(&gram, m, &h, (t2, 0.0), false, &budget)
             .unwrap()
             .is_none());
         assert!(correction(&gram, m, &h).is_none());
@@ -261,7 +274,7 @@ mod tests {
         let gram = gram_lower(&block, &budget).unwrap();
         let h = rhs(&block);
         let run = || {
-            relaxed_solution(&gram, m, &h, d as f64, 0.0, &budget)
+            relaxed_solution(&gram, m, &h, (d as f64, 0.0), true, &budget)
                 .unwrap()
                 .unwrap()
                 .s

@@ -619,8 +619,8 @@ fn conjugate_gradient_relaxation(
         normal.gram,
         m,
         normal.rhs,
-        a_norm * a_norm,
-        (options.tol * a_norm).powi(2),
+        (a_norm * a_norm, (options.tol * a_norm).powi(2)),
+        options.keep_certificate,
         budget,
     )?
     else {
