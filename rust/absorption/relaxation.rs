@@ -161,8 +161,11 @@ pub fn calibrated_rate() -> f64 {
 /// memory, measured at 4096 x 16384 on AVX2) and, when the certificate
 /// `Y` is formed, two passes over the weights (`2 m d_out d_in`; the
 /// Gram certificate's `O(m^2)` is left out), at the [`calibrated_rate`]
-/// per thread with 85% parallel efficiency. An estimate for choosing a
-/// path, never part of a result.
+/// per thread with 85% parallel efficiency. The factor is counted even
+/// though conjugate gradients usually replace it from 4096 neurons
+/// ([`crate::absorption::gram_conjugate_gradients`]): it is what the call
+/// may take when they do not. An estimate for choosing a path, never part
+/// of a result.
 pub fn exact_path_seconds(
     (m, d_out, d_in): (usize, usize, usize),
     threads: usize,
