@@ -1,0 +1,134 @@
+"""skipsearch.subset_sum on QOBLIB's market-split instances, with
+solvediophant beside it when an ``sd2`` binary is given.
+
+    python benches/market_split.py                          # ms_06 .. ms_10_050
+    python benches/market_split.py --sets ms_08 --time-limit 90
+    python benches/market_split.py --sd2 /path/to/sd2       # side by side
+
+The instances (``benches/data/qoblib_marketsplit``, CC BY 4.0, see the README
+there) are all feasible. Each solution is re-checked, ``A x = b``, here.
+skipsearch runs with ``threads`` = all cores and the per-instance time
+limit; a limit status counts at that limit. With ``--sd2``, solvediophant
+(built from Wassermann's public source with ``make``, never required) runs
+on the same instance in the same run, as its own QOBLIB script runs it (see
+``run_sd2``); the ratio column is skipsearch's time over its. The CPU heads
+the output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parent / "data" / "qoblib_marketsplit"
+SETS = ("ms_06", "ms_07", "ms_08", "ms_09", "ms_10_050")
+
+
+def read_instance(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(A, b)`` of a QOBLIB ``.dat`` file (comments, ``k n``, then rows of
+    ``A`` each followed by its entry of ``b``)."""
+    rows = [
+        line.split()
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    k, n = (int(x) for x in rows[0])
+    body = np.array([[int(x) for x in r] for r in rows[1 : 1 + k]], dtype=np.int64)
+    if body.shape != (k, n + 1):
+        raise ValueError(f"{path.name}: expected {k} rows of {n + 1} integers")
+    return body[:, :n], body[:, n]
+
+
+def instances(sets: list[str]) -> list[Path]:
+    return sorted(p for p in DATA.glob("ms_*.dat") if any(p.name.startswith(s) for s in sets))
+
+
+def run_skipsearch(A: np.ndarray, b: np.ndarray, limit: float) -> tuple[str, float, str]:
+    import skipsearch
+
+    t = time.perf_counter()
+    r = skipsearch.subset_sum(A, b, time_limit=limit, threads=os.cpu_count())
+    seconds = time.perf_counter() - t
+    if r.solution is not None:
+        if not np.array_equal(A @ np.asarray(r.solution, dtype=np.int64), b):
+            raise AssertionError("skipsearch returned a wrong solution")
+        return "solved", seconds, " → ".join(r.method)
+    if r.status == "infeasible":
+        raise AssertionError("skipsearch called a feasible QOBLIB instance infeasible")
+    return r.status, limit, " → ".join(r.method)
+
+
+def run_sd2(binary: str, path: Path, limit: float) -> tuple[str, float]:
+    """solvediophant as its own QOBLIB script (``QOBLIB/start_parallel.bash``
+    in its repository) runs it: ``sd2 -bkz -beta40 -t1`` with depth-first
+    and with limited-discrepancy (``-lds20``) enumeration in two processes
+    on the ``.dat`` file itself, the first to finish ending both."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sols = [Path(tmp) / "dfs.sol", Path(tmp) / "lds.sol"]
+        base = [binary, "-bkz", "-beta40", "-t1"]
+        cmds = [base + [f"-o{sols[0]}", str(path)], base + ["-lds20", f"-o{sols[1]}", str(path)]]
+        t = time.perf_counter()
+        procs = [
+            subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
+            for c in cmds
+        ]
+        try:
+            while all(p.poll() is None for p in procs):
+                if time.perf_counter() - t > limit:
+                    return "time_limit", limit
+                time.sleep(0.01)
+            seconds = time.perf_counter() - t
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+        solved = any(f.exists() and f.stat().st_size > 0 for f in sols)
+        return ("solved" if solved else "no solution"), seconds
+
+
+def cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
+    parser.add_argument("--time-limit", type=float, default=150.0, help="seconds per instance")
+    parser.add_argument("--sd2", help="path to solvediophant's sd2 binary (optional)")
+    args = parser.parse_args(argv)
+    print(f"CPU: {cpu()}, {os.cpu_count()} cores; time limit {args.time_limit:g} s")
+    print("| instance | k × n | skipsearch | seconds | stages | solvediophant | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for path in instances(args.sets):
+        A, b = read_instance(path)
+        status, seconds, method = run_skipsearch(A, b, args.time_limit)
+        sd = ratio = "—"
+        if args.sd2:
+            sd_status, sd_seconds = run_sd2(args.sd2, path, args.time_limit)
+            sd = f"{sd_status} {sd_seconds:.2f} s"
+            ratio = f"{seconds / max(sd_seconds, 1e-3):.2f}×"
+        k, n = A.shape
+        print(
+            f"| {path.stem} | {k} × {n} | {status} | {seconds:.2f} | {method} | {sd} | {ratio} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
