@@ -84,38 +84,28 @@ pub fn relaxed_solution(
     fine: bool,
     budget: &Budget,
 ) -> Result<Option<Solution>, Stop> {
-    let Some(inv_diag) = inverse_diagonal(gram, m) else {
+    let Some(mut cg) = Iteration::new(gram, m, h) else {
         return Ok(None);
     };
-    let mut s = vec![0.0; m];
-    let mut r = h.to_vec();
-    let mut z: Vec<f64> = r.iter().zip(&inv_diag).map(|(a, b)| a * b).collect();
-    let mut p = z.clone();
-    let mut rz = dot(&r, &z);
     let mut first = f64::NAN;
     for step in 1..=max_steps(m) {
         budget.check()?;
-        let q = lower_matvec(gram, m, &p);
-        let pq = dot(&p, &q);
-        if !(pq > 0.0 && rz.is_finite()) {
+        if !cg.advance(gram, m) {
             return Ok(None);
         }
-        let alpha = rz / pq;
-        axpy(&mut s, alpha, &p);
-        axpy(&mut r, -alpha, &q);
+        let (s, r) = (&cg.x, &cg.r);
         // ||Y||^2 = ||T||^2 - 2 s.h + s.G s = ||T||^2 - s.h - s.r.
-        let y_norm2 = t_norm2 - dot(&s, h) - dot(&s, &r);
+        let y_norm2 = t_norm2 - dot(s, h) - dot(s, r);
         if !y_norm2.is_finite() || y_norm2 <= tol_norm2 {
             return Ok(None);
         }
-        z.iter_mut()
-            .zip(&r)
-            .zip(&inv_diag)
-            .for_each(|((zi, ri), di)| *zi = ri * di);
         let ratio = r.iter().map(|x| x.abs()).sum::<f64>() / y_norm2;
-        let settled = !fine || max_abs(&z) <= FINE_STEP * max_abs(&s) || step == max_steps(m);
+        let settled = !fine || max_abs(&cg.z) <= FINE_STEP * max_abs(s) || step == max_steps(m);
         if ratio <= TARGET && settled {
-            return Ok(Some(Solution { s, steps: step }));
+            return Ok(Some(Solution {
+                s: cg.x,
+                steps: step,
+            }));
         }
         if step == 1 {
             first = ratio;
@@ -126,12 +116,7 @@ pub fn relaxed_solution(
                 return Ok(None);
             }
         }
-        let rz_next = dot(&r, &z);
-        let beta = rz_next / rz;
-        rz = rz_next;
-        p.iter_mut()
-            .zip(&z)
-            .for_each(|(pi, zi)| *pi = zi + beta * *pi);
+        cg.next_direction();
     }
     Ok(None)
 }
@@ -140,37 +125,77 @@ pub fn relaxed_solution(
 /// the steps stop at `||G x - r|| <= 1e-10 ||r||` or after [`max_steps`];
 /// `None` when they cannot serve.
 pub fn correction(gram: &[f64], m: usize, rhs: &[f64]) -> Option<Vec<f64>> {
-    let inv_diag = inverse_diagonal(gram, m)?;
+    let mut cg = Iteration::new(gram, m, rhs)?;
     let goal = 1e-20 * dot(rhs, rhs);
-    let mut x = vec![0.0; m];
-    let mut r = rhs.to_vec();
-    let mut z: Vec<f64> = r.iter().zip(&inv_diag).map(|(a, b)| a * b).collect();
-    let mut p = z.clone();
-    let mut rz = dot(&r, &z);
     for _ in 0..max_steps(m) {
-        if dot(&r, &r) <= goal {
+        if dot(&cg.r, &cg.r) <= goal {
             break;
         }
-        let q = lower_matvec(gram, m, &p);
-        let pq = dot(&p, &q);
-        if !(pq > 0.0 && rz.is_finite()) {
+        if !cg.advance(gram, m) {
             return None;
         }
-        let alpha = rz / pq;
-        axpy(&mut x, alpha, &p);
-        axpy(&mut r, -alpha, &q);
-        z.iter_mut()
-            .zip(&r)
-            .zip(&inv_diag)
+        cg.next_direction();
+    }
+    cg.x.iter().all(|v| v.is_finite()).then_some(cg.x)
+}
+
+/// The state of Jacobi-preconditioned conjugate gradients on `G x = b`
+/// from `x = 0`: the iterate, the residual `r = b - G x`, the
+/// preconditioned residual `z = D^-1 r` and the search direction.
+struct Iteration {
+    inv_diag: Vec<f64>,
+    x: Vec<f64>,
+    r: Vec<f64>,
+    z: Vec<f64>,
+    p: Vec<f64>,
+    rz: f64,
+}
+
+impl Iteration {
+    fn new(gram: &[f64], m: usize, b: &[f64]) -> Option<Self> {
+        let inv_diag = inverse_diagonal(gram, m)?;
+        let r = b.to_vec();
+        let z: Vec<f64> = r.iter().zip(&inv_diag).map(|(a, b)| a * b).collect();
+        let rz = dot(&r, &z);
+        Some(Iteration {
+            inv_diag,
+            x: vec![0.0; m],
+            p: z.clone(),
+            r,
+            z,
+            rz,
+        })
+    }
+
+    /// One step along `p`: `x`, `r` and `z` updated; false when the
+    /// curvature `p.G p` is not positive or the sums are not finite.
+    fn advance(&mut self, gram: &[f64], m: usize) -> bool {
+        let q = lower_matvec(gram, m, &self.p);
+        let pq = dot(&self.p, &q);
+        if !(pq > 0.0 && self.rz.is_finite()) {
+            return false;
+        }
+        let alpha = self.rz / pq;
+        axpy(&mut self.x, alpha, &self.p);
+        axpy(&mut self.r, -alpha, &q);
+        self.z
+            .iter_mut()
+            .zip(&self.r)
+            .zip(&self.inv_diag)
             .for_each(|((zi, ri), di)| *zi = ri * di);
-        let rz_next = dot(&r, &z);
-        let beta = rz_next / rz;
-        rz = rz_next;
-        p.iter_mut()
-            .zip(&z)
+        true
+    }
+
+    /// The next search direction, conjugate to the last.
+    fn next_direction(&mut self) {
+        let rz_next = dot(&self.r, &self.z);
+        let beta = rz_next / self.rz;
+        self.rz = rz_next;
+        self.p
+            .iter_mut()
+            .zip(&self.z)
             .for_each(|(pi, zi)| *pi = zi + beta * *pi);
     }
-    x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
 /// `1 / G_ii`, or `None` when a diagonal entry is not positive and finite
