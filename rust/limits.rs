@@ -184,6 +184,11 @@ impl<'a> Budget<'a> {
 /// own (the parent's are forgotten, never dropped: their threads are not
 /// there to join).
 ///
+/// Calls that run at the same time (from several Python threads, or the
+/// two searches `subset_sum` races) each get a pool of their own: a pool
+/// in use elsewhere is skipped and another of the same size is built, up
+/// to [`POOLS_PER_SIZE`]; beyond that they share (and queue on) the first.
+///
 /// Every worker starts in the standard floating-point environment
 /// ([`crate::float_env`]), whatever the thread that built the pool had.
 pub fn worker_pool(
@@ -193,7 +198,7 @@ pub fn worker_pool(
     use std::sync::{Arc, Mutex};
     struct Pools {
         pid: u32,
-        by_size: HashMap<usize, Arc<rayon::ThreadPool>>,
+        by_size: HashMap<usize, Vec<Arc<rayon::ThreadPool>>>,
     }
     static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
     let n = threads.unwrap_or(0);
@@ -213,8 +218,13 @@ pub fn worker_pool(
             })
         }
     };
-    if let Some(pool) = pools.by_size.get(&n) {
+    let same_size = pools.by_size.entry(n).or_default();
+    // The table holds one reference; a pool with more is in use.
+    if let Some(pool) = same_size.iter().find(|p| Arc::strong_count(p) == 1) {
         return Ok(pool.clone());
+    }
+    if same_size.len() >= POOLS_PER_SIZE {
+        return Ok(same_size[0].clone());
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
@@ -223,9 +233,12 @@ pub fn worker_pool(
         .build()
         .map_err(|e| crate::error::Error::ThreadPool(e.to_string()))?;
     let pool = Arc::new(pool);
-    pools.by_size.insert(n, pool.clone());
+    same_size.push(pool.clone());
     Ok(pool)
 }
+
+/// Pools of one size kept for calls that run at the same time.
+pub const POOLS_PER_SIZE: usize = 4;
 
 /// Bytes of working space the dense kernels of one thread may hold at once:
 /// faer's blocked triangular solves keep two copies of the L3 cache in a

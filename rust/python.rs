@@ -90,6 +90,7 @@ fn parse_check(check: &str) -> PyResult<GenericityCheck> {
 fn run_interruptible<T: Send>(
     py: Python<'_>,
     cancel: &AtomicBool,
+    stop_event: Option<&Bound<'_, PyAny>>,
     work: impl FnOnce() -> T + Send,
 ) -> PyResult<T> {
     let waiter = std::thread::current();
@@ -114,6 +115,13 @@ fn run_interruptible<T: Send>(
                 cancel.store(true, Ordering::Relaxed);
                 let _ = py.detach(|| handle.join());
                 return Err(err);
+            }
+            if let Some(event) = stop_event {
+                // Another search found the answer: this one stops at its
+                // next check and returns, stopped as interrupted.
+                if event.call_method0("is_set")?.is_truthy()? {
+                    cancel.store(true, Ordering::Relaxed);
+                }
             }
         }
         handle
@@ -143,6 +151,19 @@ fn run_on_pool<T: Send>(
     node_limit: Option<u64>,
     work: impl FnOnce(Limits, &AtomicBool) -> Result<T, Error> + Send,
 ) -> PyResult<T> {
+    run_on_pool_until(py, threads, time_limit, node_limit, None, work)
+}
+
+/// `run_on_pool`, also stopped (as interrupted) once `stop_event`, a
+/// `threading.Event`, is set.
+fn run_on_pool_until<T: Send>(
+    py: Python<'_>,
+    threads: Option<usize>,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    stop_event: Option<&Bound<'_, PyAny>>,
+    work: impl FnOnce(Limits, &AtomicBool) -> Result<T, Error> + Send,
+) -> PyResult<T> {
     if threads == Some(0) {
         return Err(PyValueError::new_err("threads must be at least 1"));
     }
@@ -151,7 +172,7 @@ fn run_on_pool<T: Send>(
         node_limit,
     };
     let cancel = AtomicBool::new(false);
-    run_interruptible(py, &cancel, || {
+    run_interruptible(py, &cancel, stop_event, || {
         let pool = crate::limits::worker_pool(threads)?;
         pool.install(|| {
             // The workers start in the standard environment; this checks
@@ -239,8 +260,8 @@ fn search_flip_set<'py>(
     options.exact_seconds = exact_seconds;
     options.keep_certificate = keep_certificate;
     let cancel = AtomicBool::new(false);
-    let mut outcome =
-        run_interruptible(py, &cancel, || decide(&block, &options, &cancel))?.map_err(to_py_err)?;
+    let mut outcome = run_interruptible(py, &cancel, None, || decide(&block, &options, &cancel))?
+        .map_err(to_py_err)?;
     let gram = outcome.gram.take().map(|(lower, fingerprint)| GramMatrix {
         lower: std::sync::Mutex::new(Some(lower)),
         fingerprint,
@@ -339,10 +360,34 @@ fn search_flip_set<'py>(
     Ok(d)
 }
 
+/// Knuth's estimate of the enumeration's node count; see
+/// `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (basis, bounds, radius_sq, dives=4096))]
+fn estimate_nodes<'py>(
+    basis: PyReadonlyArray2<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    radius_sq: f64,
+    dives: usize,
+) -> PyResult<f64> {
+    let rows: Vec<Vec<i64>> = basis
+        .as_array()
+        .outer_iter()
+        .map(|r| r.iter().copied().collect())
+        .collect();
+    let bounds: Vec<i64> = bounds.as_array().iter().copied().collect();
+    if !(radius_sq.is_finite() && radius_sq >= 0.0) {
+        return Err(PyValueError::new_err(format!(
+            "radius_sq must be a finite non-negative number, got {radius_sq}"
+        )));
+    }
+    lattice::estimate_nodes(&rows, &bounds, radius_sq, dives).map_err(to_py_err)
+}
+
 /// Enumerate the bounded vectors of a reduced kernel lattice; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None))]
+#[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None, lds_nodes=0, stop_event=None))]
 #[allow(clippy::too_many_arguments)]
 fn enumerate_bounded<'py>(
     py: Python<'py>,
@@ -353,6 +398,8 @@ fn enumerate_bounded<'py>(
     time_limit: Option<f64>,
     node_limit: Option<u64>,
     threads: Option<usize>,
+    lds_nodes: u64,
+    stop_event: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let rows: Vec<Vec<i64>> = basis
         .as_array()
@@ -365,9 +412,25 @@ fn enumerate_bounded<'py>(
             "radius_sq must be a finite non-negative number, got {radius_sq}"
         )));
     }
-    let result = run_on_pool(py, threads, time_limit, node_limit, |limits, cancel| {
-        lattice::enumerate_bounded(&rows, &bounds, radius_sq, max_solutions, limits, cancel)
-    })?;
+    let event = stop_event.as_ref();
+    let result = run_on_pool_until(
+        py,
+        threads,
+        time_limit,
+        node_limit,
+        event,
+        |limits, cancel| {
+            lattice::enumerate_bounded(
+                &rows,
+                &bounds,
+                radius_sq,
+                max_solutions,
+                lds_nodes,
+                limits,
+                cancel,
+            )
+        },
+    )?;
     let d = PyDict::new(py);
     let dim = rows.first().map_or(0, |r| r.len());
     let flat: Vec<i64> = result.solutions.iter().flatten().copied().collect();
@@ -676,6 +739,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<GramMatrix>()?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(meet_in_the_middle, m)?)?;
     m.add_function(wrap_pyfunction!(feasibility_jump, m)?)?;

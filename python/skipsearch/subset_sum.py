@@ -29,6 +29,7 @@ targets; LP-based branch and bound stalls on them.
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -86,6 +87,27 @@ LATTICE_MISSING = (
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
 #: Block size of the BKZ pass after LLL (for n >= 30).
 _BKZ_BLOCK = 20
+#: Block size of the stronger reduction of the kernel lattice alone, run on
+#: each basis of the restarts (0.2 to 0.4 s at n = 80).
+_BKZ_RESTART_BLOCK = 30
+#: Nodes of one unit of the restart schedule (Luby's sequence of units per
+#: basis): about 0.4 s on two cores, as much as reducing a new basis costs.
+_RESTART_UNIT = 1 << 24
+#: Without the race (one thread, or a node limit), the complete depth-first
+#: search runs first with this many units, then again with four times the
+#: budget each time the restarts have spent as much.
+_COMPLETE_FIRST_UNITS = 1
+#: Below this estimate of the depth-first tree on the BKZ-20 basis (Knuth's,
+#: from ``_ESTIMATE_DIVES`` random dives) a plain parallel depth-first search
+#: settles the instance; from it, the restarts and the race run. The
+#: estimates run low on these trees: ABS-int(4, 80) and MS(7) estimate at
+#: 2e6 to 4e7 and search 5e7 to 1.3e8 nodes; QOBLIB's ms_08 estimates at
+#: 4e7 to 7e8, ms_09 at 3e9 to 8e10.
+_RESTART_MIN_NODES = 1e8
+_ESTIMATE_DIVES = 2048
+#: Seed of the random unimodular transforms of the restarts (fixed, so a run
+#: is repeatable).
+_RESTART_SEED = 20_260_423
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -567,21 +589,30 @@ def _lattice(
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0, 0, steps
     nodes = 0
+    memory = 8 * basis.nrows * basis.ncols
+    dim = n + 1
 
-    def enumerate_kernel(cap: Optional[int]) -> tuple[Optional[UInt8Array], Optional[str], int]:
+    counter = threading.Lock()
+
+    def enumerate_kernel(
+        rows: npt.NDArray[np.int64],
+        cap: Optional[int],
+        lds: int,
+        workers: Optional[int] = threads,
+        event: Optional[threading.Event] = None,
+    ) -> tuple[Optional[UInt8Array], Optional[str]]:
         # The enumeration is complete on any basis of the kernel lattice; a
-        # better reduced basis only makes its tree smaller. Should BKZ mix
-        # kernel vectors back with the others, the LLL kernel basis is used.
-        nonlocal nodes
-        rows = _kernel_rows(basis, n)
-        if len(rows) < want or not _fits_int64(rows):
-            rows = kernel_rows
-        kernel = np.array(rows, dtype=np.int64).reshape(-1, n + 1)
+        # better reduced basis only makes its tree smaller.
+        nonlocal nodes, memory
         remaining = (
             None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
         )
-        out = _core.enumerate_bounded(kernel, bounds, radius_sq, 1, remaining, cap, threads)
-        nodes += int(out["nodes"])
+        out = _core.enumerate_bounded(
+            rows, bounds, radius_sq, 1, remaining, cap, workers, lds_nodes=lds, stop_event=event
+        )
+        with counter:
+            nodes += int(out["nodes"])
+            memory = max(memory, 8 * basis.nrows * basis.ncols + rows.nbytes)
         for y in np.asarray(out["solutions"]):
             # The solution vector is (2x - c, -1): -1 in the homogenising coordinate.
             y = -y if y[n] == 1 else y
@@ -591,32 +622,243 @@ def _lattice(
             for j in range(n):
                 x[np.flatnonzero(where == j)[: counts[j]]] = 1
             if np.array_equal(A_full @ x.astype(np.int64), b):
-                return x, None, 8 * basis.nrows * basis.ncols + kernel.nbytes
-        return None, out["stop"], 8 * basis.nrows * basis.ncols + kernel.nbytes
+                return x, None
+        return None, out["stop"]
 
-    if n >= 30:
-        # Planted and easy instances usually fall to a short enumeration on
-        # the LLL basis; BKZ (tens of milliseconds at n = 80) is paid only
-        # when that probe neither finds a solution nor finishes its tree.
-        probe = _LLL_PROBE_NODES if node_limit is None else min(_LLL_PROBE_NODES, node_limit)
-        steps.append(f"enumeration (LLL basis, {probe} nodes)")
-        x, stop, memory = enumerate_kernel(probe)
-        if x is not None or stop is None or stop != "node_limit" or probe == node_limit:
-            return x, stop, nodes, memory, steps
-        flags, extra = BKZ.AUTO_ABORT, {}
-        if deadline is not None:
-            # fplll's own clock, in whole seconds, for when no alarm can be set.
-            flags, extra = (
-                flags | BKZ.MAX_TIME,
-                {"max_time": max(0.0, deadline - time.perf_counter())},
-            )
-        param = BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra)
-        if not _reduce(lambda: BKZ.reduction(basis, param), deadline):
-            return None, "time_limit", nodes, memory, steps
-        steps.append(f"BKZ-{min(_BKZ_BLOCK, n)}")
-    steps.append("enumeration")
-    x, stop, memory = enumerate_kernel(None if node_limit is None else max(1, node_limit - nodes))
-    return x, stop, nodes, memory, steps
+    def left(cap: int) -> int:
+        return cap if node_limit is None else max(1, min(cap, node_limit - nodes))
+
+    lll_kernel = np.array(kernel_rows, dtype=np.int64).reshape(-1, dim)
+    if n < 30:
+        steps.append("enumeration")
+        x, stop = enumerate_kernel(lll_kernel, None if node_limit is None else left(node_limit), 0)
+        return x, stop, nodes, memory, steps
+    # Planted and easy instances usually fall to a short enumeration on the
+    # LLL basis; BKZ is paid only when that probe neither finds a solution
+    # nor finishes its tree.
+    probe = left(_LLL_PROBE_NODES)
+    steps.append(f"enumeration (LLL basis, {probe} nodes)")
+    x, stop = enumerate_kernel(lll_kernel, probe, 0)
+    if x is not None or stop != "node_limit" or probe == node_limit:
+        return x, stop, nodes, memory, steps
+    flags, extra = BKZ.AUTO_ABORT, {}
+    if deadline is not None:
+        # fplll's own clock, in whole seconds, for when no alarm can be set.
+        flags, extra = (
+            flags | BKZ.MAX_TIME,
+            {"max_time": max(0.0, deadline - time.perf_counter())},
+        )
+    param = BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra)
+    if not _reduce(lambda: BKZ.reduction(basis, param), deadline):
+        return None, "time_limit", nodes, memory, steps
+    steps.append(f"BKZ-{min(_BKZ_BLOCK, n)}")
+    # Should BKZ mix kernel vectors back with the others, the LLL kernel
+    # basis is used.
+    rows = _kernel_rows(basis, n)
+    if len(rows) < want or not _fits_int64(rows):
+        rows = kernel_rows
+    first = np.array(rows, dtype=np.int64).reshape(-1, dim)
+    estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
+    if estimate < _RESTART_MIN_NODES:
+        steps.append("enumeration")
+        x, stop = enumerate_kernel(first, None if node_limit is None else left(node_limit), 0)
+        return x, stop, nodes, memory, steps
+    steps.append(f"estimate: {estimate:.1e} nodes depth first")
+    x, stop, steps_more = _restarts(
+        first,
+        enumerate_kernel,
+        left,
+        lambda: nodes,
+        node_limit,
+        deadline,
+        threads,
+    )
+    return x, stop, nodes, memory, steps + steps_more
+
+
+#: The last method step of the restarts: which search ended it, and how.
+_LDS_END = {
+    False: "solved by limited discrepancy",
+    True: "limited discrepancy ran to its end: infeasible",
+}
+_DFS_END = {
+    False: "solved by depth-first enumeration",
+    True: "depth-first enumeration ran to its end: infeasible",
+}
+
+
+def _luby(i: int) -> int:
+    """Term ``i`` (from 1) of Luby, Sinclair & Zuckerman's universal restart
+    sequence: 1, 1, 2, 1, 1, 2, 4, 1, 1, 2, ..."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while i != (1 << k) - 1:
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+    return 1 << (k - 1)
+
+
+def _restarts(
+    first: npt.NDArray[np.int64],
+    enumerate_kernel: Callable[..., tuple[Optional[UInt8Array], Optional[str]]],
+    left: Callable[[int], int],
+    nodes: Callable[[], int],
+    node_limit: Optional[int],
+    deadline: Optional[float],
+    threads: Optional[int],
+) -> tuple[Optional[UInt8Array], Optional[str], list[str]]:
+    """Search a BKZ-reduced kernel basis ``first`` for a solution.
+
+    On a feasible instance the nodes to the first solution vary by orders
+    of magnitude from one reduced basis to the next, so limited-discrepancy
+    searches run on a sequence of bases (``first``, then BKZ-30 reductions
+    of it and of random unimodular transforms of it), each with Luby's
+    number of units of nodes: the restart strategy of Gomes, Selman & Kautz
+    (2000) for such heavy tails. A complete depth-first search on the
+    BKZ-30 basis runs beside them: on its own threads with two or more
+    workers and no node limit, the first to finish stopping the other (as
+    solvediophant runs its two searches); else in turn with the restarts,
+    with a budget four times larger each time, so that the whole stays
+    repeatable. Either way an infeasible instance is proved so by a
+    complete search; a limited-discrepancy search that runs to its end is
+    a proof too. Returns the solution or the stop, and the method steps.
+    """
+    from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
+
+    d, dim = first.shape
+    block = min(_BKZ_RESTART_BLOCK, d)
+    rng = np.random.default_rng(_RESTART_SEED)
+    workers = threads or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
+    race = node_limit is None and workers >= 2
+    bases = 0
+    complete_runs = 0
+    found_by = ""
+
+    def steps() -> list[str]:
+        out = [f"BKZ-{block} (kernel lattice)"]
+        if bases > 2:
+            out.append(f"BKZ-{block} on {bases - 2} re-randomised bases")
+        if bases:
+            out.append(f"limited discrepancy on {bases} bases (Luby restarts)")
+        if race:
+            out.append(f"depth-first enumeration beside it ({workers - 1} threads)")
+        elif complete_runs:
+            out.append(f"depth-first enumeration ({complete_runs} runs, the last complete or cut)")
+        if found_by:
+            out.append(found_by)
+        return out
+
+    def reduced(rows: list[list[int]]) -> Optional[npt.NDArray[np.int64]]:
+        M = IntegerMatrix.from_matrix(rows)
+        param = BKZ.Param(block_size=block, strategies=None, flags=BKZ.AUTO_ABORT)
+
+        def run() -> None:
+            LLL.reduction(M)
+            BKZ.reduction(M, param)
+
+        if not _reduce(run, deadline):
+            return None
+        out = [[0] * M.ncols for _ in range(M.nrows)]
+        M.to_matrix(out)
+        kept = [r for r in out if any(r)]
+        if len(kept) != d or not _fits_int64(kept):  # pragma: no cover - fplll keeps a basis
+            return first
+        return np.array(kept, dtype=np.int64)
+
+    def randomised() -> list[list[int]]:
+        # A random unimodular transform: permute the rows, then add to each
+        # row plus or minus two rows before it.
+        rows = [first[p].tolist() for p in rng.permutation(d)]
+        for r in range(1, d):
+            for _ in range(2):
+                q, sign = int(rng.integers(0, r)), int(rng.choice((-1, 1)))
+                rows[r] = [u + sign * v for u, v in zip(rows[r], rows[q])]
+        return rows
+
+    best = reduced(first.tolist())
+    if best is None:
+        return None, "time_limit", steps()
+    if race:
+        event = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def complete_search() -> None:
+            try:
+                outcome["dfs"] = enumerate_kernel(best, None, 0, workers - 1, event)
+            except BaseException as err:  # re-raised on the calling thread
+                outcome["error"] = err
+            finally:
+                event.set()
+
+        worker = threading.Thread(target=complete_search, name="skipsearch-dfs", daemon=True)
+        worker.start()
+        try:
+            i = 0
+            while not event.is_set():
+                i += 1
+                basis = first if i == 1 else best if i == 2 else reduced(randomised())
+                if basis is None:
+                    event.set()
+                    worker.join()
+                    return None, "time_limit", steps()
+                if event.is_set():
+                    break
+                bases += 1
+                x, stop = enumerate_kernel(basis, _luby(i) * _RESTART_UNIT, 1 << 62, 1, event)
+                if x is not None or stop is None:
+                    # Found, or every leaf passed: a proof of infeasibility.
+                    found_by = _LDS_END[x is None]
+                    event.set()
+                    worker.join()
+                    return x, stop, steps()
+                if stop == "time_limit":
+                    event.set()
+                    worker.join()
+                    return None, stop, steps()
+        finally:
+            event.set()
+            worker.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        x, stop = outcome["dfs"]
+        found_by = _DFS_END[x is None] if stop is None else ""
+        return x, stop, steps()
+    complete_budget = _COMPLETE_FIRST_UNITS * _RESTART_UNIT
+    spent = complete_budget
+    i = 0
+    while True:
+        if spent >= complete_budget:
+            # The complete search, on the BKZ-30 basis: first, then in turn.
+            complete_runs += 1
+            x, stop = enumerate_kernel(best, left(complete_budget), 0)
+            if (
+                x is not None
+                or stop != "node_limit"
+                or (node_limit is not None and nodes() >= node_limit)
+            ):
+                found_by = _DFS_END[x is None] if stop is None else ""
+                return x, stop, steps()
+            complete_budget *= 4
+            spent = 0
+        i += 1
+        basis = first if i == 1 else best if i == 2 else reduced(randomised())
+        if basis is None:
+            return None, "time_limit", steps()
+        bases += 1
+        before = nodes()
+        x, stop = enumerate_kernel(basis, left(_luby(i) * _RESTART_UNIT), 1 << 62)
+        spent += nodes() - before
+        if x is not None or stop is None:
+            # Found, or every leaf passed: a proof of infeasibility.
+            found_by = _LDS_END[x is None]
+            return x, stop, steps()
+        if stop != "node_limit" or (node_limit is not None and nodes() >= node_limit):
+            return None, stop, steps()
 
 
 def _reduce(reduction: Callable[[], object], deadline: Optional[float]) -> bool:

@@ -105,6 +105,9 @@ struct Job {
     level: usize,
     partial: f64,
     free: bool,
+    /// Discrepancies spent on the prefix: the sum over its levels of the
+    /// value's position in the level's search order (0 for the first).
+    discrepancy: u32,
 }
 
 /// Collect, in search order, the nodes `depth` levels below `level` (the
@@ -118,6 +121,7 @@ fn expand(
     level: usize,
     partial: f64,
     free: bool,
+    discrepancy: u32,
     out: &mut Vec<Job>,
 ) {
     if depth == 0 || level == 0 {
@@ -126,6 +130,7 @@ fn expand(
             level,
             partial,
             free,
+            discrepancy,
         });
         return;
     }
@@ -134,6 +139,7 @@ fn expand(
         .map(|j| gso.mu[j][t] * coeffs[j] as f64)
         .sum::<f64>();
     let mut order = Order::new(center, free);
+    let mut position = 0;
     loop {
         let c = order.c;
         let diff = c as f64 - center;
@@ -153,8 +159,10 @@ fn expand(
             t,
             next,
             free && c == 0,
+            discrepancy + position,
             out,
         );
+        position += 1;
         if !order.step() {
             break;
         }
@@ -271,6 +279,8 @@ struct Walker<'a, 'b> {
     found: Vec<Vec<i64>>,
     local_nodes: u64,
     stopped: Option<Stop>,
+    /// Limited discrepancy: a value was passed over for want of budget.
+    cut: bool,
 }
 
 impl<'a, 'b> Walker<'a, 'b> {
@@ -288,6 +298,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             found: Vec::new(),
             local_nodes: 0,
             stopped: None,
+            cut: false,
         }
     }
 
@@ -302,6 +313,7 @@ impl<'a, 'b> Walker<'a, 'b> {
         self.found.clear();
         self.local_nodes = 0;
         self.stopped = None;
+        self.cut = false;
     }
 
     fn tick(&mut self) -> bool {
@@ -352,13 +364,33 @@ impl<'a, 'b> Walker<'a, 'b> {
         partial <= l1 * (1.0 + 1e-9) + 1e-6
     }
 
-    /// Enumerate levels `t, t-1, ..., 0` given the coefficients above `t`;
-    /// `partial` is the squared norm of the projection so far and `free`
-    /// says all coefficients above are zero (symmetry: first nonzero > 0).
-    fn walk(&mut self, t: usize, partial: f64, free: bool) -> bool {
-        let gso = self.shared.gso;
-        // Refresh the stale part of sig[t] from the top down.
-        let (sig, mu_t) = (&mut self.sig[t], &gso.mu_t[t]);
+    /// Leaf value `c` at level 0: test `y = part[1] + c b_0` entry by entry
+    /// (almost all leaves fail on the first few entries) and keep it if it
+    /// is a solution. `false` when enough solutions are in hand.
+    fn leaf(&mut self, c: i64, free: bool) -> bool {
+        let b0 = &self.shared.basis[0];
+        let inside = !(free && c == 0)
+            && self.part[1]
+                .iter()
+                .zip(b0)
+                .zip(self.shared.bounds)
+                .all(|((&p, &b), &bound)| admissible(p + c * b, bound));
+        if inside {
+            self.set(0, c);
+            self.found.push(self.part[0].clone());
+            if self.found.len() >= self.shared.max_solutions {
+                self.coeffs[0] = 0;
+                return false;
+            }
+        }
+        self.coeffs[0] = c;
+        true
+    }
+
+    /// The centre of level `t` given the coefficients above it, refreshing
+    /// the stale part of `sig[t]` from the top down.
+    fn center(&mut self, t: usize) -> f64 {
+        let (sig, mu_t) = (&mut self.sig[t], &self.shared.gso.mu_t[t]);
         for j in (t + 1..=self.begin[t]).rev() {
             sig[j] = sig[j + 1] + self.coeffs[j] as f64 * mu_t[j];
         }
@@ -366,7 +398,15 @@ impl<'a, 'b> Walker<'a, 'b> {
             self.begin[t - 1] = self.begin[t];
         }
         self.begin[t] = t;
-        let center = -self.sig[t][t + 1];
+        -self.sig[t][t + 1]
+    }
+
+    /// Enumerate levels `t, t-1, ..., 0` given the coefficients above `t`;
+    /// `partial` is the squared norm of the projection so far and `free`
+    /// says all coefficients above are zero (symmetry: first nonzero > 0).
+    fn walk(&mut self, t: usize, partial: f64, free: bool) -> bool {
+        let gso = self.shared.gso;
+        let center = self.center(t);
         let norm = gso.norms[t];
         let radius = self.shared.radius_sq;
         let mut order = Order::new(center, free);
@@ -392,27 +432,131 @@ impl<'a, 'b> Walker<'a, 'b> {
                 continue;
             }
             if t == 0 {
-                // Leaf: test y = part[1] + c b_0 entry by entry; almost all
-                // leaves fail on the first few entries.
-                let b0 = &self.shared.basis[0];
-                let inside = !(free && c == 0)
-                    && self.part[1]
-                        .iter()
-                        .zip(b0)
-                        .zip(self.shared.bounds)
-                        .all(|((&p, &b), &bound)| admissible(p + c * b, bound));
-                if inside {
-                    self.set(0, c);
-                    self.found.push(self.part[0].clone());
-                    if self.found.len() >= self.shared.max_solutions {
-                        self.coeffs[t] = 0;
-                        return false;
+                if !self.leaf(c, free) {
+                    return false;
+                }
+            } else {
+                self.set(t, c);
+                if !self.walk(t - 1, next, free && c == 0) {
+                    self.coeffs[t] = 0;
+                    return false;
+                }
+            }
+            if !order.step() {
+                break;
+            }
+        }
+        self.set(t, 0);
+        true
+    }
+
+    /// One random dive of Knuth's estimator (1975): from the root, the
+    /// values of each level that pass the radius and infinity-norm tests
+    /// are listed, one is taken at random (`rng`, xorshift64), and the
+    /// product of the list lengths so far is added up over the levels. Its
+    /// mean over many dives is an unbiased estimate of the tree's node count.
+    fn dive(&mut self, rng: &mut u64) -> f64 {
+        let d = self.coeffs.len();
+        self.coeffs.fill(0);
+        self.begin.fill(d - 1);
+        let gso = self.shared.gso;
+        let radius = self.shared.radius_sq;
+        let (mut t, mut partial, mut free) = (d - 1, 0.0, true);
+        let (mut weight, mut total) = (1.0, 1.0);
+        let mut children: Vec<(i64, f64, f64)> = Vec::new();
+        loop {
+            let center = self.center(t);
+            let norm = gso.norms[t];
+            children.clear();
+            let mut order = Order::new(center, free);
+            loop {
+                let c = order.c;
+                let diff = c as f64 - center;
+                let next = partial + diff * diff * norm;
+                if next > radius {
+                    if order.out_of_range() {
+                        continue;
                     }
+                    break;
+                }
+                if t == 0 || self.project(t, diff, next) {
+                    children.push((c, diff, next));
+                }
+                if !order.step() {
+                    break;
+                }
+            }
+            if children.is_empty() {
+                break;
+            }
+            weight *= children.len() as f64;
+            total += weight;
+            if t == 0 {
+                break;
+            }
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            let (c, diff, next) = children[(*rng % children.len() as u64) as usize];
+            self.project(t, diff, next);
+            self.set(t, c);
+            partial = next;
+            free = free && c == 0;
+            t -= 1;
+        }
+        self.coeffs.fill(0);
+        total
+    }
+
+    /// Limited-discrepancy search (Harvey & Ginsberg 1995, as
+    /// solvediophant runs it): the same tree and tests as `walk`, but the
+    /// value at position `p` of a level's search order, counting only the
+    /// values that pass the radius and infinity-norm tests, spends `p` of
+    /// `budget`, and a leaf is tested only when it spends the budget
+    /// exactly (those that spend less were tested in an earlier pass).
+    /// `cut` records a value passed over for want of budget: a pass with
+    /// no cut has reached every leaf.
+    fn walk_lds(&mut self, t: usize, partial: f64, free: bool, budget: u32) -> bool {
+        let gso = self.shared.gso;
+        let center = self.center(t);
+        let norm = gso.norms[t];
+        let radius = self.shared.radius_sq;
+        let mut order = Order::new(center, free);
+        let mut position = 0;
+        loop {
+            let c = order.c;
+            let diff = c as f64 - center;
+            let next = partial + diff * diff * norm;
+            if next > radius {
+                if order.out_of_range() {
+                    continue;
+                }
+                break;
+            }
+            if !self.tick() {
+                self.coeffs[t] = 0;
+                return false;
+            }
+            if t > 0 && !self.project(t, diff, next) {
+                if !order.step() {
+                    break;
+                }
+                continue;
+            }
+            if position > budget {
+                self.cut = true;
+                break;
+            }
+            let rest = budget - position;
+            position += 1;
+            if t == 0 {
+                if rest == 0 && !self.leaf(c, free) {
+                    return false;
                 }
                 self.coeffs[0] = c;
             } else {
                 self.set(t, c);
-                if !self.walk(t - 1, next, free && c == 0) {
+                if !self.walk_lds(t - 1, next, free && c == 0, rest) {
                     self.coeffs[t] = 0;
                     return false;
                 }
@@ -431,28 +575,46 @@ fn admissible(y: i64, bound: i64) -> bool {
     y.abs() <= bound && (y - bound).rem_euclid(2) == 0
 }
 
-/// Every vector `y` of the lattice spanned by `basis` (rows) with squared
-/// norm at most `radius_sq` and each entry `y_j` in
-/// `{-bounds[j], -bounds[j] + 2, ..., bounds[j]}`, up to sign and up to
-/// `max_solutions` of them. Runs on the current rayon pool.
-pub fn enumerate_bounded(
+/// Knuth's estimate of the node count of the depth-first tree that
+/// [`enumerate_bounded`] searches (radius and infinity-norm tests; the
+/// mean of `dives` random dives from a fixed seed, so repeatable). Used to
+/// choose between a plain depth-first search and the restarts; it proves
+/// nothing.
+pub fn estimate_nodes(
     basis: &[Vec<i64>],
     bounds: &[i64],
     radius_sq: f64,
-    max_solutions: usize,
-    limits: Limits,
-    cancel: &AtomicBool,
-) -> Result<Enumeration, Error> {
-    let start = Instant::now();
+    dives: usize,
+) -> Result<f64, Error> {
     let d = basis.len();
     if d == 0 {
-        return Ok(Enumeration {
-            solutions: Vec::new(),
-            stopped: None,
-            nodes: 0,
-            seconds: 0.0,
-        });
+        return Ok(0.0);
     }
+    check_shapes(basis, bounds)?;
+    let gso = gram_schmidt(basis)?;
+    let nodes = AtomicU64::new(0);
+    let cancel = AtomicBool::new(false);
+    let done_below = AtomicUsize::new(usize::MAX);
+    let shared = Shared {
+        gso: &gso,
+        basis,
+        bounds,
+        weights: bounds.iter().map(|&c| c as f64).collect(),
+        radius_sq: radius_sq.floor() + 0.5,
+        max_solutions: 1,
+        deadline: None,
+        node_limit: None,
+        nodes: &nodes,
+        cancel: &cancel,
+        done_below: &done_below,
+    };
+    let mut walker = Walker::new(&shared, 0);
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let sum: f64 = (0..dives.max(1)).map(|_| walker.dive(&mut rng)).sum();
+    Ok(sum / dives.max(1) as f64)
+}
+
+fn check_shapes(basis: &[Vec<i64>], bounds: &[i64]) -> Result<(), Error> {
     let dim = basis[0].len();
     if basis.iter().any(|b| b.len() != dim) {
         return Err(Error::InvalidOption {
@@ -466,6 +628,33 @@ pub fn enumerate_bounded(
             message: format!("need {dim} positive bounds, one per basis coordinate"),
         });
     }
+    Ok(())
+}
+
+/// Every vector `y` of the lattice spanned by `basis` (rows) with squared
+/// norm at most `radius_sq` and each entry `y_j` in
+/// `{-bounds[j], -bounds[j] + 2, ..., bounds[j]}`, up to sign and up to
+/// `max_solutions` of them. Runs on the current rayon pool.
+pub fn enumerate_bounded(
+    basis: &[Vec<i64>],
+    bounds: &[i64],
+    radius_sq: f64,
+    max_solutions: usize,
+    lds_nodes: u64,
+    limits: Limits,
+    cancel: &AtomicBool,
+) -> Result<Enumeration, Error> {
+    let start = Instant::now();
+    let d = basis.len();
+    if d == 0 {
+        return Ok(Enumeration {
+            solutions: Vec::new(),
+            stopped: None,
+            nodes: 0,
+            seconds: 0.0,
+        });
+    }
+    check_shapes(basis, bounds)?;
     let gso = gram_schmidt(basis)?;
     // Integer vectors have integer squared norms, so half a unit of slack
     // keeps vectors exactly on the sphere despite rounding in the GSO.
@@ -486,6 +675,7 @@ pub fn enumerate_bounded(
             d,
             0.0,
             true,
+            0,
             &mut jobs,
         );
         if jobs.len() >= PREFIXES || depth == d {
@@ -494,7 +684,7 @@ pub fn enumerate_bounded(
     }
     let nodes = AtomicU64::new(0);
     let done_below = AtomicUsize::new(usize::MAX);
-    let shared = Shared {
+    let mut shared = Shared {
         gso: &gso,
         basis,
         bounds,
@@ -507,6 +697,66 @@ pub fn enumerate_bounded(
         cancel,
         done_below: &done_below,
     };
+    let wanted = max_solutions.max(1);
+    let mut lds_found: Vec<Vec<i64>> = Vec::new();
+    if lds_nodes > 0 {
+        // Limited-discrepancy passes first, discrepancy 0, 1, 2, ...: on
+        // feasible market-split instances a solution usually lies on a path
+        // that leaves the search order at few levels, far from the start of
+        // the depth-first order. Each pass is deterministic; passes stop
+        // once `lds_nodes` are spent (checked between passes), and a pass
+        // that passed over nothing has seen every leaf, so it is complete.
+        let mut discrepancy = 0u32;
+        loop {
+            let (results, cut) = run_jobs(&shared, &jobs, Some(discrepancy));
+            let (found, stopped) = collect(results, wanted);
+            lds_found.extend(found);
+            if lds_found.len() >= wanted || stopped.is_some() || !cut {
+                lds_found.truncate(wanted);
+                let complete = lds_found.len() >= wanted || stopped.is_none();
+                return Ok(Enumeration {
+                    solutions: lds_found,
+                    stopped: if complete { None } else { stopped },
+                    nodes: nodes.load(Ordering::Relaxed),
+                    seconds: start.elapsed().as_secs_f64(),
+                });
+            }
+            if nodes.load(Ordering::Relaxed) >= lds_nodes {
+                break;
+            }
+            discrepancy += 1;
+            done_below.store(usize::MAX, Ordering::Relaxed);
+        }
+        // Fewer solutions than wanted: the depth-first search below finds
+        // them again, in its own order.
+        shared.max_solutions = wanted;
+    }
+    let (results, _) = run_jobs(&shared, &jobs, None);
+    let (mut solutions, stopped) = collect(results, wanted);
+    if stopped.is_some() {
+        // Cut by a limit: keep what the passes found besides.
+        for y in lds_found {
+            if solutions.len() < wanted && !solutions.contains(&y) {
+                solutions.push(y);
+            }
+        }
+    }
+    Ok(Enumeration {
+        solutions,
+        stopped,
+        nodes: nodes.load(Ordering::Relaxed),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Run every job, depth first, or as one limited-discrepancy pass with
+/// `discrepancy` to spend (jobs whose prefix spends more are passed over),
+/// on the current rayon pool. Returns each job's result, in job order, and
+/// whether anything was passed over for want of discrepancy.
+fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<JobResult>, bool) {
+    let gso = shared.gso;
+    let d = shared.basis.len();
+    let cut = AtomicBool::new(false);
     // Workers take the jobs in search order from a shared counter: the
     // most promising prefixes first, and a solution found in job i only
     // waits for the jobs before it, which started earlier.
@@ -515,10 +765,21 @@ pub fn enumerate_bounded(
     let run_job = |w: &mut Walker, index: usize| -> JobResult {
         // A job that starts after a limit was reached does not run: the
         // overshoot stays below FLUSH nodes per thread.
-        if let Some(stop) = shared.stop(nodes.load(Ordering::Relaxed)) {
+        if let Some(stop) = shared.stop(shared.nodes.load(Ordering::Relaxed)) {
             return (Vec::new(), Some(stop), 0);
         }
         let job = &jobs[index];
+        let budget = match discrepancy {
+            Some(k) if job.discrepancy > k => {
+                cut.store(true, Ordering::Relaxed);
+                return (Vec::new(), None, 0);
+            }
+            Some(k) => Some(k - job.discrepancy),
+            None => None,
+        };
+        if shared.done_below.load(Ordering::Relaxed) < index {
+            return (Vec::new(), None, 0);
+        }
         w.reset(index);
         // Top down: each partial vector builds on the one above it.
         for t in (job.level..d).rev() {
@@ -530,24 +791,32 @@ pub fn enumerate_bounded(
         }
         if job.level == 0 {
             let y = &w.part[0];
-            if !job.free && y.iter().zip(bounds).all(|(&v, &c)| admissible(v, c)) {
+            if !job.free
+                && budget.is_none_or(|k| k == 0)
+                && y.iter().zip(shared.bounds).all(|(&v, &c)| admissible(v, c))
+            {
                 w.found.push(y.clone());
+            }
+        } else if let Some(k) = budget {
+            w.walk_lds(job.level - 1, job.partial, job.free, k);
+            if w.cut {
+                cut.store(true, Ordering::Relaxed);
             }
         } else {
             w.walk(job.level - 1, job.partial, job.free);
         }
         if w.found.len() >= shared.max_solutions {
-            done_below.fetch_min(index, Ordering::Relaxed);
+            shared.done_below.fetch_min(index, Ordering::Relaxed);
         }
         let rest = w.local_nodes % FLUSH;
-        nodes.fetch_add(rest, Ordering::Relaxed);
+        shared.nodes.fetch_add(rest, Ordering::Relaxed);
         (std::mem::take(&mut w.found), w.stopped, w.local_nodes)
     };
     (0..rayon::current_num_threads())
         .into_par_iter()
         .for_each(|_| {
             // One walker per worker, reused: its buffers are O(d^2).
-            let mut w = Walker::new(&shared, 0);
+            let mut w = Walker::new(shared, 0);
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= jobs.len() {
@@ -556,29 +825,30 @@ pub fn enumerate_bounded(
                 let _ = slots[index].set(run_job(&mut w, index));
             }
         });
-    let results: Vec<JobResult> = slots
+    let results = slots
         .into_iter()
         .map(|slot| slot.into_inner().expect("every job ran"))
         .collect();
+    (results, cut.load(Ordering::Relaxed))
+}
+
+/// The solutions of the jobs in job order, up to `wanted`, and the limit
+/// that stopped the first job short of them, if any.
+fn collect(results: Vec<JobResult>, wanted: usize) -> (Vec<Vec<i64>>, Option<Stop>) {
     let mut solutions = Vec::new();
     let mut stopped = None;
     for (found, stop, _) in results {
-        if solutions.len() >= max_solutions.max(1) {
+        if solutions.len() >= wanted {
             break;
         }
         solutions.extend(found);
-        if stop.is_some() && solutions.len() < max_solutions.max(1) {
+        if stop.is_some() && solutions.len() < wanted {
             stopped = stop;
             break;
         }
     }
-    solutions.truncate(max_solutions.max(1));
-    Ok(Enumeration {
-        solutions,
-        stopped,
-        nodes: nodes.load(Ordering::Relaxed),
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    solutions.truncate(wanted);
+    (solutions, stopped)
 }
 
 #[cfg(test)]
@@ -592,7 +862,8 @@ mod tests {
         // Use (1, 1, 1) and (1, -1, 1): both are +-1.
         let basis = vec![vec![1, 1, 1], vec![1, -1, 1]];
         let cancel = AtomicBool::new(false);
-        let e = enumerate_bounded(&basis, &[1, 1, 1], 3.0, 10, Limits::default(), &cancel).unwrap();
+        let e =
+            enumerate_bounded(&basis, &[1, 1, 1], 3.0, 10, 0, Limits::default(), &cancel).unwrap();
         let mut got = e.solutions.clone();
         got.sort();
         assert_eq!(got.len(), 2);
@@ -606,7 +877,7 @@ mod tests {
         // The lattice Z^2 with bounds (2, 1): entries in {-2, 0, 2} x {-1, 1}.
         let basis = vec![vec![1, 0], vec![0, 1]];
         let cancel = AtomicBool::new(false);
-        let e = enumerate_bounded(&basis, &[2, 1], 5.0, 10, Limits::default(), &cancel).unwrap();
+        let e = enumerate_bounded(&basis, &[2, 1], 5.0, 10, 0, Limits::default(), &cancel).unwrap();
         let mut got: Vec<Vec<i64>> = e
             .solutions
             .iter()
@@ -620,7 +891,106 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, vec![vec![-2, 1], vec![0, 1], vec![2, 1]]);
-        let bad = enumerate_bounded(&basis, &[2], 5.0, 10, Limits::default(), &cancel);
+        let bad = enumerate_bounded(&basis, &[2], 5.0, 10, 0, Limits::default(), &cancel);
         assert!(bad.is_err());
+    }
+
+    /// The lattice of integer vectors with an even coordinate sum, basis
+    /// `2 e_0` and `e_j - e_0`: with an even `dim`, every +-1 vector is in it.
+    fn ones_lattice(dim: usize) -> Vec<Vec<i64>> {
+        let mut basis = vec![vec![0; dim]; dim];
+        basis[0][0] = 2;
+        for (j, row) in basis.iter_mut().enumerate().skip(1) {
+            row[j] = 1;
+            row[0] = -1;
+        }
+        basis
+    }
+
+    #[test]
+    fn limited_discrepancy_finds_what_depth_first_finds() {
+        let basis = ones_lattice(8);
+        let cancel = AtomicBool::new(false);
+        let bounds = vec![1; 8];
+        let dfs =
+            enumerate_bounded(&basis, &bounds, 8.0, 1000, 0, Limits::default(), &cancel).unwrap();
+        // All 2^7 sign patterns with an even sum of entries (all of them
+        // here: 8 entries of +-1 sum to an even number), up to sign.
+        assert_eq!(dfs.solutions.len(), 128);
+        assert_eq!(dfs.stopped, None);
+        for lds in [1, 1000, u64::MAX] {
+            let out =
+                enumerate_bounded(&basis, &bounds, 8.0, 1000, lds, Limits::default(), &cancel)
+                    .unwrap();
+            assert_eq!(out.stopped, None);
+            let mut a = out.solutions.clone();
+            let mut b = dfs.solutions.clone();
+            let canon = |v: &mut Vec<Vec<i64>>| {
+                for y in v.iter_mut() {
+                    if y.iter().find(|&&x| x != 0).is_some_and(|&x| x < 0) {
+                        y.iter_mut().for_each(|x| *x = -*x);
+                    }
+                }
+                v.sort();
+            };
+            canon(&mut a);
+            canon(&mut b);
+            assert_eq!(a, b, "lds_nodes = {lds}");
+        }
+    }
+
+    #[test]
+    fn limited_discrepancy_alone_proves_an_empty_lattice() {
+        // 3 Z^4 has no +-1 vector: a pass that passes over nothing is a proof.
+        let basis: Vec<Vec<i64>> = (0..4)
+            .map(|i| (0..4).map(|j| if i == j { 3 } else { 0 }).collect())
+            .collect();
+        let cancel = AtomicBool::new(false);
+        let out = enumerate_bounded(
+            &basis,
+            &[1; 4],
+            4.0,
+            1,
+            u64::MAX,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
+        assert!(out.solutions.is_empty());
+        assert_eq!(out.stopped, None);
+    }
+
+    #[test]
+    fn limited_discrepancy_gives_the_same_answer_on_any_pool() {
+        let basis = ones_lattice(12);
+        let bounds = vec![1; 12];
+        let cancel = AtomicBool::new(false);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    enumerate_bounded(
+                        &basis,
+                        &bounds,
+                        12.0,
+                        3,
+                        u64::MAX,
+                        Limits::default(),
+                        &cancel,
+                    )
+                    .unwrap()
+                })
+        };
+        let one = run(1);
+        assert_eq!(one.solutions.len(), 3);
+        assert_eq!(
+            one,
+            Enumeration {
+                seconds: one.seconds,
+                ..run(3)
+            }
+        );
     }
 }
