@@ -5,6 +5,7 @@ Every array argument must already have the stated dtype (the bindings do not
 convert); the Python layer coerces before calling.
 """
 
+import threading
 from collections.abc import Sequence
 from typing import Any, Literal, Optional, TypedDict, final
 
@@ -17,6 +18,7 @@ __all__ = [
     "GramMatrix",
     "search_flip_set",
     "enumerate_bounded",
+    "estimate_nodes",
     "schroeppel_shamir",
     "meet_in_the_middle",
     "feasibility_jump",
@@ -126,6 +128,8 @@ def enumerate_bounded(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    lds_nodes: int = 0,
+    stop_event: Optional[threading.Event] = None,
 ) -> _Enumeration:
     """All vectors ``y`` (up to sign, at most ``max_solutions``) of the
     lattice spanned by the rows of ``basis`` with squared norm at most
@@ -133,7 +137,23 @@ def enumerate_bounded(
     ..., bounds[j]}`` (all bounds 1: the +-1 vectors). Returns ``solutions``
     (array, one per row), ``stop`` (None when the search was complete),
     ``nodes`` and ``seconds``.
+
+    With ``lds_nodes > 0``, limited-discrepancy passes (discrepancy 0, 1,
+    ...) run first until they have spent ``lds_nodes`` nodes (checked
+    between passes), then the depth-first search; a pass that passes over
+    no value is complete on its own. ``stop_event`` (a ``threading.Event``)
+    stops the search, as ``"interrupted"``, once it is set.
     """
+
+def estimate_nodes(
+    basis: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    radius_sq: float,
+    dives: int = 4096,
+) -> float:
+    """Knuth's estimate of the node count of ``enumerate_bounded``'s
+    depth-first tree: the mean of ``dives`` random dives from a fixed seed.
+    Raises ``ValueError`` on bad shapes, bounds or radius."""
 
 def schroeppel_shamir(
     a: npt.NDArray[np.int64],

@@ -15,7 +15,14 @@ solvediophant), with equal columns merged into one bounded variable. fpylll redu
 well-kept library does the reduction, which is not where the difficulty lies,
 and it is far faster and better tested than a reduction written here. The
 Rust core then enumerates the kernel lattice completely, in parallel, so an
-empty enumeration proves infeasibility. Float data go through the relaxation,
+empty enumeration proves infeasibility. When Knuth's estimate of that tree
+exceeds 1e8 nodes (QOBLIB's ms_08 to ms_10 market splits), where the nodes to
+the first solution vary by orders of magnitude from one reduced basis to the
+next, limited-discrepancy searches (Harvey & Ginsberg 1995) run on a sequence
+of re-randomised BKZ-30 bases with Luby's restart budgets (Luby, Sinclair &
+Zuckerman 1993; Gomes, Selman & Kautz 2000), raced against the complete
+depth-first search, the first to finish stopping the other, as Wassermann's
+solvediophant races its two searches. Float data go through the relaxation,
 null-space and branch-and-bound pipeline of
 :func:`skipsearch.find_absorbing_subset`, with a relative tolerance; an
 instance of at most 40 columns that it leaves open after a few thousand
@@ -229,11 +236,16 @@ def subset_sum(
         1024 per thread; Schroeppel-Shamir counts its list work in batches
         of 2^14 per thread, plus the pairs of the residue in hand.
     threads : int, optional
-        Worker threads (default: one per core). A search that runs to the
-        end returns the same result at any thread count. With
-        ``node_limit`` or ``time_limit``, the point where a parallel search
-        is cut, and so whether it ends with a solution or a limit status,
-        can depend on it.
+        Worker threads (default: one per core). The status of a search that
+        runs to the end does not depend on it. Neither does the solution,
+        except on the largest lattices (Knuth's tree estimate above 1e8
+        nodes) with two or more threads and no ``node_limit``: there the
+        restarts race the complete search, and which of several solutions
+        comes back depends on which finds one first. With one thread or a
+        ``node_limit`` they take turns instead, and the run is repeatable.
+        With ``node_limit`` or ``time_limit``, the point where a parallel
+        search is cut, and so whether it ends with a solution or a limit
+        status, can depend on it.
 
     Returns
     -------
@@ -257,7 +269,14 @@ def subset_sum(
     Math. Oper. Res. 25 (2000); G. Cornuejols, M. Dawande, A class of hard
     small 0-1 programs, INFORMS J. Comput. 11 (1999); B. Luteberget,
     G. Sartor, Feasibility Jump: an LP-free Lagrangian MIP heuristic, Math.
-    Prog. Comp. 15 (2023).
+    Prog. Comp. 15 (2023); W. D. Harvey, M. L. Ginsberg, Limited discrepancy
+    search, IJCAI (1995); M. Luby, A. Sinclair, D. Zuckerman, Optimal
+    speedup of Las Vegas algorithms, Inf. Process. Lett. 47 (1993);
+    C. P. Gomes, B. Selman, H. Kautz, Boosting combinatorial search through
+    randomization, AAAI (1998) and J. Autom. Reason. 24 (2000);
+    D. E. Knuth, Estimating the efficiency of backtrack programs, Math.
+    Comp. 29 (1975); A. Wassermann, solvediophant (github.com/
+    alfredwassermann/solvediophant).
 
     Examples
     --------

@@ -26,6 +26,17 @@
 //! costs one axpy of length `n + 1` per node; on the market split instances
 //! it removes 95% of the nodes.
 //!
+//! With a budget of `lds_nodes`, limited-discrepancy passes come first
+//! (Harvey & Ginsberg 1995; solvediophant runs them beside its depth-first
+//! search): the value at position `p` of a level's search order spends `p`
+//! discrepancies, pass `k` tests exactly the leaves that spend `k`, and a
+//! pass that passes over no value for want of budget has tested every leaf,
+//! so it is a complete search by itself. Each pass uses the same parallel
+//! prefixes as the depth-first search (a prefix's own positions count
+//! against the pass), so it too gives the same answer at any thread count.
+//! [`estimate_nodes`] gives Knuth's (1975) estimate of the depth-first
+//! tree, from random dives, for the Python layer to choose a strategy.
+//!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
 //! the top is positive. The tree is split at its top levels into at least
 //! 8192 prefixes (fewer left one huge subtree running alone at the end: 1.58x

@@ -1,0 +1,122 @@
+"""The lattice engine's limited-discrepancy restarts and the race beside the
+complete depth-first search: every answer re-checked, infeasibility only
+with a complete search behind it, and statuses that agree with an
+independent complete method (Schroeppel-Shamir)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skipsearch
+from skipsearch import _core
+
+from tests.conftest import needs_lattice
+
+subset_sum_module = importlib.import_module("skipsearch.subset_sum")
+
+BENCHES = Path(__file__).resolve().parents[1] / "benches"
+sys.path.insert(0, str(BENCHES))
+from families import market_split  # noqa: E402
+from market_split import DATA, read_instance  # noqa: E402
+
+
+def restarts_always(monkeypatch):
+    """Send every instance that reaches BKZ to the restarts, whatever its
+    estimated tree."""
+    monkeypatch.setattr(subset_sum_module, "_RESTART_MIN_NODES", 0.0)
+
+
+@needs_lattice
+@pytest.mark.parametrize("name", ["ms_09_050_001", "ms_09_050_002"])
+def test_qoblib_ms_09_falls_to_limited_discrepancy(name):
+    # 9 x 80 market splits: depth first on the BKZ-20 basis took 30 to 100 s.
+    A, b = read_instance(DATA / f"{name}.dat")
+    r = skipsearch.subset_sum(A, b, time_limit=120)
+    assert r.status == "feasible"
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    assert any(step.startswith("estimate:") for step in r.method), r.method
+    assert any(step.startswith("limited discrepancy on") for step in r.method), r.method
+
+
+@needs_lattice
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("seed", range(4))
+def test_restarts_agree_with_schroeppel_shamir(monkeypatch, seed, threads):
+    # MS(6): 50 columns, within reach of the four-list search, which is
+    # complete and shares no code with the lattice.
+    restarts_always(monkeypatch)
+    A, b = market_split(6, seed)
+    truth = _core.schroeppel_shamir(A, b, None, None, 2)
+    assert truth["stop"] is None
+    r = skipsearch.subset_sum(A, b, threads=threads)
+    assert r.status == ("infeasible" if truth["solution"] is None else "feasible")
+    if r.solution is not None:
+        np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    if r.status == "infeasible":
+        # Proved by a search that ran to its end, and the method says which.
+        assert r.method[-1].endswith("ran to its end: infeasible"), r.method
+
+
+@needs_lattice
+def test_race_proves_infeasibility_with_the_complete_search(monkeypatch):
+    # MS(7, 0) is infeasible: the limited-discrepancy side cannot end it
+    # early, the depth-first side does.
+    restarts_always(monkeypatch)
+    A, b = market_split(7, 0)
+    r = skipsearch.subset_sum(A, b, threads=2)
+    assert r.status == "infeasible"
+    assert "depth-first enumeration beside it (1 threads)" in r.method
+    assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"
+
+
+@needs_lattice
+def test_one_thread_is_repeatable(monkeypatch):
+    restarts_always(monkeypatch)
+    A, b = read_instance(DATA / "ms_07_050_001.dat")
+    runs = [skipsearch.subset_sum(A, b, threads=1) for _ in range(2)]
+    for r in runs:
+        assert r.status == "feasible"
+        np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    np.testing.assert_array_equal(runs[0].solution, runs[1].solution)
+    assert runs[0].nodes == runs[1].nodes and runs[0].method == runs[1].method
+
+
+@needs_lattice
+def test_node_limit_in_the_restarts_is_a_status(monkeypatch):
+    restarts_always(monkeypatch)
+    A, b = market_split(7, 0)
+    r = skipsearch.subset_sum(A, b, node_limit=3_000_000)
+    assert r.status == "node_limit" and r.solution is None
+    assert r.nodes <= 3_000_000 + 1024 * 2
+
+
+@needs_lattice
+def test_time_limit_in_the_race_is_a_status(monkeypatch):
+    restarts_always(monkeypatch)
+    A, b = market_split(8, 0)
+    r = skipsearch.subset_sum(A, b, time_limit=1.5, threads=2)
+    assert r.status == "time_limit" and r.solution is None
+    assert r.seconds < 10
+
+
+def test_knuth_estimate_is_close_to_the_tree_it_estimates():
+    # Z^3, radius^2 3, bounds 1 (centres 0, Hoelder never prunes here). The
+    # tree, counted by hand: the root; the top level is free (only one sign
+    # of each vector), values 1 and 0; under 1, level 1 takes 0, 1, -1 and
+    # each of those the three values of level 0 (3 + 9); under 0, level 1
+    # is free again, 1 and 0, then 3 values under 1 and 2 under 0 (2 + 3 +
+    # 2): 1 + 2 + 12 + 7 = 22 nodes.
+    basis = np.eye(3, dtype=np.int64)
+    bounds = np.ones(3, dtype=np.int64)
+    estimate = _core.estimate_nodes(basis, bounds, 3.0, 20_000)
+    assert abs(estimate - 22.0) < 0.05 * 22.0, estimate
+    # The same seed every call: repeatable.
+    assert _core.estimate_nodes(basis, bounds, 3.0, 20_000) == estimate
+    with pytest.raises(ValueError, match="bounds"):
+        _core.estimate_nodes(basis, np.ones(2, dtype=np.int64), 3.0)
+    with pytest.raises(ValueError, match="radius_sq"):
+        _core.estimate_nodes(basis, bounds, float("nan"))
