@@ -187,7 +187,8 @@ impl<'a> Budget<'a> {
 /// Calls that run at the same time (from several Python threads, or the
 /// two searches `subset_sum` races) each get a pool of their own: a pool
 /// in use elsewhere is skipped and another of the same size is built, up
-/// to [`POOLS_PER_SIZE`]; beyond that they share (and queue on) the first.
+/// to [`POOLS_PER_SIZE`] kept; beyond that a call gets a pool of its own
+/// that is dropped when it returns.
 ///
 /// Every worker starts in the standard floating-point environment
 /// ([`crate::float_env`]), whatever the thread that built the pool had.
@@ -223,9 +224,10 @@ pub fn worker_pool(
     if let Some(pool) = same_size.iter().find(|p| Arc::strong_count(p) == 1) {
         return Ok(pool.clone());
     }
-    if same_size.len() >= POOLS_PER_SIZE {
-        return Ok(same_size[0].clone());
-    }
+    // Beyond POOLS_PER_SIZE the pool is built for this call only and
+    // dropped after it, so that no call waits behind another's search (its
+    // time limit would not run meanwhile) and the table stays small.
+    let keep = same_size.len() < POOLS_PER_SIZE;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .stack_size(16 << 20)
@@ -233,7 +235,9 @@ pub fn worker_pool(
         .build()
         .map_err(|e| crate::error::Error::ThreadPool(e.to_string()))?;
     let pool = Arc::new(pool);
-    same_size.push(pool.clone());
+    if keep {
+        same_size.push(pool.clone());
+    }
     Ok(pool)
 }
 

@@ -17,7 +17,7 @@ use numpy::{
     IntoPyArray, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadonlyArrayDyn,
 };
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -119,8 +119,14 @@ fn run_interruptible<T: Send>(
             if let Some(event) = stop_event {
                 // Another search found the answer: this one stops at its
                 // next check and returns, stopped as interrupted.
-                if event.call_method0("is_set")?.is_truthy()? {
-                    cancel.store(true, Ordering::Relaxed);
+                match event.call_method0("is_set").and_then(|v| v.is_truthy()) {
+                    Ok(true) => cancel.store(true, Ordering::Relaxed),
+                    Ok(false) => {}
+                    Err(err) => {
+                        cancel.store(true, Ordering::Relaxed);
+                        let _ = py.detach(|| handle.join());
+                        return Err(err);
+                    }
                 }
             }
         }
@@ -365,6 +371,7 @@ fn search_flip_set<'py>(
 #[pyfunction]
 #[pyo3(signature = (basis, bounds, radius_sq, dives=4096))]
 fn estimate_nodes<'py>(
+    py: Python<'py>,
     basis: PyReadonlyArray2<'py, i64>,
     bounds: PyReadonlyArray1<'py, i64>,
     radius_sq: f64,
@@ -381,8 +388,18 @@ fn estimate_nodes<'py>(
             "radius_sq must be a finite non-negative number, got {radius_sq}"
         )));
     }
-    lattice::estimate_nodes(&rows, &bounds, radius_sq, dives).map_err(to_py_err)
+    if dives > MAX_DIVES {
+        return Err(PyValueError::new_err(format!(
+            "dives must be at most {MAX_DIVES}, got {dives}"
+        )));
+    }
+    py.detach(|| lattice::estimate_nodes(&rows, &bounds, radius_sq, dives))
+        .map_err(to_py_err)
 }
+
+/// Dives of one `estimate_nodes` call: about a tenth of a second at a
+/// hundred dimensions.
+const MAX_DIVES: usize = 1 << 20;
 
 /// Enumerate the bounded vectors of a reduced kernel lattice; see
 /// `skipsearch._core.pyi`.
@@ -413,6 +430,17 @@ fn enumerate_bounded<'py>(
         )));
     }
     let event = stop_event.as_ref();
+    if let Some(event) = event {
+        // Checked before the search starts, not at its first poll.
+        event
+            .call_method0("is_set")
+            .and_then(|v| v.is_truthy())
+            .map_err(|_| {
+                PyTypeError::new_err(
+                    "stop_event must be a threading.Event (an object with is_set())",
+                )
+            })?;
+    }
     let result = run_on_pool_until(
         py,
         threads,

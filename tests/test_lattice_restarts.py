@@ -120,3 +120,56 @@ def test_knuth_estimate_is_close_to_the_tree_it_estimates():
         _core.estimate_nodes(basis, np.ones(2, dtype=np.int64), 3.0)
     with pytest.raises(ValueError, match="radius_sq"):
         _core.estimate_nodes(basis, bounds, float("nan"))
+
+
+def test_core_inputs_fail_fast():
+    basis = np.array([[1, 1, 1], [1, -1, 1]], dtype=np.int64)
+    bounds = np.ones(3, dtype=np.int64)
+    for bad in (1, "x", object()):
+        with pytest.raises(TypeError, match="stop_event"):
+            _core.enumerate_bounded(basis, bounds, 1e10, 10, time_limit=30.0, stop_event=bad)
+    with pytest.raises(ValueError, match="dives"):
+        _core.estimate_nodes(basis, bounds, 3.0, 10**10)
+    # A radius so large that one level has more values than could be
+    # listed as prefixes: the search still runs under its limits (it used
+    # to list them all first, for seconds and gigabytes), and what it found
+    # before the limit is +-1 vectors of this lattice.
+    for radius in (2e7, 1e300):
+        out = _core.enumerate_bounded(basis, bounds, radius, 2, time_limit=5.0, node_limit=10**6)
+        assert out["stop"] == "node_limit" and out["seconds"] < 5.0
+        assert out["nodes"] <= 10**6 + 1024 * 16
+        for y in out["solutions"]:
+            assert set(np.abs(y)) == {1}
+            coefficients = np.linalg.solve(basis[:, :2].T.astype(float), y[:2].astype(float))
+            np.testing.assert_array_equal(coefficients @ basis, y)
+
+
+@needs_lattice
+def test_first_lattice_call_may_come_from_a_worker_thread():
+    # fpylll's first import installs signal handlers, which only the main
+    # thread may do; a fresh process whose first lattice call runs on a
+    # worker thread must still get its answer.
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import sys, threading
+        sys.path.insert(0, {str(BENCHES)!r})
+        from families import market_split
+        import numpy as np, skipsearch
+        A, b = market_split(5, 1)
+        out = {{}}
+        t = threading.Thread(target=lambda: out.update(r=skipsearch.subset_sum(A, b, time_limit=30)))
+        t.start(); t.join()
+        r = out["r"]
+        assert r.status == "feasible", r
+        assert np.array_equal(A @ r.solution.astype(np.int64), b)
+        assert any("lattice" in step for step in r.method), r.method
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -548,11 +548,10 @@ def _lattice(
     start: float,
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
-    try:
-        # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
-        from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
-    except ImportError:
+    if not _import_fpylll():
         return None, "incomplete", 0, 0, [LATTICE_MISSING]
+    # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
+    from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
@@ -880,11 +879,57 @@ def _restarts(
             return None, stop, steps()
 
 
+#: Set when fpylll was first imported off the main thread, where cysignals
+#: could not install its signal handlers: its alarm is not used then.
+_ALARM_UNAVAILABLE = False
+
+
+def _import_fpylll() -> bool:
+    """Import fpylll, from any thread; False when it is not installed.
+
+    Its import runs cysignals' set-up, which calls ``signal.signal`` and so
+    raises ``ValueError`` on any thread but the main one. Off the main
+    thread that call is made a no-op for the import (the handlers are left
+    as they are), and the cysignals alarm that stops a reduction at the
+    time limit is not used afterwards; BKZ's own clock still is.
+    """
+    global _ALARM_UNAVAILABLE
+    import signal
+    import sys
+
+    if sys.modules.get("fpylll") is not None:
+        return True
+    if threading.current_thread() is threading.main_thread():
+        try:
+            import fpylll  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
+        except ImportError:
+            return False
+        return True
+    with _IMPORT_LOCK:
+        original = signal.signal
+        signal.signal = lambda signum, handler: signal.getsignal(signum)  # type: ignore[assignment]
+        try:
+            import fpylll  # noqa: F401
+        except ImportError:
+            return False
+        finally:
+            signal.signal = original
+        _ALARM_UNAVAILABLE = True
+    return True
+
+
+_IMPORT_LOCK = threading.Lock()
+
+
 def _reduce(reduction: Callable[[], object], deadline: Optional[float]) -> bool:
     """Run an fpylll reduction. With a deadline (a ``perf_counter`` time),
     on the main thread, a cysignals alarm stops it in time; returns False
     then (the basis is not used again). Elsewhere it runs to its end."""
-    if deadline is None or threading.current_thread() is not threading.main_thread():
+    if (
+        deadline is None
+        or _ALARM_UNAVAILABLE
+        or threading.current_thread() is not threading.main_thread()
+    ):
         reduction()
         return True
     remaining = deadline - time.perf_counter()

@@ -60,6 +60,9 @@ use crate::limits::{Limits, Stop};
 /// them up costs little (32768 cost a single thread 7%).
 const PREFIXES: usize = 8192;
 
+/// Most prefixes listed at one depth (a few MiB of jobs at 100 levels).
+const MAX_JOBS: usize = 1 << 16;
+
 /// The order of the values tried at one level: Schnorr-Euchner zig-zag,
 /// nearest the centre first on alternating sides; at a free level (every
 /// coefficient above is zero) 1, 2, ... and 0 last, since only one sign of
@@ -134,7 +137,10 @@ fn expand(
     free: bool,
     discrepancy: u32,
     out: &mut Vec<Job>,
-) {
+) -> bool {
+    if out.len() >= MAX_JOBS {
+        return false;
+    }
     if depth == 0 || level == 0 {
         out.push(Job {
             coeffs: coeffs.clone(),
@@ -143,7 +149,7 @@ fn expand(
             free,
             discrepancy,
         });
-        return;
+        return true;
     }
     let t = level - 1;
     let center: f64 = -(t + 1..coeffs.len())
@@ -162,7 +168,7 @@ fn expand(
             break;
         }
         coeffs[t] = c;
-        expand(
+        if !expand(
             gso,
             radius_sq,
             depth - 1,
@@ -172,13 +178,17 @@ fn expand(
             free && c == 0,
             discrepancy + position,
             out,
-        );
+        ) {
+            coeffs[t] = 0;
+            return false;
+        }
         position += 1;
         if !order.step() {
             break;
         }
     }
     coeffs[t] = 0;
+    true
 }
 
 type JobResult = (Vec<Vec<i64>>, Option<Stop>, u64);
@@ -675,10 +685,20 @@ pub fn enumerate_bounded(
     // a complete search visits the same nodes and reports the same solution
     // at any thread count (a node limit cuts it within FLUSH nodes per
     // thread, so the count of a limited search can differ by that much).
+    // A level of very wide branching (a huge radius) would list too many
+    // prefixes at once, with no limit checked: the depth before it is used,
+    // or the whole tree as one job.
+    let root = Job {
+        coeffs: vec![0; d],
+        level: d,
+        partial: 0.0,
+        free: true,
+        discrepancy: 0,
+    };
     let mut jobs = Vec::new();
     for depth in 1..=d {
-        jobs.clear();
-        expand(
+        let mut deeper = Vec::new();
+        let complete = expand(
             &gso,
             radius_sq,
             depth,
@@ -687,11 +707,18 @@ pub fn enumerate_bounded(
             0.0,
             true,
             0,
-            &mut jobs,
+            &mut deeper,
         );
+        if !complete {
+            break;
+        }
+        jobs = deeper;
         if jobs.len() >= PREFIXES || depth == d {
             break;
         }
+    }
+    if jobs.is_empty() {
+        jobs.push(root);
     }
     let nodes = AtomicU64::new(0);
     let done_below = AtomicUsize::new(usize::MAX);
