@@ -366,17 +366,13 @@ fn search_flip_set<'py>(
     Ok(d)
 }
 
-/// Knuth's estimate of the enumeration's node count; see
-/// `skipsearch._core.pyi`.
-#[pyfunction]
-#[pyo3(signature = (basis, bounds, radius_sq, dives=4096))]
-fn estimate_nodes<'py>(
-    py: Python<'py>,
-    basis: PyReadonlyArray2<'py, i64>,
-    bounds: PyReadonlyArray1<'py, i64>,
+/// The rows of `basis`, the `bounds` and a checked `radius_sq`, for the
+/// lattice functions.
+fn lattice_inputs(
+    basis: &PyReadonlyArray2<'_, i64>,
+    bounds: &PyReadonlyArray1<'_, i64>,
     radius_sq: f64,
-    dives: usize,
-) -> PyResult<f64> {
+) -> PyResult<(Vec<Vec<i64>>, Vec<i64>)> {
     let rows: Vec<Vec<i64>> = basis
         .as_array()
         .outer_iter()
@@ -388,6 +384,21 @@ fn estimate_nodes<'py>(
             "radius_sq must be a finite non-negative number, got {radius_sq}"
         )));
     }
+    Ok((rows, bounds))
+}
+
+/// Knuth's estimate of the enumeration's node count; see
+/// `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (basis, bounds, radius_sq, dives=4096))]
+fn estimate_nodes<'py>(
+    py: Python<'py>,
+    basis: PyReadonlyArray2<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    radius_sq: f64,
+    dives: usize,
+) -> PyResult<f64> {
+    let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
     if dives > MAX_DIVES {
         return Err(PyValueError::new_err(format!(
             "dives must be at most {MAX_DIVES}, got {dives}"
@@ -418,17 +429,7 @@ fn enumerate_bounded<'py>(
     lds_nodes: u64,
     stop_event: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let rows: Vec<Vec<i64>> = basis
-        .as_array()
-        .outer_iter()
-        .map(|r| r.iter().copied().collect())
-        .collect();
-    let bounds: Vec<i64> = bounds.as_array().iter().copied().collect();
-    if !(radius_sq.is_finite() && radius_sq >= 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "radius_sq must be a finite non-negative number, got {radius_sq}"
-        )));
-    }
+    let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
     let event = stop_event.as_ref();
     if let Some(event) = event {
         // Checked before the search starts, not at its first poll.

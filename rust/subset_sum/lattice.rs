@@ -425,12 +425,23 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// Enumerate levels `t, t-1, ..., 0` given the coefficients above `t`;
     /// `partial` is the squared norm of the projection so far and `free`
     /// says all coefficients above are zero (symmetry: first nonzero > 0).
-    fn walk(&mut self, t: usize, partial: f64, free: bool) -> bool {
+    /// With `budget: None` the walk is depth first.
+    ///
+    /// With `Some(budget)`, a limited-discrepancy search (Harvey & Ginsberg 1995, as
+    /// solvediophant runs it): the same tree and tests, but the
+    /// value at position `p` of a level's search order, counting only the
+    /// values that pass the radius and infinity-norm tests, spends `p` of
+    /// `budget`, and a leaf is tested only when it spends the budget
+    /// exactly (those that spend less were tested in an earlier pass).
+    /// `cut` records a value passed over for want of budget: a pass with
+    /// no cut has reached every leaf.
+    fn walk(&mut self, t: usize, partial: f64, free: bool, budget: Option<u32>) -> bool {
         let gso = self.shared.gso;
         let center = self.center(t);
         let norm = gso.norms[t];
         let radius = self.shared.radius_sq;
         let mut order = Order::new(center, free);
+        let mut position = 0;
         loop {
             let c = order.c;
             let diff = c as f64 - center;
@@ -452,13 +463,23 @@ impl<'a, 'b> Walker<'a, 'b> {
                 }
                 continue;
             }
+            let rest = match budget {
+                Some(budget) if position > budget => {
+                    self.cut = true;
+                    break;
+                }
+                Some(budget) => Some(budget - position),
+                None => None,
+            };
+            position += 1;
             if t == 0 {
-                if !self.leaf(c, free) {
+                if rest.is_none_or(|r| r == 0) && !self.leaf(c, free) {
                     return false;
                 }
+                self.coeffs[0] = c;
             } else {
                 self.set(t, c);
-                if !self.walk(t - 1, next, free && c == 0) {
+                if !self.walk(t - 1, next, free && c == 0, rest) {
                     self.coeffs[t] = 0;
                     return false;
                 }
@@ -527,67 +548,6 @@ impl<'a, 'b> Walker<'a, 'b> {
         }
         self.coeffs.fill(0);
         total
-    }
-
-    /// Limited-discrepancy search (Harvey & Ginsberg 1995, as
-    /// solvediophant runs it): the same tree and tests as `walk`, but the
-    /// value at position `p` of a level's search order, counting only the
-    /// values that pass the radius and infinity-norm tests, spends `p` of
-    /// `budget`, and a leaf is tested only when it spends the budget
-    /// exactly (those that spend less were tested in an earlier pass).
-    /// `cut` records a value passed over for want of budget: a pass with
-    /// no cut has reached every leaf.
-    fn walk_lds(&mut self, t: usize, partial: f64, free: bool, budget: u32) -> bool {
-        let gso = self.shared.gso;
-        let center = self.center(t);
-        let norm = gso.norms[t];
-        let radius = self.shared.radius_sq;
-        let mut order = Order::new(center, free);
-        let mut position = 0;
-        loop {
-            let c = order.c;
-            let diff = c as f64 - center;
-            let next = partial + diff * diff * norm;
-            if next > radius {
-                if order.out_of_range() {
-                    continue;
-                }
-                break;
-            }
-            if !self.tick() {
-                self.coeffs[t] = 0;
-                return false;
-            }
-            if t > 0 && !self.project(t, diff, next) {
-                if !order.step() {
-                    break;
-                }
-                continue;
-            }
-            if position > budget {
-                self.cut = true;
-                break;
-            }
-            let rest = budget - position;
-            position += 1;
-            if t == 0 {
-                if rest == 0 && !self.leaf(c, free) {
-                    return false;
-                }
-                self.coeffs[0] = c;
-            } else {
-                self.set(t, c);
-                if !self.walk_lds(t - 1, next, free && c == 0, rest) {
-                    self.coeffs[t] = 0;
-                    return false;
-                }
-            }
-            if !order.step() {
-                break;
-            }
-        }
-        self.set(t, 0);
-        true
     }
 }
 
@@ -835,13 +795,11 @@ fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<Job
             {
                 w.found.push(y.clone());
             }
-        } else if let Some(k) = budget {
-            w.walk_lds(job.level - 1, job.partial, job.free, k);
+        } else {
+            w.walk(job.level - 1, job.partial, job.free, budget);
             if w.cut {
                 cut.store(true, Ordering::Relaxed);
             }
-        } else {
-            w.walk(job.level - 1, job.partial, job.free);
         }
         if w.found.len() >= shared.max_solutions {
             shared.done_below.fetch_min(index, Ordering::Relaxed);
