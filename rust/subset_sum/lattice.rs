@@ -97,6 +97,29 @@ impl Order {
         }
     }
 
+    /// The current value if it lies within `radius` (moving a free level
+    /// that leaves it to its last value, 0), with its offset from `center`
+    /// and the squared norm it brings the projection to; `None` when the
+    /// level is done.
+    fn within(
+        &mut self,
+        center: f64,
+        partial: f64,
+        norm: f64,
+        radius: f64,
+    ) -> Option<(i64, f64, f64)> {
+        loop {
+            let diff = self.c as f64 - center;
+            let next = partial + diff * diff * norm;
+            if next <= radius {
+                return Some((self.c, diff, next));
+            }
+            if !self.out_of_range() {
+                return None;
+            }
+        }
+    }
+
     /// Move to the next value; `false` when the level is done.
     fn step(&mut self) -> bool {
         if self.free {
@@ -157,16 +180,7 @@ fn expand(
         .sum::<f64>();
     let mut order = Order::new(center, free);
     let mut position = 0;
-    loop {
-        let c = order.c;
-        let diff = c as f64 - center;
-        let next = partial + diff * diff * gso.norms[t];
-        if next > radius_sq {
-            if order.out_of_range() {
-                continue;
-            }
-            break;
-        }
+    while let Some((c, _, next)) = order.within(center, partial, gso.norms[t], radius_sq) {
         coeffs[t] = c;
         if !expand(
             gso,
@@ -442,16 +456,7 @@ impl<'a, 'b> Walker<'a, 'b> {
         let radius = self.shared.radius_sq;
         let mut order = Order::new(center, free);
         let mut position = 0;
-        loop {
-            let c = order.c;
-            let diff = c as f64 - center;
-            let next = partial + diff * diff * norm;
-            if next > radius {
-                if order.out_of_range() {
-                    continue;
-                }
-                break;
-            }
+        while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
             if !self.tick() {
                 self.coeffs[t] = 0;
                 return false;
@@ -511,16 +516,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             let norm = gso.norms[t];
             children.clear();
             let mut order = Order::new(center, free);
-            loop {
-                let c = order.c;
-                let diff = c as f64 - center;
-                let next = partial + diff * diff * norm;
-                if next > radius {
-                    if order.out_of_range() {
-                        continue;
-                    }
-                    break;
-                }
+            while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
                 if t == 0 || self.project(t, diff, next) {
                     children.push((c, diff, next));
                 }
