@@ -138,7 +138,7 @@ impl<'a> Budget<'a> {
             }
         }
         self.nodes += 1;
-        if self.nodes % 1024 == 0 {
+        if self.nodes.is_multiple_of(1024) {
             self.check()?;
         }
         Ok(())

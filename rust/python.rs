@@ -430,24 +430,13 @@ fn enumerate_bounded<'py>(
     stop_event: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
-    let event = stop_event.as_ref();
-    if let Some(event) = event {
-        // Checked before the search starts, not at its first poll.
-        event
-            .call_method0("is_set")
-            .and_then(|v| v.is_truthy())
-            .map_err(|_| {
-                PyTypeError::new_err(
-                    "stop_event must be a threading.Event (an object with is_set())",
-                )
-            })?;
-    }
+    check_stop_event(stop_event.as_ref())?;
     let result = run_on_pool_until(
         py,
         threads,
         time_limit,
         node_limit,
-        event,
+        stop_event.as_ref(),
         |limits, cancel| {
             lattice::enumerate_bounded(
                 &rows,
@@ -460,8 +449,87 @@ fn enumerate_bounded<'py>(
             )
         },
     )?;
+    enumeration_dict(py, result, rows.first().map_or(0, |r| r.len()))
+}
+
+/// The enumeration tree of one reduced kernel basis, whose depth-first
+/// search runs in pieces; see `skipsearch._core.pyi`.
+#[pyclass(module = "skipsearch._core")]
+pub struct KernelTree {
+    tree: lattice::Tree,
+}
+
+#[pymethods]
+impl KernelTree {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        basis: PyReadonlyArray2<'_, i64>,
+        bounds: PyReadonlyArray1<'_, i64>,
+        radius_sq: f64,
+    ) -> PyResult<Self> {
+        let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
+        let tree = py
+            .detach(|| lattice::Tree::new(&rows, &bounds, radius_sq))
+            .map_err(to_py_err)?;
+        Ok(KernelTree { tree })
+    }
+
+    /// Share of the prefixes searched to their end.
+    #[getter]
+    fn searched_fraction(&self) -> f64 {
+        self.tree.searched_fraction()
+    }
+
+    /// Go on with the depth-first search; see `skipsearch._core.pyi`.
+    #[pyo3(signature = (max_solutions=1, time_limit=None, node_limit=None, threads=None, stop_event=None))]
+    fn depth_first<'py>(
+        &mut self,
+        py: Python<'py>,
+        max_solutions: usize,
+        time_limit: Option<f64>,
+        node_limit: Option<u64>,
+        threads: Option<usize>,
+        stop_event: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        check_stop_event(stop_event.as_ref())?;
+        let dim = self.tree.dim();
+        let tree = &mut self.tree;
+        let result = run_on_pool_until(
+            py,
+            threads,
+            time_limit,
+            node_limit,
+            stop_event.as_ref(),
+            |limits, cancel| Ok(tree.depth_first(max_solutions, limits, cancel)),
+        )?;
+        enumeration_dict(py, result, dim)
+    }
+}
+
+/// Refuse a `stop_event` that is not a `threading.Event`, before a search
+/// starts rather than at its first poll.
+fn check_stop_event(event: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    if let Some(event) = event {
+        event
+            .call_method0("is_set")
+            .and_then(|v| v.is_truthy())
+            .map_err(|_| {
+                PyTypeError::new_err(
+                    "stop_event must be a threading.Event (an object with is_set())",
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// An enumeration's result as the dict the Python layer reads.
+fn enumeration_dict(
+    py: Python<'_>,
+    result: lattice::Enumeration,
+    dim: usize,
+) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    let dim = rows.first().map_or(0, |r| r.len());
     let flat: Vec<i64> = result.solutions.iter().flatten().copied().collect();
     d.set_item(
         "solutions",
@@ -759,13 +827,14 @@ fn erf<'py>(py: Python<'py>, x: PyReadonlyArrayDyn<'py, f64>) -> Bound<'py, PyAr
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 8;
+const CORE_ABI: u32 = 9;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__abi__", CORE_ABI)?;
     m.add_class::<GramMatrix>()?;
+    m.add_class::<KernelTree>()?;
     m.add_function(wrap_pyfunction!(search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(estimate_nodes, m)?)?;

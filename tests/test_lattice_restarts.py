@@ -1,7 +1,8 @@
-"""The lattice engine's limited-discrepancy restarts and the race beside the
-complete depth-first search: every answer re-checked, infeasibility only
-with a complete search behind it, and statuses that agree with an
-independent complete method (Schroeppel-Shamir)."""
+"""The lattice engine's portfolio: limited-discrepancy restarts taking turns
+with the complete depth-first search, which goes on where it stopped. Every
+answer re-checked, infeasibility only with a complete search behind it, and
+statuses that agree with an independent complete method
+(Schroeppel-Shamir)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from market_split import DATA, read_instance  # noqa: E402
 
 
 def restarts_always(monkeypatch):
-    """Send every instance that reaches BKZ to the restarts, whatever its
-    estimated tree."""
+    """Send every instance that reaches BKZ to the restarts taking turns with
+    the depth-first search, whatever its estimated tree."""
     monkeypatch.setattr(subset_sum_module, "_RESTART_MIN_NODES", 0.0)
 
 
@@ -62,14 +63,27 @@ def test_restarts_agree_with_schroeppel_shamir(monkeypatch, seed, threads):
 
 
 @needs_lattice
-def test_race_proves_infeasibility_with_the_complete_search(monkeypatch):
-    # MS(7, 0) is infeasible: the limited-discrepancy side cannot end it
-    # early, the depth-first side does.
+def test_the_depth_first_turns_prove_infeasibility(monkeypatch):
+    # MS(7, 0) is infeasible: the limited-discrepancy restarts cannot end
+    # it, the depth-first search does, over several turns.
     restarts_always(monkeypatch)
     A, b = market_split(7, 0)
     r = skipsearch.subset_sum(A, b, threads=2)
     assert r.status == "infeasible"
-    assert "depth-first enumeration beside it (1 threads)" in r.method
+    turns = [step for step in r.method if step.startswith("depth-first enumeration (")]
+    assert len(turns) == 1 and int(turns[0].split("(")[1].split()[0]) > 1, r.method
+    assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"
+
+
+@needs_lattice
+def test_a_small_tree_is_searched_to_its_end_after_one_short_pass():
+    # MS(7, 0) estimates below _RESTART_MIN_NODES: one limited-discrepancy
+    # pass on the BKZ-20 basis, then a single depth-first turn to the end.
+    A, b = market_split(7, 0)
+    r = skipsearch.subset_sum(A, b, threads=2)
+    assert r.status == "infeasible"
+    assert "limited discrepancy on 1 bases (Luby restarts)" in r.method, r.method
+    assert "depth-first enumeration (1 turns)" in r.method, r.method
     assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"
 
 
@@ -95,9 +109,9 @@ def test_node_limit_in_the_restarts_is_a_status(monkeypatch):
 
 
 @needs_lattice
-def test_time_limit_in_the_race_is_a_status(monkeypatch):
+def test_time_limit_in_the_portfolio_is_a_status(monkeypatch):
     restarts_always(monkeypatch)
-    A, b = market_split(8, 0)
+    A, b = market_split(10, 0)
     r = skipsearch.subset_sum(A, b, time_limit=1.5, threads=2)
     assert r.status == "time_limit" and r.solution is None
     assert r.seconds < 10
@@ -105,15 +119,15 @@ def test_time_limit_in_the_race_is_a_status(monkeypatch):
 
 def test_knuth_estimate_is_close_to_the_tree_it_estimates():
     # Z^3, radius^2 3, bounds 1 (centres 0, Hoelder never prunes here). The
-    # tree, counted by hand: the root; the top level is free (only one sign
-    # of each vector), values 1 and 0; under 1, level 1 takes 0, 1, -1 and
-    # each of those the three values of level 0 (3 + 9); under 0, level 1
-    # is free again, 1 and 0, then 3 values under 1 and 2 under 0 (2 + 3 +
-    # 2): 1 + 2 + 12 + 7 = 22 nodes.
+    # tree, counted by hand: the root; the top vector e_2 alone carries the
+    # last coordinate, whose entry must be +-1, so the top level (only one
+    # sign of each vector is searched) takes the value 1 only; under it,
+    # level 1 takes 0, 1, -1 and each of those the three values of level 0:
+    # 1 + 1 + 3 + 9 = 14 nodes.
     basis = np.eye(3, dtype=np.int64)
     bounds = np.ones(3, dtype=np.int64)
     estimate = _core.estimate_nodes(basis, bounds, 3.0, 20_000)
-    assert abs(estimate - 22.0) < 0.05 * 22.0, estimate
+    assert abs(estimate - 14.0) < 0.05 * 14.0, estimate
     # The same seed every call: repeatable.
     assert _core.estimate_nodes(basis, bounds, 3.0, 20_000) == estimate
     with pytest.raises(ValueError, match="bounds"):
@@ -173,3 +187,65 @@ def test_first_lattice_call_may_come_from_a_worker_thread():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_kernel_tree_goes_on_where_it_stopped():
+    # The even-sum lattice in dimension 10: every +-1 vector is in it, 2^9
+    # of them up to sign; a depth-first search in pieces of 2000 nodes finds
+    # them all, in the order one uncut search finds them.
+    dim = 10
+    basis = np.zeros((dim, dim), dtype=np.int64)
+    basis[0, 0] = 2
+    for j in range(1, dim):
+        basis[j, j], basis[j, 0] = 1, -1
+    bounds = np.ones(dim, dtype=np.int64)
+    whole = _core.enumerate_bounded(basis, bounds, float(dim), 10_000)
+    assert whole["stop"] is None and len(whole["solutions"]) == 2 ** (dim - 1)
+    tree = _core.KernelTree(basis, bounds, float(dim))
+    assert tree.searched_fraction == 0.0
+    pieces = []
+    while True:
+        out = tree.depth_first(10_000, node_limit=2000, threads=2)
+        pieces.append(out)
+        if out["stop"] is None:
+            break
+        assert out["stop"] == "node_limit" and 0.0 <= tree.searched_fraction < 1.0
+    assert len(pieces) > 2 and tree.searched_fraction == 1.0
+    np.testing.assert_array_equal(pieces[-1]["solutions"], whole["solutions"])
+    with pytest.raises(ValueError, match="bounds"):
+        _core.KernelTree(basis, np.ones(3, dtype=np.int64), float(dim))
+    with pytest.raises(ValueError, match="dependent"):
+        _core.KernelTree(np.ones((2, 3), dtype=np.int64), np.ones(3, dtype=np.int64), 3.0)
+    with pytest.raises(TypeError, match="stop_event"):
+        tree.depth_first(stop_event=object())
+
+
+@needs_lattice
+@pytest.mark.parametrize("block", [0, 20])
+def test_closest_vector_form_keeps_the_lattice_and_isolates_the_last_coordinate(block):
+    # The kernel basis of ms_08_050_000's embedding, reduced with its
+    # homogenising coordinate weighted: the same lattice (each basis an
+    # integer combination of the other), one vector with a nonzero last
+    # coordinate, +-1, and that vector last.
+    from fpylll import LLL, IntegerMatrix
+
+    A, b = read_instance(DATA / "ms_08_050_000.dat")
+    k, n = A.shape
+    scale = 1 << 10
+    rows = [
+        [2 * (i == j) for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]] for j in range(n)
+    ]
+    rows.append([1] * n + [1] + [scale * int(v) for v in b])
+    M = IntegerMatrix.from_matrix(rows)
+    LLL.reduction(M)
+    kernel = subset_sum_module._kernel_rows(M, n)
+    assert len(kernel) == n + 1 - k
+    form = subset_sum_module._closest_vector_form(kernel, block, 1024, None, len(kernel))
+    assert form.shape == (n + 1 - k, n + 1)
+    assert np.count_nonzero(form[:, -1]) == 1 and abs(form[-1, -1]) == 1
+    old = np.array(kernel, dtype=object)
+    new = form.astype(object)
+    for X, Y in ((old, new), (new, old)):
+        # Y = C X with C integral: solve in floats, round, check exactly.
+        C = np.round(np.linalg.lstsq(X.astype(float).T, Y.astype(float).T, rcond=None)[0].T)
+        np.testing.assert_array_equal(C.astype(np.int64).astype(object) @ X, Y)

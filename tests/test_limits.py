@@ -85,9 +85,10 @@ def test_results_do_not_depend_on_threads(rng):
 def test_ctrl_c_interrupts_a_long_search():
     setup = """
         import numpy as np, skipsearch
-        rng = np.random.default_rng([4, 80, 0, 0])
-        W_up = rng.integers(-3, 4, size=(80, 4)).astype(float)
-        W_down = rng.integers(-3, 4, size=(4, 80)).astype(float)
+        # d = 4, m = 120: more than 20 s of lattice search.
+        rng = np.random.default_rng([4, 120, 0, 0])
+        W_up = rng.integers(-3, 4, size=(120, 4)).astype(float)
+        W_down = rng.integers(-3, 4, size=(4, 120)).astype(float)
     """
     code, out, waited = interrupt(setup, "skipsearch.find_absorbing_subset(W_up, W_down)")
     assert (code, out) == (3, "interrupted")

@@ -289,8 +289,8 @@ def test_ctrl_c_interrupts_the_enumeration():
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "benches")!r})
         import skipsearch
-        from families import absorption_int
-        A, b = absorption_int(4, 80, 0, False)[:2]  # about 10 s of enumeration
+        from families import market_split
+        A, b = market_split(10, 0)  # more than a minute of search
         skipsearch.subset_sum(A[:1, :40], b[:1])  # warm up the imports
     """
     code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b)", wait=1.0)

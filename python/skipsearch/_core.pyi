@@ -16,6 +16,7 @@ __all__ = [
     "__version__",
     "__abi__",
     "GramMatrix",
+    "KernelTree",
     "search_flip_set",
     "enumerate_bounded",
     "estimate_nodes",
@@ -144,6 +145,38 @@ def enumerate_bounded(
     no value is complete on its own. ``stop_event`` (a ``threading.Event``)
     stops the search, as ``"interrupted"``, once it is set.
     """
+
+@final
+class KernelTree:
+    """The enumeration tree of one reduced kernel basis (the rows of
+    ``basis``), with the same bounds and radius as ``enumerate_bounded``,
+    cut at its top levels into prefixes. Its depth-first search runs in
+    pieces: each ``depth_first`` call goes on with the prefixes not yet
+    searched to their end. Raises ``ValueError`` on bad shapes, bounds,
+    radius or a dependent basis."""
+
+    def __new__(
+        cls,
+        basis: npt.NDArray[np.int64],
+        bounds: npt.NDArray[np.int64],
+        radius_sq: float,
+    ) -> KernelTree: ...
+    @property
+    def searched_fraction(self) -> float:
+        """Share of the prefixes searched to their end (1.0: the whole tree)."""
+
+    def depth_first(
+        self,
+        max_solutions: int = 1,
+        time_limit: Optional[float] = None,
+        node_limit: Optional[int] = None,
+        threads: Optional[int] = None,
+        stop_event: Optional[threading.Event] = None,
+    ) -> _Enumeration:
+        """Go on with the depth-first search until ``max_solutions``
+        vectors are in hand, the tree is exhausted (``stop`` None: with no
+        solution, a proof that there is none), or a limit of this call
+        stops it. ``nodes`` and ``seconds`` are this call's."""
 
 def estimate_nodes(
     basis: npt.NDArray[np.int64],

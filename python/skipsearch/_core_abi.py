@@ -7,4 +7,4 @@ of failing later with an ``AttributeError`` or a wrong result.
 """
 
 #: Must equal ``CORE_ABI`` in ``rust/python.rs`` (exposed as ``skipsearch._core.__abi__``).
-CORE_ABI = 8
+CORE_ABI = 9

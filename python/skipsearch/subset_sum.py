@@ -36,9 +36,9 @@ targets; LP-based branch and bound stalls on them.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -98,19 +98,19 @@ _BKZ_BLOCK = 20
 #: each basis of the restarts (0.2 to 0.4 s at n = 80).
 _BKZ_RESTART_BLOCK = 30
 #: Nodes of one unit of the restart schedule (Luby's sequence of units per
-#: basis): about 0.4 s on two cores, as much as reducing a new basis costs.
+#: basis): about a third of a second on two cores, about as much as
+#: reducing a new basis costs.
 _RESTART_UNIT = 1 << 24
-#: Without the race (one thread, or a node limit), the complete depth-first
-#: search runs first with this many units, then again with four times the
-#: budget each time the restarts have spent as much.
-_COMPLETE_FIRST_UNITS = 1
+#: Share of the nodes, against the limited-discrepancy restarts, that the
+#: complete depth-first search gets on large trees.
+_COMPLETE_SHARE = 1 / 3
 #: Below this estimate of the depth-first tree on the BKZ-20 basis (Knuth's,
-#: from ``_ESTIMATE_DIVES`` random dives) a plain parallel depth-first search
-#: settles the instance; from it, the restarts and the race run. The
-#: estimates run low on these trees: ABS-int(4, 80) and MS(7) estimate at
-#: 2e6 to 4e7 and search 5e7 to 1.3e8 nodes; QOBLIB's ms_08 estimates at
-#: 4e7 to 7e8, ms_09 at 3e9 to 8e10.
-_RESTART_MIN_NODES = 1e8
+#: from ``_ESTIMATE_DIVES`` random dives) one short limited-discrepancy pass
+#: runs, then the depth-first search to its end; from it, the restarts take
+#: turns with it. The estimates run low on these trees: MS(7) estimates at
+#: 1e6 to 5e6 and searches 5e7 to 1.3e8 nodes; QOBLIB's ms_07 estimates at
+#: 4e5 to 1.4e7, ms_08 at 1.5e7 to 1e9, ms_09 at 3e9 to 8e10.
+_RESTART_MIN_NODES = 2e7
 _ESTIMATE_DIVES = 2048
 #: Seed of the random unimodular transforms of the restarts (fixed, so a run
 #: is repeatable).
@@ -551,7 +551,7 @@ def _lattice(
     if not _import_fpylll():
         return None, "incomplete", 0, 0, [LATTICE_MISSING]
     # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
-    from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
+    from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
@@ -606,95 +606,202 @@ def _lattice(
     if not _fits_int64(kernel_rows):
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0, 0, steps
-    nodes = 0
-    memory = 8 * basis.nrows * basis.ncols
-    dim = n + 1
-
-    counter = threading.Lock()
-
-    def enumerate_kernel(
-        rows: npt.NDArray[np.int64],
-        cap: Optional[int],
-        lds: int,
-        workers: Optional[int] = threads,
-        event: Optional[threading.Event] = None,
-    ) -> tuple[Optional[UInt8Array], Optional[str]]:
-        # The enumeration is complete on any basis of the kernel lattice; a
-        # better reduced basis only makes its tree smaller.
-        nonlocal nodes, memory
-        remaining = (
-            None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
-        )
-        out = _core.enumerate_bounded(
-            rows, bounds, radius_sq, 1, remaining, cap, workers, lds_nodes=lds, stop_event=event
-        )
-        with counter:
-            nodes += int(out["nodes"])
-            memory = max(memory, 8 * basis.nrows * basis.ncols + rows.nbytes)
-        for y in np.asarray(out["solutions"]):
-            # The solution vector is (2x - c, -1): -1 in the homogenising coordinate.
-            y = -y if y[n] == 1 else y
-            counts = (y[:n] + c) // 2
-            # Spread each count over the first copies of its column.
-            x = np.zeros(A_full.shape[1], dtype=np.uint8)
-            for j in range(n):
-                x[np.flatnonzero(where == j)[: counts[j]]] = 1
-            if np.array_equal(A_full @ x.astype(np.int64), b):
-                return x, None
-        return None, out["stop"]
-
-    def left(cap: int) -> int:
-        return cap if node_limit is None else max(1, min(cap, node_limit - nodes))
-
-    lll_kernel = np.array(kernel_rows, dtype=np.int64).reshape(-1, dim)
+    search = _KernelSearch(
+        bounds=bounds,
+        radius_sq=radius_sq,
+        decode=lambda y: _decode(y, c, where, A_full, b),
+        start=start,
+        time_limit=time_limit,
+        node_limit=node_limit,
+        threads=threads,
+        memory=8 * basis.nrows * basis.ncols,
+    )
+    weight = max(_HOMOGENISING_WEIGHT, 1 << math.ceil(math.log2(4 * radius_sq)))
+    lll_kernel = _closest_vector_form(kernel_rows, 0, weight, deadline, want)
+    if lll_kernel is None:
+        return None, "time_limit", 0, search.memory, steps
+    steps.append("lattice: closest-vector form (LLL)")
     if n < 30:
         steps.append("enumeration")
-        x, stop = enumerate_kernel(lll_kernel, None if node_limit is None else left(node_limit), 0)
-        return x, stop, nodes, memory, steps
+        x, stop = search.depth_first(lll_kernel, None)
+        return x, stop, search.nodes, search.memory, steps
     # Planted and easy instances usually fall to a short enumeration on the
     # LLL basis; BKZ is paid only when that probe neither finds a solution
     # nor finishes its tree.
-    probe = left(_LLL_PROBE_NODES)
+    probe = search.left(_LLL_PROBE_NODES)
     steps.append(f"enumeration (LLL basis, {probe} nodes)")
-    x, stop = enumerate_kernel(lll_kernel, probe, 0)
+    x, stop = search.depth_first(lll_kernel, probe)
     if x is not None or stop != "node_limit" or probe == node_limit:
-        return x, stop, nodes, memory, steps
-    flags, extra = BKZ.AUTO_ABORT, {}
-    if deadline is not None:
-        # fplll's own clock, in whole seconds, for when no alarm can be set.
-        flags, extra = (
-            flags | BKZ.MAX_TIME,
-            {"max_time": max(0.0, deadline - time.perf_counter())},
-        )
-    param = BKZ.Param(block_size=min(_BKZ_BLOCK, n), strategies=None, flags=flags, **extra)
-    if not _reduce(lambda: BKZ.reduction(basis, param), deadline):
-        return None, "time_limit", nodes, memory, steps
-    steps.append(f"BKZ-{min(_BKZ_BLOCK, n)}")
-    # Should BKZ mix kernel vectors back with the others, the LLL kernel
-    # basis is used.
-    rows = _kernel_rows(basis, n)
-    if len(rows) < want or not _fits_int64(rows):
-        rows = kernel_rows
-    first = np.array(rows, dtype=np.int64).reshape(-1, dim)
-    estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
-    if estimate < _RESTART_MIN_NODES:
-        steps.append("enumeration")
-        x, stop = enumerate_kernel(first, None if node_limit is None else left(node_limit), 0)
-        return x, stop, nodes, memory, steps
-    steps.append(f"estimate: {estimate:.1e} nodes depth first")
-    x, stop, steps_more = _restarts(
-        first,
-        enumerate_kernel,
-        left,
-        lambda: nodes,
-        node_limit,
-        deadline,
-        threads,
+        return x, stop, search.nodes, search.memory, steps
+    first = _closest_vector_form(
+        lll_kernel.tolist(), min(_BKZ_BLOCK, len(lll_kernel)), weight, deadline, want
     )
-    return x, stop, nodes, memory, steps + steps_more
+    if first is None:
+        return None, "time_limit", search.nodes, search.memory, steps
+    steps.append(f"BKZ-{min(_BKZ_BLOCK, len(lll_kernel))}")
+    estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
+    steps.append(f"estimate: {estimate:.1e} nodes depth first")
+    x, stop, more = _portfolio(first, estimate, search, weight, deadline)
+    return x, stop, search.nodes, search.memory, steps + more
 
 
-#: The last method step of the restarts: which search ended it, and how.
+#: Least weight of the homogenising coordinate while a kernel basis is
+#: reduced (solvediophant scales its last line by 1024 the same way).
+_HOMOGENISING_WEIGHT = 1024
+
+
+def _closest_vector_form(
+    rows: list[list[int]], block: int, weight: int, deadline: Optional[float], want: int
+) -> Optional[npt.NDArray[np.int64]]:
+    """Reduce a kernel basis (LLL, then BKZ-``block`` when it is not 0) with
+    its last, homogenising coordinate multiplied by ``weight``.
+
+    Every solution has that coordinate +-1, and the weighted reduction
+    leaves it on one basis vector only (solvediophant's scaled last line):
+    the others span the kernel vectors with a zero homogenising coordinate,
+    which are never solutions, and come out reduced among themselves. That
+    vector is put last, at the top of the enumeration, where the core
+    (``top_values`` in ``rust/subset_sum/lattice.rs``) can only give it the
+    coefficient 1: the enumeration becomes the closest-vector search around
+    it, and the search order below it suits limited discrepancy. The
+    lattice is the same whatever happens, so the search stays complete;
+    should the weight not separate the coordinate, the core just gets no
+    restriction. Returns None when the deadline stops the reduction.
+    """
+    from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
+
+    M = IntegerMatrix.from_matrix([list(r[:-1]) + [int(r[-1]) * weight] for r in rows])
+
+    def run() -> None:
+        LLL.reduction(M)
+        if block:
+            flags, extra = BKZ.AUTO_ABORT, {}
+            if deadline is not None:
+                # fplll's own clock, in whole seconds, for when no alarm can be set.
+                flags, extra = (
+                    flags | BKZ.MAX_TIME,
+                    {"max_time": max(0.0, deadline - time.perf_counter())},
+                )
+            BKZ.reduction(M, BKZ.Param(block_size=block, strategies=None, flags=flags, **extra))
+
+    if not _reduce(run, deadline):
+        return None
+    out = [[0] * M.ncols for _ in range(M.nrows)]
+    M.to_matrix(out)
+    kept = [r[:-1] + [r[-1] // weight] for r in out if any(r)]
+    if len(kept) != want or not _fits_int64(kept):  # pragma: no cover - fplll keeps a basis
+        kept = [list(r) for r in rows]
+    # Rows that carry the homogenising coordinate go last, in their order.
+    kept.sort(key=lambda r: r[-1] != 0)
+    return np.array(kept, dtype=np.int64).reshape(-1, len(rows[0]))
+
+
+def _decode(
+    y: npt.NDArray[np.int64],
+    c: npt.NDArray[np.int64],
+    where: npt.NDArray[np.intp],
+    A_full: IntArray,
+    b: IntArray,
+) -> Optional[UInt8Array]:
+    """The 0/1 solution behind a bounded kernel vector ``y``, checked
+    ``A x = b`` in exact integers (None if it fails)."""
+    n = len(c)
+    # The solution vector is (2x - c, -1): -1 in the homogenising coordinate.
+    y = -y if y[n] == 1 else y
+    counts = (y[:n] + c) // 2
+    # Spread each count over the first copies of its column.
+    x = np.zeros(A_full.shape[1], dtype=np.uint8)
+    for j in range(n):
+        x[np.flatnonzero(where == j)[: counts[j]]] = 1
+    return x if np.array_equal(A_full @ x.astype(np.int64), b) else None
+
+
+class _KernelSearch:
+    """The enumerations of one component's kernel lattice: the bounds, the
+    decoding of solutions, and the limits and counters they share."""
+
+    def __init__(
+        self,
+        *,
+        bounds: npt.NDArray[np.int64],
+        radius_sq: float,
+        decode: Callable[[npt.NDArray[np.int64]], Optional[UInt8Array]],
+        start: float,
+        time_limit: Optional[float],
+        node_limit: Optional[int],
+        threads: Optional[int],
+        memory: int,
+    ) -> None:
+        self.bounds, self.radius_sq, self.decode = bounds, radius_sq, decode
+        self.start, self.time_limit, self.node_limit = start, time_limit, node_limit
+        self.threads = threads
+        self.nodes = 0
+        self.memory = memory
+        self._base_memory = memory
+
+    def remaining(self) -> Optional[float]:
+        if self.time_limit is None:
+            return None
+        return max(0.0, self.time_limit - (time.perf_counter() - self.start))
+
+    def left(self, cap: Optional[int]) -> Optional[int]:
+        """``cap`` nodes, or fewer when the node limit is nearer."""
+        if self.node_limit is None:
+            return cap
+        rest = max(1, self.node_limit - self.nodes)
+        return rest if cap is None else max(1, min(cap, rest))
+
+    def limit_reached(self) -> bool:
+        return self.node_limit is not None and self.nodes >= self.node_limit
+
+    def _result(
+        self, out: Mapping[str, Any], basis: npt.NDArray[np.int64]
+    ) -> tuple[Optional[UInt8Array], Optional[str]]:
+        self.nodes += int(out["nodes"])
+        self.memory = max(self.memory, self._base_memory + basis.nbytes)
+        for y in np.asarray(out["solutions"]):
+            x = self.decode(y)
+            if x is not None:
+                return x, None
+        return None, out["stop"]
+
+    def depth_first(
+        self, basis: npt.NDArray[np.int64], cap: Optional[int]
+    ) -> tuple[Optional[UInt8Array], Optional[str]]:
+        """The depth-first search of ``basis``, complete unless ``cap``
+        nodes or a limit stop it (the stop is returned)."""
+        out = _core.enumerate_bounded(
+            basis, self.bounds, self.radius_sq, 1, self.remaining(), self.left(cap), self.threads
+        )
+        return self._result(out, basis)
+
+    def limited_discrepancy(
+        self, basis: npt.NDArray[np.int64], cap: int
+    ) -> tuple[Optional[UInt8Array], Optional[str]]:
+        """Limited-discrepancy passes on ``basis`` for up to ``cap`` nodes.
+        A stop of None without a solution means a pass passed over nothing:
+        a proof that there is none."""
+        out = _core.enumerate_bounded(
+            basis,
+            self.bounds,
+            self.radius_sq,
+            1,
+            self.remaining(),
+            self.left(cap),
+            self.threads,
+            lds_nodes=1 << 62,
+        )
+        return self._result(out, basis)
+
+    def resume(
+        self, tree: _core.KernelTree, basis: npt.NDArray[np.int64], cap: Optional[int]
+    ) -> tuple[Optional[UInt8Array], Optional[str]]:
+        """Go on with ``tree``'s depth-first search for up to ``cap`` nodes."""
+        out = tree.depth_first(1, self.remaining(), self.left(cap), self.threads)
+        return self._result(out, basis)
+
+
+#: The last method step of the portfolio: which search ended it, and how.
 _LDS_END = {
     False: "solved by limited discrepancy",
     True: "limited discrepancy ran to its end: infeasible",
@@ -719,74 +826,51 @@ def _luby(i: int) -> int:
     return 1 << (k - 1)
 
 
-def _restarts(
+def _portfolio(
     first: npt.NDArray[np.int64],
-    enumerate_kernel: Callable[..., tuple[Optional[UInt8Array], Optional[str]]],
-    left: Callable[[int], int],
-    nodes: Callable[[], int],
-    node_limit: Optional[int],
+    estimate: float,
+    search: _KernelSearch,
+    weight: int,
     deadline: Optional[float],
-    threads: Optional[int],
 ) -> tuple[Optional[UInt8Array], Optional[str], list[str]]:
-    """Search a BKZ-reduced kernel basis ``first`` for a solution.
+    """Search the BKZ-reduced kernel basis ``first`` (in closest-vector
+    form) for a solution, or prove there is none.
 
-    On a feasible instance the nodes to the first solution vary by orders
-    of magnitude from one reduced basis to the next, so limited-discrepancy
-    searches run on a sequence of bases (``first``, then BKZ-30 reductions
-    of it and of random unimodular transforms of it), each with Luby's
-    number of units of nodes: the restart strategy of Gomes, Selman & Kautz
-    (2000) for such heavy tails. A complete depth-first search on the
-    BKZ-30 basis runs beside them: on its own threads with two or more
-    workers and no node limit, the first to finish stopping the other (as
-    solvediophant runs its two searches); else in turn with the restarts,
-    with a budget four times larger each time, so that the whole stays
-    repeatable. Either way an infeasible instance is proved so by a
-    complete search; a limited-discrepancy search that runs to its end is
-    a proof too. Returns the solution or the stop, and the method steps.
+    Two searches take turns on all threads. Limited-discrepancy searches
+    find the solutions of feasible market splits far sooner than the
+    depth-first order, but the nodes they need vary by orders of magnitude
+    from one reduced basis to the next, so they run on a sequence of bases
+    (``first``, its BKZ-30 reduction, then BKZ-30 reductions of random
+    unimodular transforms of it), each with Luby's number of units of
+    nodes: the restart strategy of Gomes, Selman & Kautz (2000) for such
+    heavy tails. The complete depth-first search on one fixed basis goes on
+    between them, each turn where the last stopped (``_core.KernelTree``),
+    so it proves infeasibility. Below ``_RESTART_MIN_NODES`` estimated
+    nodes it runs to its end after one short limited-discrepancy pass on
+    ``first``; above, it gets ``_COMPLETE_SHARE`` of the nodes. Every turn is
+    counted in nodes, so one thread gives a repeatable run. Returns the
+    solution or the stop, and the method steps.
     """
-    from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
-
-    d, dim = first.shape
+    d = len(first)
     block = min(_BKZ_RESTART_BLOCK, d)
     rng = np.random.default_rng(_RESTART_SEED)
-    workers = threads or (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-    race = node_limit is None and workers >= 2
-    bases = 0
-    complete_runs = 0
-    found_by = ""
+    small = estimate < _RESTART_MIN_NODES
+    bases, complete_turns, found_by = 0, 0, ""
+    best: Optional[npt.NDArray[np.int64]] = first
 
     def steps() -> list[str]:
-        out = [f"BKZ-{block} (kernel lattice)"]
+        out = []
+        if not small:
+            out.append(f"BKZ-{block} (kernel lattice)")
         if bases > 2:
             out.append(f"BKZ-{block} on {bases - 2} re-randomised bases")
         if bases:
             out.append(f"limited discrepancy on {bases} bases (Luby restarts)")
-        if race:
-            out.append(f"depth-first enumeration beside it ({workers - 1} threads)")
-        elif complete_runs:
-            out.append(f"depth-first enumeration ({complete_runs} runs, the last complete or cut)")
+        if complete_turns:
+            out.append(f"depth-first enumeration ({complete_turns} turns)")
         if found_by:
             out.append(found_by)
         return out
-
-    def reduced(rows: list[list[int]]) -> Optional[npt.NDArray[np.int64]]:
-        M = IntegerMatrix.from_matrix(rows)
-        param = BKZ.Param(block_size=block, strategies=None, flags=BKZ.AUTO_ABORT)
-
-        def run() -> None:
-            LLL.reduction(M)
-            BKZ.reduction(M, param)
-
-        if not _reduce(run, deadline):
-            return None
-        out = [[0] * M.ncols for _ in range(M.nrows)]
-        M.to_matrix(out)
-        kept = [r for r in out if any(r)]
-        if len(kept) != d or not _fits_int64(kept):  # pragma: no cover - fplll keeps a basis
-            return first
-        return np.array(kept, dtype=np.int64)
 
     def randomised() -> list[list[int]]:
         # A random unimodular transform: permute the rows, then add to each
@@ -798,85 +882,50 @@ def _restarts(
                 rows[r] = [u + sign * v for u, v in zip(rows[r], rows[q])]
         return rows
 
-    best = reduced(first.tolist())
-    if best is None:
-        return None, "time_limit", steps()
-    if race:
-        event = threading.Event()
-        outcome: dict[str, Any] = {}
-
-        def complete_search() -> None:
-            try:
-                outcome["dfs"] = enumerate_kernel(best, None, 0, workers - 1, event)
-            except BaseException as err:  # re-raised on the calling thread
-                outcome["error"] = err
-            finally:
-                event.set()
-
-        worker = threading.Thread(target=complete_search, name="skipsearch-dfs", daemon=True)
-        worker.start()
-        try:
-            i = 0
-            while not event.is_set():
-                i += 1
-                basis = first if i == 1 else best if i == 2 else reduced(randomised())
-                if basis is None:
-                    event.set()
-                    worker.join()
-                    return None, "time_limit", steps()
-                if event.is_set():
-                    break
-                bases += 1
-                x, stop = enumerate_kernel(basis, _luby(i) * _RESTART_UNIT, 1 << 62, 1, event)
-                if x is not None or stop is None:
-                    # Found, or every leaf passed: a proof of infeasibility.
-                    found_by = _LDS_END[x is None]
-                    event.set()
-                    worker.join()
-                    return x, stop, steps()
-                if stop == "time_limit":
-                    event.set()
-                    worker.join()
-                    return None, stop, steps()
-        finally:
-            event.set()
-            worker.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        x, stop = outcome["dfs"]
-        found_by = _DFS_END[x is None] if stop is None else ""
-        return x, stop, steps()
-    complete_budget = _COMPLETE_FIRST_UNITS * _RESTART_UNIT
-    spent = complete_budget
+    tree: Optional[_core.KernelTree] = None
+    lds_spent = complete_spent = 0
     i = 0
     while True:
-        if spent >= complete_budget:
-            # The complete search, on the BKZ-30 basis: first, then in turn.
-            complete_runs += 1
-            x, stop = enumerate_kernel(best, left(complete_budget), 0)
-            if (
-                x is not None
-                or stop != "node_limit"
-                or (node_limit is not None and nodes() >= node_limit)
-            ):
-                found_by = _DFS_END[x is None] if stop is None else ""
-                return x, stop, steps()
-            complete_budget *= 4
-            spent = 0
         i += 1
-        basis = first if i == 1 else best if i == 2 else reduced(randomised())
-        if basis is None:
+        if small:
+            basis: Optional[npt.NDArray[np.int64]] = first
+            cap = min(_RESTART_UNIT, max(1, int(estimate)))
+        else:
+            if i == 2:
+                best = _closest_vector_form(first.tolist(), block, weight, deadline, d)
+            basis = (
+                first
+                if i == 1
+                else best
+                if i == 2
+                else _closest_vector_form(randomised(), block, weight, deadline, d)
+            )
+            cap = _luby(i) * _RESTART_UNIT
+        if basis is None or best is None:
             return None, "time_limit", steps()
         bases += 1
-        before = nodes()
-        x, stop = enumerate_kernel(basis, left(_luby(i) * _RESTART_UNIT), 1 << 62)
-        spent += nodes() - before
+        before = search.nodes
+        x, stop = search.limited_discrepancy(basis, cap)
+        lds_spent += search.nodes - before
         if x is not None or stop is None:
             # Found, or every leaf passed: a proof of infeasibility.
             found_by = _LDS_END[x is None]
             return x, stop, steps()
-        if stop != "node_limit" or (node_limit is not None and nodes() >= node_limit):
+        if stop != "node_limit" or search.limit_reached():
             return None, stop, steps()
+        if small or i >= 2:
+            if tree is None:
+                tree = _core.KernelTree(best, search.bounds, search.radius_sq)
+            turn = None if small else max(1, int(_COMPLETE_SHARE * lds_spent) - complete_spent)
+            complete_turns += 1
+            before = search.nodes
+            x, stop = search.resume(tree, best, turn)
+            complete_spent += search.nodes - before
+            if x is not None or stop is None:
+                found_by = _DFS_END[x is None]
+                return x, stop, steps()
+            if stop != "node_limit" or search.limit_reached():
+                return None, stop, steps()
 
 
 #: Set when fpylll was first imported off the main thread, where cysignals

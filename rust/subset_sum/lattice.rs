@@ -53,6 +53,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::Error;
+use crate::kernels::{AxpyL1, LANES};
 use crate::limits::{Limits, Stop};
 
 /// The enumeration tree is cut into at least this many parallel subtrees:
@@ -67,15 +68,18 @@ const MAX_JOBS: usize = 1 << 16;
 /// nearest the centre first on alternating sides; at a free level (every
 /// coefficient above is zero) 1, 2, ... and 0 last, since only one sign of
 /// each vector is searched and solutions sit where the top is nonzero.
-struct Order {
+/// At the top level, `allowed` (from [`top_values`]) lists the values a
+/// solution's top coefficient can take; the others are skipped.
+struct Order<'a> {
     c: i64,
     dx: i64,
     ddx: i64,
     free: bool,
+    allowed: Option<&'a [bool]>,
 }
 
-impl Order {
-    fn new(center: f64, free: bool) -> Self {
+impl<'a> Order<'a> {
+    fn new(center: f64, free: bool, allowed: Option<&'a [bool]>) -> Self {
         let c = if free { 1 } else { center.round() as i64 };
         let dx = if center >= c as f64 { 1 } else { -1 };
         Order {
@@ -83,6 +87,7 @@ impl Order {
             dx,
             ddx: dx,
             free,
+            allowed,
         }
     }
 
@@ -97,10 +102,10 @@ impl Order {
         }
     }
 
-    /// The current value if it lies within `radius` (moving a free level
-    /// that leaves it to its last value, 0), with its offset from `center`
-    /// and the squared norm it brings the projection to; `None` when the
-    /// level is done.
+    /// The current value if it lies within `radius` and is allowed (moving
+    /// a free level that leaves either to its last value, 0), with its
+    /// offset from `center` and the squared norm it brings the projection
+    /// to; `None` when the level is done.
     fn within(
         &mut self,
         center: f64,
@@ -111,10 +116,17 @@ impl Order {
         loop {
             let diff = self.c as f64 - center;
             let next = partial + diff * diff * norm;
-            if next <= radius {
-                return Some((self.c, diff, next));
-            }
-            if !self.out_of_range() {
+            let admitted = self
+                .allowed
+                .map(|a| usize::try_from(self.c).ok().and_then(|c| a.get(c)));
+            let go_on = match admitted {
+                _ if next > radius => self.out_of_range(),
+                // Beyond the largest allowed value: so are all the next ones.
+                Some(None) => self.out_of_range(),
+                Some(Some(false)) => self.step(),
+                _ => return Some((self.c, diff, next)),
+            };
+            if !go_on {
                 return None;
             }
         }
@@ -136,7 +148,48 @@ impl Order {
     }
 }
 
+/// Largest top coefficient listed by [`top_values`]; beyond it the top
+/// level is left unrestricted.
+const TOP_VALUES_MAX: i64 = 1 << 20;
+
+/// The values `x >= 0` that the top basis vector's coefficient can take in
+/// a solution, as a table indexed by `x` (only one sign of each vector is
+/// searched, and the top coefficient of the one searched is `>= 0`). A
+/// coordinate `j` where every other basis vector is zero gives `y_j = x
+/// basis[d-1][j]`, which must lie in `{-c_j, -c_j + 2, ..., c_j}`: exact
+/// integer conditions, so the table never leaves out a solution. `None`
+/// when no coordinate restricts the top coefficient. With the
+/// homogenising coordinate carried by the top vector alone (as the Python
+/// layer arranges, like solvediophant's scaled last line), the table is
+/// `[false, true]`: the search becomes the closest-vector search around
+/// that vector, and the kernel vectors with a zero homogenising coordinate,
+/// which are never solutions, are not visited.
+fn top_values(basis: &[Vec<i64>], bounds: &[i64]) -> Option<Vec<bool>> {
+    let (top, rest) = basis.split_last()?;
+    let mut max = TOP_VALUES_MAX;
+    let mut restricting = Vec::new();
+    for (j, (&v, &bound)) in top.iter().zip(bounds).enumerate() {
+        if v != 0 && rest.iter().all(|b| b[j] == 0) {
+            max = max.min(bound / v.abs());
+            restricting.push((v, bound));
+        }
+    }
+    if restricting.is_empty() || max >= TOP_VALUES_MAX {
+        return None;
+    }
+    Some(
+        (0..=max)
+            .map(|x| {
+                restricting
+                    .iter()
+                    .all(|&(v, bound)| admissible(x * v, bound))
+            })
+            .collect(),
+    )
+}
+
 /// A subtree of the enumeration: coefficients `level..d` fixed.
+#[derive(Clone)]
 struct Job {
     coeffs: Vec<i64>,
     level: usize,
@@ -147,65 +200,45 @@ struct Job {
     discrepancy: u32,
 }
 
-/// Collect, in search order, the nodes `depth` levels below `level` (the
-/// coefficients from `level` up are fixed in `coeffs`).
-#[allow(clippy::too_many_arguments)]
-fn expand(
-    gso: &Gso,
-    radius_sq: f64,
-    depth: usize,
-    coeffs: &mut Vec<i64>,
-    level: usize,
-    partial: f64,
-    free: bool,
-    discrepancy: u32,
-    out: &mut Vec<Job>,
-) -> bool {
+/// Collect, in search order, the nodes `depth` levels below `node` (its
+/// coefficients from `node.level` up are fixed); `node` is left as it was.
+fn expand(shared: &Shared, depth: usize, node: &mut Job, out: &mut Vec<Job>) -> bool {
     if out.len() >= MAX_JOBS {
         return false;
     }
-    if depth == 0 || level == 0 {
-        out.push(Job {
-            coeffs: coeffs.clone(),
-            level,
-            partial,
-            free,
-            discrepancy,
-        });
+    if depth == 0 || node.level == 0 {
+        out.push(node.clone());
         return true;
     }
+    let gso = &shared.lattice.gso;
+    let (level, partial, free, discrepancy) =
+        (node.level, node.partial, node.free, node.discrepancy);
     let t = level - 1;
-    let center: f64 = -(t + 1..coeffs.len())
-        .map(|j| gso.mu[j][t] * coeffs[j] as f64)
+    let center: f64 = -(t + 1..node.coeffs.len())
+        .map(|j| gso.mu[j][t] * node.coeffs[j] as f64)
         .sum::<f64>();
-    let mut order = Order::new(center, free);
+    let mut order = Order::new(center, free, shared.lattice.allowed(t));
     let mut position = 0;
-    while let Some((c, _, next)) = order.within(center, partial, gso.norms[t], radius_sq) {
-        coeffs[t] = c;
-        if !expand(
-            gso,
-            radius_sq,
-            depth - 1,
-            coeffs,
-            t,
-            next,
-            free && c == 0,
-            discrepancy + position,
-            out,
-        ) {
-            coeffs[t] = 0;
-            return false;
+    let mut complete = true;
+    while let Some((c, _, next)) =
+        order.within(center, partial, gso.norms[t], shared.lattice.radius_sq)
+    {
+        node.coeffs[t] = c;
+        (node.level, node.partial, node.free) = (t, next, free && c == 0);
+        node.discrepancy = discrepancy + position;
+        if !expand(shared, depth - 1, node, out) {
+            complete = false;
+            break;
         }
         position += 1;
         if !order.step() {
             break;
         }
     }
-    coeffs[t] = 0;
-    true
+    node.coeffs[t] = 0;
+    (node.level, node.partial, node.free, node.discrepancy) = (level, partial, free, discrepancy);
+    complete
 }
-
-type JobResult = (Vec<Vec<i64>>, Option<Stop>, u64);
 
 /// What the enumeration found.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,8 +258,14 @@ struct Gso {
     mu_t: Vec<Vec<f64>>,
     norms: Vec<f64>,
     /// The Gram-Schmidt vectors `b*_t`, for the projections in the
-    /// infinity-norm test.
+    /// infinity-norm test, padded with zeros to [`padded_len`].
     star: Vec<Vec<f64>>,
+}
+
+/// Length of the projections and of the Gram-Schmidt vectors in memory:
+/// `dim` rounded up to whole SIMD lanes (the padding stays zero).
+fn padded_len(dim: usize) -> usize {
+    dim.div_ceil(LANES) * LANES
 }
 
 fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
@@ -255,6 +294,10 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
         star.push(v);
     }
     let mu_t = (0..d).map(|t| (0..d).map(|j| mu[j][t]).collect()).collect();
+    let padded = padded_len(basis[0].len());
+    for v in &mut star {
+        v.resize(padded, 0.0);
+    }
     Ok(Gso {
         mu,
         mu_t,
@@ -263,23 +306,86 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
     })
 }
 
-struct Shared<'a> {
-    gso: &'a Gso,
-    basis: &'a [Vec<i64>],
+/// A reduced kernel basis prepared for enumeration: its Gram-Schmidt data,
+/// the bounds, and the values its top coefficient can take.
+struct Lattice {
+    gso: Gso,
+    basis: Vec<Vec<i64>>,
     /// `c_j`: entry `j` of a solution lies in `{-c_j, -c_j + 2, ..., c_j}`.
-    bounds: &'a [i64],
+    bounds: Vec<i64>,
+    /// The bounds as floats, padded with zeros to [`padded_len`].
     weights: Vec<f64>,
+    /// The projections' SIMD kernel on this CPU.
+    axpy_l1: AxpyL1,
+    /// The caller's squared radius plus half a unit: integer vectors have
+    /// integer squared norms, so the slack keeps vectors exactly on the
+    /// sphere despite rounding in the Gram-Schmidt data.
     radius_sq: f64,
+    /// The values the top coefficient can take ([`top_values`]).
+    top: Option<Vec<bool>>,
+}
+
+impl Lattice {
+    /// Checks the shapes and that the basis is independent; `basis` must
+    /// not be empty.
+    fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
+        check_shapes(basis, bounds)?;
+        Ok(Lattice {
+            gso: gram_schmidt(basis)?,
+            basis: basis.to_vec(),
+            bounds: bounds.to_vec(),
+            weights: bounds
+                .iter()
+                .map(|&c| c as f64)
+                .chain(std::iter::repeat(0.0))
+                .take(padded_len(bounds.len()))
+                .collect(),
+            axpy_l1: AxpyL1::detect(),
+            radius_sq: radius_sq.floor() + 0.5,
+            top: top_values(basis, bounds),
+        })
+    }
+
+    /// The values level `t` may take, when it is the top level and they
+    /// are restricted.
+    fn allowed(&self, t: usize) -> Option<&[bool]> {
+        self.top.as_deref().filter(|_| t + 1 == self.basis.len())
+    }
+}
+
+/// One search's state over a [`Lattice`]: its limits and counters.
+struct Shared<'a> {
+    lattice: &'a Lattice,
     max_solutions: usize,
     deadline: Option<Instant>,
     node_limit: Option<u64>,
-    nodes: &'a AtomicU64,
+    nodes: AtomicU64,
     cancel: &'a AtomicBool,
     /// Lowest prefix index known to hold enough solutions; later prefixes stop.
-    done_below: &'a AtomicUsize,
+    done_below: AtomicUsize,
 }
 
-impl Shared<'_> {
+impl<'a> Shared<'a> {
+    /// A search that wants `max_solutions` (at least one) within `limits`,
+    /// its clock started at `start`.
+    fn new(
+        lattice: &'a Lattice,
+        max_solutions: usize,
+        limits: Limits,
+        start: Instant,
+        cancel: &'a AtomicBool,
+    ) -> Self {
+        Shared {
+            lattice,
+            max_solutions: max_solutions.max(1),
+            deadline: limits.time_limit.and_then(|t| start.checked_add(t)),
+            node_limit: limits.node_limit,
+            nodes: AtomicU64::new(0),
+            cancel,
+            done_below: AtomicUsize::new(usize::MAX),
+        }
+    }
+
     /// Why the search must stop, given `total` nodes counted so far.
     fn stop(&self, total: u64) -> Option<Stop> {
         if self.cancel.load(Ordering::Relaxed) {
@@ -306,10 +412,10 @@ struct Walker<'a, 'b> {
     sig: Vec<Vec<f64>>,
     /// Highest `j` whose `sig[t][j]` is stale (lazy update, as in fplll).
     begin: Vec<usize>,
-    /// `part[t] = sum_{i >= t} c_i b_i`, the lattice vector built so far.
-    part: Vec<Vec<i64>>,
-    /// `proj[t]`: the projection of every completion of `part[t]` onto
-    /// `span(b*_t, ..., b*_{d-1})`, i.e. `sum_{j >= t} (c_j - centre_j) b*_j`.
+    /// `proj[t]`: the projection of every completion of the coefficients
+    /// from `t` up onto `span(b*_t, ..., b*_{d-1})`, i.e.
+    /// `sum_{j >= t} (c_j - centre_j) b*_j` (padded to [`padded_len`]).
+    /// `proj[0]` is the lattice vector itself, up to rounding.
     proj: Vec<Vec<f64>>,
     found: Vec<Vec<i64>>,
     local_nodes: u64,
@@ -320,16 +426,14 @@ struct Walker<'a, 'b> {
 
 impl<'a, 'b> Walker<'a, 'b> {
     fn new(shared: &'b Shared<'a>, index: usize) -> Self {
-        let d = shared.basis.len();
-        let dim = shared.basis[0].len();
+        let d = shared.lattice.basis.len();
         Walker {
             shared,
             index,
             coeffs: vec![0; d],
             sig: vec![vec![0.0; d + 1]; d],
             begin: vec![d - 1; d],
-            part: vec![vec![0; dim]; d + 1],
-            proj: vec![vec![0.0; dim]; d + 1],
+            proj: vec![vec![0.0; shared.lattice.weights.len()]; d + 1],
             found: Vec::new(),
             local_nodes: 0,
             stopped: None,
@@ -353,7 +457,7 @@ impl<'a, 'b> Walker<'a, 'b> {
 
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
-        if self.local_nodes % FLUSH == 0 {
+        if self.local_nodes.is_multiple_of(FLUSH) {
             let total = self.shared.nodes.fetch_add(FLUSH, Ordering::Relaxed) + FLUSH;
             self.stopped = self.shared.stop(total);
             if self.shared.done_below.load(Ordering::Relaxed) < self.index {
@@ -364,17 +468,11 @@ impl<'a, 'b> Walker<'a, 'b> {
         self.stopped.is_none()
     }
 
-    /// Set coefficient `t` to `c`: mark the centers below stale and extend
-    /// the partial vector.
+    /// Set coefficient `t` to `c` and mark the centres below stale.
     fn set(&mut self, t: usize, c: i64) {
         self.coeffs[t] = c;
         if t > 0 && self.begin[t - 1] < t {
             self.begin[t - 1] = t;
-        }
-        let (lower, upper) = self.part.split_at_mut(t + 1);
-        let b = &self.shared.basis[t];
-        for ((out, &above), &bi) in lower[t].iter_mut().zip(&upper[0]).zip(b) {
-            *out = above + c * bi;
         }
     }
 
@@ -385,47 +483,74 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// `|p|_2^2 = partial` exceeds that, no solution lies below this node.
     fn project(&mut self, t: usize, diff: f64, partial: f64) -> bool {
         let (lower, upper) = self.proj.split_at_mut(t + 1);
-        let star = &self.shared.gso.star[t];
-        let mut l1 = 0.0;
-        for (((out, &above), &s), &w) in lower[t]
-            .iter_mut()
-            .zip(&upper[0])
-            .zip(star)
-            .zip(&self.shared.weights)
-        {
-            *out = above + diff * s;
-            l1 += w * out.abs();
-        }
+        let shared = self.shared;
+        let l1 = shared.lattice.axpy_l1.run(
+            &mut lower[t],
+            &upper[0],
+            &shared.lattice.gso.star[t],
+            &shared.lattice.weights,
+            diff,
+        );
         partial <= l1 * (1.0 + 1e-9) + 1e-6
     }
 
-    /// Leaf value `c` at level 0: test `y = part[1] + c b_0` entry by entry
-    /// (almost all leaves fail on the first few entries) and keep it if it
-    /// is a solution. `false` when enough solutions are in hand.
-    fn leaf(&mut self, c: i64, free: bool) -> bool {
-        let b0 = &self.shared.basis[0];
-        let inside = !(free && c == 0)
-            && self.part[1]
-                .iter()
-                .zip(b0)
-                .zip(self.shared.bounds)
-                .all(|((&p, &b), &bound)| admissible(p + c * b, bound));
-        if inside {
-            self.set(0, c);
-            self.found.push(self.part[0].clone());
+    /// Leaf value `c` at level 0 (offset `diff` from its centre): keep the
+    /// lattice vector if it is a solution; `false` when enough solutions
+    /// are in hand. The float vector `proj[1] + diff b*_0` screens it entry
+    /// by entry (almost every leaf fails on its first few entries), and
+    /// only an entry far from every admissible integer rejects it; what
+    /// passes is rebuilt from the coefficients in exact integers and
+    /// tested again.
+    fn leaf(&mut self, c: i64, diff: f64, free: bool) -> bool {
+        self.coeffs[0] = c;
+        if free && c == 0 {
+            return true;
+        }
+        let star = &self.shared.lattice.gso.star[0];
+        let screened = self.proj[1]
+            .iter()
+            .zip(star)
+            .zip(&self.shared.lattice.bounds)
+            .all(|((&p, &s), &bound)| plausible(p + diff * s, bound));
+        if !screened {
+            return true;
+        }
+        let Some(y) = self.exact_vector() else {
+            return true;
+        };
+        if y.iter()
+            .zip(&self.shared.lattice.bounds)
+            .all(|(&v, &c)| admissible(v, c))
+        {
+            self.found.push(y);
             if self.found.len() >= self.shared.max_solutions {
-                self.coeffs[0] = 0;
                 return false;
             }
         }
-        self.coeffs[0] = c;
         true
+    }
+
+    /// `sum_t coeffs[t] basis[t]` in exact integer arithmetic; `None` if
+    /// an entry leaves `i64` (no solution has such an entry).
+    fn exact_vector(&self) -> Option<Vec<i64>> {
+        let dim = self.shared.lattice.bounds.len();
+        (0..dim)
+            .map(|j| {
+                let sum: i128 = self
+                    .coeffs
+                    .iter()
+                    .zip(&self.shared.lattice.basis)
+                    .map(|(&c, b)| i128::from(c) * i128::from(b[j]))
+                    .sum();
+                i64::try_from(sum).ok()
+            })
+            .collect()
     }
 
     /// The centre of level `t` given the coefficients above it, refreshing
     /// the stale part of `sig[t]` from the top down.
     fn center(&mut self, t: usize) -> f64 {
-        let (sig, mu_t) = (&mut self.sig[t], &self.shared.gso.mu_t[t]);
+        let (sig, mu_t) = (&mut self.sig[t], &self.shared.lattice.gso.mu_t[t]);
         for j in (t + 1..=self.begin[t]).rev() {
             sig[j] = sig[j + 1] + self.coeffs[j] as f64 * mu_t[j];
         }
@@ -450,11 +575,11 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// `cut` records a value passed over for want of budget: a pass with
     /// no cut has reached every leaf.
     fn walk(&mut self, t: usize, partial: f64, free: bool, budget: Option<u32>) -> bool {
-        let gso = self.shared.gso;
+        let gso = &self.shared.lattice.gso;
         let center = self.center(t);
         let norm = gso.norms[t];
-        let radius = self.shared.radius_sq;
-        let mut order = Order::new(center, free);
+        let radius = self.shared.lattice.radius_sq;
+        let mut order = Order::new(center, free, self.shared.lattice.allowed(t));
         let mut position = 0;
         while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
             if !self.tick() {
@@ -478,7 +603,8 @@ impl<'a, 'b> Walker<'a, 'b> {
             };
             position += 1;
             if t == 0 {
-                if rest.is_none_or(|r| r == 0) && !self.leaf(c, free) {
+                if rest.is_none_or(|r| r == 0) && !self.leaf(c, diff, free) {
+                    self.coeffs[0] = 0;
                     return false;
                 }
                 self.coeffs[0] = c;
@@ -506,8 +632,8 @@ impl<'a, 'b> Walker<'a, 'b> {
         let d = self.coeffs.len();
         self.coeffs.fill(0);
         self.begin.fill(d - 1);
-        let gso = self.shared.gso;
-        let radius = self.shared.radius_sq;
+        let gso = &self.shared.lattice.gso;
+        let radius = self.shared.lattice.radius_sq;
         let (mut t, mut partial, mut free) = (d - 1, 0.0, true);
         let (mut weight, mut total) = (1.0, 1.0);
         let mut children: Vec<(i64, f64, f64)> = Vec::new();
@@ -515,7 +641,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             let center = self.center(t);
             let norm = gso.norms[t];
             children.clear();
-            let mut order = Order::new(center, free);
+            let mut order = Order::new(center, free, self.shared.lattice.allowed(t));
             while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
                 if t == 0 || self.project(t, diff, next) {
                     children.push((c, diff, next));
@@ -552,6 +678,19 @@ fn admissible(y: i64, bound: i64) -> bool {
     y.abs() <= bound && (y - bound).rem_euclid(2) == 0
 }
 
+/// Whether the float value `v` of an integer entry could be admissible:
+/// `false` only when `v` is more than half a unit beyond the bound, or
+/// within a quarter of an integer that is not admissible. Rounding in the
+/// projections is many orders of magnitude below these margins, so a
+/// solution is never screened out; the exact test follows.
+fn plausible(v: f64, bound: i64) -> bool {
+    if v.abs() > bound as f64 + 0.5 {
+        return false;
+    }
+    let r = v.round();
+    (v - r).abs() > 0.25 || admissible(r as i64, bound)
+}
+
 /// Knuth's estimate of the node count of the depth-first tree that
 /// [`enumerate_bounded`] searches (radius and infinity-norm tests; the
 /// mean of `dives` random dives from a fixed seed, so repeatable). Used to
@@ -563,28 +702,12 @@ pub fn estimate_nodes(
     radius_sq: f64,
     dives: usize,
 ) -> Result<f64, Error> {
-    let d = basis.len();
-    if d == 0 {
+    if basis.is_empty() {
         return Ok(0.0);
     }
-    check_shapes(basis, bounds)?;
-    let gso = gram_schmidt(basis)?;
-    let nodes = AtomicU64::new(0);
+    let lattice = Lattice::new(basis, bounds, radius_sq)?;
     let cancel = AtomicBool::new(false);
-    let done_below = AtomicUsize::new(usize::MAX);
-    let shared = Shared {
-        gso: &gso,
-        basis,
-        bounds,
-        weights: bounds.iter().map(|&c| c as f64).collect(),
-        radius_sq: radius_sq.floor() + 0.5,
-        max_solutions: 1,
-        deadline: None,
-        node_limit: None,
-        nodes: &nodes,
-        cancel: &cancel,
-        done_below: &done_below,
-    };
+    let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
     let mut walker = Walker::new(&shared, 0);
     let mut rng = 0x9E37_79B9_7F4A_7C15u64;
     let sum: f64 = (0..dives.max(1)).map(|_| walker.dive(&mut rng)).sum();
@@ -611,7 +734,9 @@ fn check_shapes(basis: &[Vec<i64>], bounds: &[i64]) -> Result<(), Error> {
 /// Every vector `y` of the lattice spanned by `basis` (rows) with squared
 /// norm at most `radius_sq` and each entry `y_j` in
 /// `{-bounds[j], -bounds[j] + 2, ..., bounds[j]}`, up to sign and up to
-/// `max_solutions` of them. Runs on the current rayon pool.
+/// `max_solutions` of them: limited-discrepancy passes while they have
+/// spent fewer than `lds_nodes` nodes (see [`Tree::limited_discrepancy`]),
+/// then the depth-first search. Runs on the current rayon pool.
 pub fn enumerate_bounded(
     basis: &[Vec<i64>],
     bounds: &[i64],
@@ -622,134 +747,259 @@ pub fn enumerate_bounded(
     cancel: &AtomicBool,
 ) -> Result<Enumeration, Error> {
     let start = Instant::now();
-    let d = basis.len();
-    if d == 0 {
-        return Ok(Enumeration {
+    let mut tree = Tree::new(basis, bounds, radius_sq)?;
+    let wanted = max_solutions.max(1);
+    let mut lds = Enumeration {
+        solutions: Vec::new(),
+        stopped: None,
+        nodes: 0,
+        seconds: 0.0,
+    };
+    if lds_nodes > 0 {
+        let (out, complete) = tree.limited_discrepancy(wanted, lds_nodes, limits, cancel);
+        let stopped_by_user = out.stopped.is_some_and(|s| s != Stop::NodeLimit)
+            || limits.node_limit.is_some_and(|l| out.nodes >= l);
+        if out.solutions.len() >= wanted || complete || stopped_by_user {
+            return Ok(out);
+        }
+        lds = out;
+    }
+    // Fewer solutions than wanted: the depth-first search finds them
+    // again, in its own order, with what is left of the limits.
+    let limits = Limits {
+        time_limit: limits.time_limit.map(|t| t.saturating_sub(start.elapsed())),
+        node_limit: limits.node_limit.map(|l| l.saturating_sub(lds.nodes)),
+    };
+    let mut out = tree.depth_first(wanted, limits, cancel);
+    if out.stopped.is_some() {
+        // Cut by a limit: keep what the passes found besides.
+        for y in lds.solutions {
+            if out.solutions.len() < wanted && !out.solutions.contains(&y) {
+                out.solutions.push(y);
+            }
+        }
+    }
+    out.nodes += lds.nodes;
+    out.seconds = start.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// The enumeration tree of one reduced kernel basis, cut at its top levels
+/// into prefixes (the parallel jobs). Its depth-first search can run in
+/// pieces: each call of [`Tree::depth_first`] goes on with the prefixes
+/// not searched to their end yet, so a budgeted search interleaved with
+/// other work loses only the prefixes it was cut in.
+///
+/// The cut depends only on the lattice: the first depth with at least
+/// [`PREFIXES`] nodes, in search order. So a complete search visits the same
+/// nodes and reports the same solution at any thread count (a node limit
+/// cuts it within FLUSH nodes per thread, so the count of a limited search
+/// can differ by that much). A level of very wide branching (a huge
+/// radius) would list too many prefixes at once, with no limit checked:
+/// the depth before it is used, or the whole tree as one job.
+pub struct Tree {
+    lattice: Option<Lattice>,
+    jobs: Vec<Job>,
+    /// Depth first: the prefixes searched to their end.
+    searched: Vec<bool>,
+    /// Depth first: the solutions found so far, with their prefix, in
+    /// prefix order.
+    found: Vec<(usize, Vec<i64>)>,
+}
+
+impl Tree {
+    /// Prepare the enumeration of `basis` (rows; may be empty, a lattice
+    /// with no nonzero vector): checks the shapes and that the basis is
+    /// independent, then lists the prefixes.
+    pub fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
+        let d = basis.len();
+        if d == 0 {
+            return Ok(Tree {
+                lattice: None,
+                jobs: Vec::new(),
+                searched: Vec::new(),
+                found: Vec::new(),
+            });
+        }
+        let lattice = Lattice::new(basis, bounds, radius_sq)?;
+        let mut root = Job {
+            coeffs: vec![0; d],
+            level: d,
+            partial: 0.0,
+            free: true,
+            discrepancy: 0,
+        };
+        let mut jobs = Vec::new();
+        {
+            let cancel = AtomicBool::new(false);
+            let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
+            for depth in 1..=d {
+                let mut deeper = Vec::new();
+                if !expand(&shared, depth, &mut root, &mut deeper) {
+                    break;
+                }
+                jobs = deeper;
+                if jobs.len() >= PREFIXES || depth == d {
+                    break;
+                }
+            }
+        }
+        if jobs.is_empty() {
+            jobs.push(root);
+        }
+        Ok(Tree {
+            lattice: Some(lattice),
+            searched: vec![false; jobs.len()],
+            jobs,
+            found: Vec::new(),
+        })
+    }
+
+    /// Length of the lattice vectors (0 for an empty basis).
+    pub fn dim(&self) -> usize {
+        self.lattice.as_ref().map_or(0, |l| l.bounds.len())
+    }
+
+    /// Share of the prefixes the depth-first search has searched to their
+    /// end (1.0 once it is complete).
+    pub fn searched_fraction(&self) -> f64 {
+        if self.jobs.is_empty() {
+            return 1.0;
+        }
+        self.searched.iter().filter(|&&s| s).count() as f64 / self.jobs.len() as f64
+    }
+
+    /// Go on with the depth-first search until `max_solutions` solutions
+    /// are in hand (the first ones in search order when the search runs
+    /// uncut), the tree is exhausted, or a limit of this call stops it
+    /// (`stopped`). `nodes` counts this call's nodes. Runs on the current
+    /// rayon pool.
+    pub fn depth_first(
+        &mut self,
+        max_solutions: usize,
+        limits: Limits,
+        cancel: &AtomicBool,
+    ) -> Enumeration {
+        let start = Instant::now();
+        let wanted = max_solutions.max(1);
+        let Some(lattice) = &self.lattice else {
+            return Enumeration::empty(start);
+        };
+        let shared = Shared::new(lattice, wanted, limits, start, cancel);
+        let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched);
+        let mut stopped = None;
+        for (index, result) in results.into_iter().enumerate() {
+            self.searched[index] |= result.searched;
+            for y in result.found {
+                if !self.found.iter().any(|(i, z)| *i == index && *z == y) {
+                    self.found.push((index, y));
+                }
+            }
+            stopped = stopped.or(result.stop);
+        }
+        self.found.sort_by_key(|(i, _)| *i);
+        let solutions: Vec<Vec<i64>> = self
+            .found
+            .iter()
+            .take(wanted)
+            .map(|(_, y)| y.clone())
+            .collect();
+        if solutions.len() >= wanted || self.searched.iter().all(|&s| s) {
+            stopped = None;
+        }
+        Enumeration {
+            solutions,
+            stopped,
+            nodes: shared.nodes.load(Ordering::Relaxed),
+            seconds: start.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// Limited-discrepancy passes (Harvey & Ginsberg 1995), discrepancy 0,
+    /// 1, 2, ..., each on the whole tree: on feasible market-split
+    /// instances a solution usually lies on a path that leaves the search
+    /// order at few levels, far from the start of the depth-first order.
+    /// Each pass is deterministic; passes stop once `max_solutions` are in
+    /// hand, once `lds_nodes` are spent (checked between passes), or at a
+    /// limit. Returns what was found and whether the passes were complete:
+    /// a pass that passed over nothing has seen every leaf, so an empty
+    /// result is then a proof. Independent of the depth-first search.
+    pub fn limited_discrepancy(
+        &self,
+        max_solutions: usize,
+        lds_nodes: u64,
+        limits: Limits,
+        cancel: &AtomicBool,
+    ) -> (Enumeration, bool) {
+        let start = Instant::now();
+        let wanted = max_solutions.max(1);
+        let Some(lattice) = &self.lattice else {
+            return (Enumeration::empty(start), true);
+        };
+        let shared = Shared::new(lattice, wanted, limits, start, cancel);
+        let none = vec![false; self.jobs.len()];
+        let mut found: Vec<Vec<i64>> = Vec::new();
+        let mut discrepancy = 0u32;
+        let (stopped, complete) = loop {
+            let (results, cut) = run_jobs(&shared, &self.jobs, Some(discrepancy), &none);
+            let (more, stopped) = collect(results, wanted - found.len());
+            found.extend(more);
+            if found.len() >= wanted {
+                break (None, false);
+            }
+            if stopped.is_some() || !cut {
+                break (stopped, stopped.is_none());
+            }
+            if shared.nodes.load(Ordering::Relaxed) >= lds_nodes {
+                break (Some(Stop::NodeLimit), false);
+            }
+            discrepancy += 1;
+            shared.done_below.store(usize::MAX, Ordering::Relaxed);
+        };
+        let out = Enumeration {
+            solutions: found,
+            stopped,
+            nodes: shared.nodes.load(Ordering::Relaxed),
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        (out, complete)
+    }
+}
+
+impl Enumeration {
+    fn empty(start: Instant) -> Self {
+        Enumeration {
             solutions: Vec::new(),
             stopped: None,
             nodes: 0,
-            seconds: 0.0,
-        });
-    }
-    check_shapes(basis, bounds)?;
-    let gso = gram_schmidt(basis)?;
-    // Integer vectors have integer squared norms, so half a unit of slack
-    // keeps vectors exactly on the sphere despite rounding in the GSO.
-    let radius_sq = radius_sq.floor() + 0.5;
-    // Cut the tree at a fixed depth, in search order: every subtree below
-    // the cut is one parallel job. The depth depends only on the lattice, so
-    // a complete search visits the same nodes and reports the same solution
-    // at any thread count (a node limit cuts it within FLUSH nodes per
-    // thread, so the count of a limited search can differ by that much).
-    // A level of very wide branching (a huge radius) would list too many
-    // prefixes at once, with no limit checked: the depth before it is used,
-    // or the whole tree as one job.
-    let root = Job {
-        coeffs: vec![0; d],
-        level: d,
-        partial: 0.0,
-        free: true,
-        discrepancy: 0,
-    };
-    let mut jobs = Vec::new();
-    for depth in 1..=d {
-        let mut deeper = Vec::new();
-        let complete = expand(
-            &gso,
-            radius_sq,
-            depth,
-            &mut vec![0; d],
-            d,
-            0.0,
-            true,
-            0,
-            &mut deeper,
-        );
-        if !complete {
-            break;
-        }
-        jobs = deeper;
-        if jobs.len() >= PREFIXES || depth == d {
-            break;
+            seconds: start.elapsed().as_secs_f64(),
         }
     }
-    if jobs.is_empty() {
-        jobs.push(root);
-    }
-    let nodes = AtomicU64::new(0);
-    let done_below = AtomicUsize::new(usize::MAX);
-    let mut shared = Shared {
-        gso: &gso,
-        basis,
-        bounds,
-        weights: bounds.iter().map(|&c| c as f64).collect(),
-        radius_sq,
-        max_solutions: max_solutions.max(1),
-        deadline: limits.time_limit.and_then(|t| start.checked_add(t)),
-        node_limit: limits.node_limit,
-        nodes: &nodes,
-        cancel,
-        done_below: &done_below,
-    };
-    let wanted = max_solutions.max(1);
-    let mut lds_found: Vec<Vec<i64>> = Vec::new();
-    if lds_nodes > 0 {
-        // Limited-discrepancy passes first, discrepancy 0, 1, 2, ...: on
-        // feasible market-split instances a solution usually lies on a path
-        // that leaves the search order at few levels, far from the start of
-        // the depth-first order. Each pass is deterministic; passes stop
-        // once `lds_nodes` are spent (checked between passes), and a pass
-        // that passed over nothing has seen every leaf, so it is complete.
-        let mut discrepancy = 0u32;
-        loop {
-            let (results, cut) = run_jobs(&shared, &jobs, Some(discrepancy));
-            let (found, stopped) = collect(results, wanted);
-            lds_found.extend(found);
-            if lds_found.len() >= wanted || stopped.is_some() || !cut {
-                lds_found.truncate(wanted);
-                let complete = lds_found.len() >= wanted || stopped.is_none();
-                return Ok(Enumeration {
-                    solutions: lds_found,
-                    stopped: if complete { None } else { stopped },
-                    nodes: nodes.load(Ordering::Relaxed),
-                    seconds: start.elapsed().as_secs_f64(),
-                });
-            }
-            if nodes.load(Ordering::Relaxed) >= lds_nodes {
-                break;
-            }
-            discrepancy += 1;
-            done_below.store(usize::MAX, Ordering::Relaxed);
-        }
-        // Fewer solutions than wanted: the depth-first search below finds
-        // them again, in its own order.
-        shared.max_solutions = wanted;
-    }
-    let (results, _) = run_jobs(&shared, &jobs, None);
-    let (mut solutions, stopped) = collect(results, wanted);
-    if stopped.is_some() {
-        // Cut by a limit: keep what the passes found besides.
-        for y in lds_found {
-            if solutions.len() < wanted && !solutions.contains(&y) {
-                solutions.push(y);
-            }
-        }
-    }
-    Ok(Enumeration {
-        solutions,
-        stopped,
-        nodes: nodes.load(Ordering::Relaxed),
-        seconds: start.elapsed().as_secs_f64(),
-    })
 }
 
-/// Run every job, depth first, or as one limited-discrepancy pass with
-/// `discrepancy` to spend (jobs whose prefix spends more are passed over),
-/// on the current rayon pool. Returns each job's result, in job order, and
-/// whether anything was passed over for want of discrepancy.
-fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<JobResult>, bool) {
-    let gso = shared.gso;
-    let d = shared.basis.len();
+/// What one job of [`run_jobs`] did.
+#[derive(Default)]
+struct JobResult {
+    found: Vec<Vec<i64>>,
+    stop: Option<Stop>,
+    /// Searched to its end (not passed over, cut by a limit or left once
+    /// an earlier prefix had the answer).
+    searched: bool,
+}
+
+/// Run every job not already `searched`, depth first, or as one
+/// limited-discrepancy pass with `discrepancy` to spend (jobs whose prefix
+/// spends more are passed over), on the current rayon pool. Returns each
+/// job's result, in job order, and whether anything was passed over for
+/// want of discrepancy.
+fn run_jobs(
+    shared: &Shared,
+    jobs: &[Job],
+    discrepancy: Option<u32>,
+    searched: &[bool],
+) -> (Vec<JobResult>, bool) {
+    let gso = &shared.lattice.gso;
+    let d = shared.lattice.basis.len();
     let cut = AtomicBool::new(false);
     // Workers take the jobs in search order from a shared counter: the
     // most promising prefixes first, and a solution found in job i only
@@ -757,25 +1007,31 @@ fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<Job
     let next = AtomicUsize::new(0);
     let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
     let run_job = |w: &mut Walker, index: usize| -> JobResult {
+        if searched[index] {
+            return JobResult::default();
+        }
         // A job that starts after a limit was reached does not run: the
         // overshoot stays below FLUSH nodes per thread.
         if let Some(stop) = shared.stop(shared.nodes.load(Ordering::Relaxed)) {
-            return (Vec::new(), Some(stop), 0);
+            return JobResult {
+                stop: Some(stop),
+                ..JobResult::default()
+            };
         }
         let job = &jobs[index];
         let budget = match discrepancy {
             Some(k) if job.discrepancy > k => {
                 cut.store(true, Ordering::Relaxed);
-                return (Vec::new(), None, 0);
+                return JobResult::default();
             }
             Some(k) => Some(k - job.discrepancy),
             None => None,
         };
         if shared.done_below.load(Ordering::Relaxed) < index {
-            return (Vec::new(), None, 0);
+            return JobResult::default();
         }
         w.reset(index);
-        // Top down: each partial vector builds on the one above it.
+        // Top down: each projection builds on the one above it.
         for t in (job.level..d).rev() {
             w.set(t, job.coeffs[t]);
             let center: f64 = -(t + 1..d)
@@ -783,26 +1039,35 @@ fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<Job
                 .sum::<f64>();
             w.project(t, job.coeffs[t] as f64 - center, 0.0);
         }
-        if job.level == 0 {
-            let y = &w.part[0];
-            if !job.free
-                && budget.is_none_or(|k| k == 0)
-                && y.iter().zip(shared.bounds).all(|(&v, &c)| admissible(v, c))
-            {
-                w.found.push(y.clone());
+        let complete = if job.level == 0 {
+            if !job.free && budget.is_none_or(|k| k == 0) {
+                if let Some(y) = w.exact_vector() {
+                    if y.iter()
+                        .zip(&shared.lattice.bounds)
+                        .all(|(&v, &c)| admissible(v, c))
+                    {
+                        w.found.push(y);
+                    }
+                }
             }
+            true
         } else {
-            w.walk(job.level - 1, job.partial, job.free, budget);
+            let complete = w.walk(job.level - 1, job.partial, job.free, budget);
             if w.cut {
                 cut.store(true, Ordering::Relaxed);
             }
-        }
+            complete
+        };
         if w.found.len() >= shared.max_solutions {
             shared.done_below.fetch_min(index, Ordering::Relaxed);
         }
         let rest = w.local_nodes % FLUSH;
         shared.nodes.fetch_add(rest, Ordering::Relaxed);
-        (std::mem::take(&mut w.found), w.stopped, w.local_nodes)
+        JobResult {
+            found: std::mem::take(&mut w.found),
+            stop: w.stopped,
+            searched: complete && w.stopped.is_none(),
+        }
     };
     (0..rayon::current_num_threads())
         .into_par_iter()
@@ -829,13 +1094,13 @@ fn run_jobs(shared: &Shared, jobs: &[Job], discrepancy: Option<u32>) -> (Vec<Job
 fn collect(results: Vec<JobResult>, wanted: usize) -> (Vec<Vec<i64>>, Option<Stop>) {
     let mut solutions = Vec::new();
     let mut stopped = None;
-    for (found, stop, _) in results {
+    for result in results {
         if solutions.len() >= wanted {
             break;
         }
-        solutions.extend(found);
-        if stop.is_some() && solutions.len() < wanted {
-            stopped = stop;
+        solutions.extend(result.found);
+        if result.stop.is_some() && solutions.len() < wanted {
+            stopped = result.stop;
             break;
         }
     }
@@ -897,6 +1162,97 @@ mod tests {
             row[0] = -1;
         }
         basis
+    }
+
+    #[test]
+    fn the_top_coefficient_is_restricted_only_by_coordinates_it_alone_carries() {
+        // Coordinate 2 is carried by the top vector alone, with entry 1 and
+        // bound 1: its coefficient must be 1 (0 and 2 give entries 0 and 2).
+        let basis = vec![vec![2, 0, 0], vec![1, 1, 0], vec![1, 1, 1]];
+        assert_eq!(top_values(&basis, &[1, 1, 1]), Some(vec![false, true]));
+        // Bound 3 and entry -1: 1 and 3 (odd entries up to 3).
+        assert_eq!(
+            top_values(&basis, &[1, 1, 3]),
+            Some(vec![false, true, false, true])
+        );
+        // Bound 2 and entry 2: 0 or 1 (entries 0 and 2, even).
+        let even = vec![vec![2, 0, 0], vec![1, 1, 0], vec![1, 1, 2]];
+        assert_eq!(top_values(&even, &[1, 1, 2]), Some(vec![true, true]));
+        // Another vector touches every coordinate: no restriction.
+        let mixed = vec![vec![1, 1, 1], vec![1, -1, 1]];
+        assert_eq!(top_values(&mixed, &[1, 1, 1]), None);
+        // The restriction changes no answer: the same solutions as the
+        // basis with the homogenising coordinate spread over two vectors.
+        let cancel = AtomicBool::new(false);
+        let all = |b: &[Vec<i64>]| {
+            let mut got = enumerate_bounded(b, &[1, 1, 1], 3.0, 100, 0, Limits::default(), &cancel)
+                .unwrap()
+                .solutions;
+            for y in got.iter_mut() {
+                if y[2] < 0 {
+                    y.iter_mut().for_each(|v| *v = -*v);
+                }
+            }
+            got.sort();
+            got
+        };
+        let spread = vec![vec![2, 0, 0], vec![1, 1, 1], vec![1, 1, 2]];
+        assert_eq!(top_values(&spread, &[1, 1, 1]), None);
+        assert_eq!(all(&basis), all(&spread));
+        assert_eq!(
+            all(&basis),
+            vec![
+                vec![-1, -1, 1],
+                vec![-1, 1, 1],
+                vec![1, -1, 1],
+                vec![1, 1, 1]
+            ]
+        );
+    }
+
+    #[test]
+    fn a_depth_first_search_in_pieces_finds_what_one_search_finds() {
+        let basis = ones_lattice(12);
+        let bounds = vec![1; 12];
+        let cancel = AtomicBool::new(false);
+        let whole =
+            enumerate_bounded(&basis, &bounds, 12.0, 5000, 0, Limits::default(), &cancel).unwrap();
+        assert_eq!(whole.solutions.len(), 2048);
+        let mut tree = Tree::new(&basis, &bounds, 12.0).unwrap();
+        let piece = Limits {
+            time_limit: None,
+            node_limit: Some(3000),
+        };
+        let mut pieces = 0;
+        let mut nodes = 0;
+        let last = loop {
+            let out = tree.depth_first(5000, piece, &cancel);
+            pieces += 1;
+            nodes += out.nodes;
+            assert!(out.nodes <= 3000 + FLUSH * rayon::current_num_threads() as u64);
+            if out.stopped.is_none() {
+                break out;
+            }
+            assert_eq!(out.stopped, Some(Stop::NodeLimit));
+            assert!(tree.searched_fraction() < 1.0);
+        };
+        assert!(pieces > 3, "{pieces} pieces");
+        assert_eq!(tree.searched_fraction(), 1.0);
+        // The same vectors in the same (search) order; the pieces redo the
+        // prefixes they were cut in, so they count more nodes.
+        assert_eq!(last.solutions, whole.solutions);
+        assert!(nodes >= whole.nodes);
+        // A finished tree answers at once.
+        let again = tree.depth_first(5000, Limits::default(), &cancel);
+        assert_eq!((again.solutions, again.nodes), (whole.solutions, 0));
+    }
+
+    #[test]
+    fn an_entry_is_screened_out_only_far_from_every_admissible_integer() {
+        assert!(plausible(1.0 + 1e-9, 1) && plausible(-3.0, 3) && plausible(0.0, 2));
+        assert!(!plausible(0.0, 1) && !plausible(2.0, 3) && !plausible(1.6, 1));
+        // Halfway between integers: left to the exact test.
+        assert!(plausible(0.5, 1) && plausible(1.5, 2));
     }
 
     #[test]

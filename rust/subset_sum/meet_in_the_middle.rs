@@ -195,7 +195,8 @@ pub fn meet_in_the_middle_verified(
                         break;
                     }
                     checks += 1;
-                    if checks % POLL == 0 && halt(formed.load(Ordering::Relaxed) + checks) {
+                    if checks.is_multiple_of(POLL) && halt(formed.load(Ordering::Relaxed) + checks)
+                    {
                         break 'right;
                     }
                     if close(lmask, rmask) {

@@ -370,7 +370,7 @@ mod tests {
             } else {
                 let mut b = vec![0; k];
                 for c in &columns {
-                    if splitmix64(&mut state) % 2 == 0 {
+                    if splitmix64(&mut state).is_multiple_of(2) {
                         for (s, &a) in b.iter_mut().zip(c) {
                             *s += a;
                         }
