@@ -99,10 +99,99 @@ fn axpy_l1_lanes(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f6
     lane_sum(acc)
 }
 
-/// The eight lanes summed in the order [`axpy_l1_lanes`] sums them.
+/// The eight lanes summed in the order every kernel sums them: halves,
+/// then quarters, then the last pair (a vector register's natural
+/// reduction).
 #[inline(always)]
 fn lane_sum(acc: [f64; LANES]) -> f64 {
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+}
+
+/// [`AxpyL1::run`]'s arithmetic for one instruction set, written to be
+/// inlined into code compiled for that set (a caller with the matching
+/// `#[target_feature]`), where the intrinsics inline too.
+pub trait AxpyL1Kernel {
+    /// As [`AxpyL1::run`], without its checks.
+    ///
+    /// # Safety
+    /// The CPU must have the kernel's instruction set, and the slices must
+    /// be as [`AxpyL1::run`] checks.
+    unsafe fn axpy_l1(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64;
+}
+
+/// The AVX-512F kernel.
+#[cfg(target_arch = "x86_64")]
+pub struct Avx512;
+/// The AVX2 kernel.
+#[cfg(target_arch = "x86_64")]
+pub struct Avx2;
+/// The kernel for any CPU.
+pub struct Portable;
+
+impl AxpyL1Kernel for Portable {
+    #[inline(always)]
+    unsafe fn axpy_l1(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64 {
+        axpy_l1_lanes(out, above, s, w, alpha)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl AxpyL1Kernel for Avx512 {
+    #[inline(always)]
+    unsafe fn axpy_l1(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64 {
+        use std::arch::x86_64::*;
+        let a = _mm512_set1_pd(alpha);
+        let mut acc = _mm512_setzero_pd();
+        for k in (0..out.len()).step_by(LANES) {
+            let v = _mm512_add_pd(
+                _mm512_loadu_pd(above.as_ptr().add(k)),
+                _mm512_mul_pd(a, _mm512_loadu_pd(s.as_ptr().add(k))),
+            );
+            _mm512_storeu_pd(out.as_mut_ptr().add(k), v);
+            let wv = _mm512_mul_pd(_mm512_loadu_pd(w.as_ptr().add(k)), _mm512_abs_pd(v));
+            acc = _mm512_add_pd(acc, wv);
+        }
+        // lane_sum's order: halves, quarters, the last pair.
+        let half = _mm256_add_pd(
+            _mm512_castpd512_pd256(acc),
+            _mm512_extractf64x4_pd::<1>(acc),
+        );
+        let quarter = _mm_add_pd(
+            _mm256_castpd256_pd128(half),
+            _mm256_extractf128_pd::<1>(half),
+        );
+        _mm_cvtsd_f64(_mm_add_sd(quarter, _mm_unpackhi_pd(quarter, quarter)))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl AxpyL1Kernel for Avx2 {
+    #[inline(always)]
+    unsafe fn axpy_l1(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64 {
+        use std::arch::x86_64::*;
+        let a = _mm256_set1_pd(alpha);
+        let mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+        for k in (0..out.len()).step_by(LANES) {
+            for (half, acc) in [(0, &mut lo), (4, &mut hi)] {
+                let i = k + half;
+                let v = _mm256_add_pd(
+                    _mm256_loadu_pd(above.as_ptr().add(i)),
+                    _mm256_mul_pd(a, _mm256_loadu_pd(s.as_ptr().add(i))),
+                );
+                _mm256_storeu_pd(out.as_mut_ptr().add(i), v);
+                let wv = _mm256_mul_pd(_mm256_loadu_pd(w.as_ptr().add(i)), _mm256_and_pd(v, mask));
+                *acc = _mm256_add_pd(*acc, wv);
+            }
+        }
+        // lane_sum's order: halves, quarters, the last pair.
+        let half = _mm256_add_pd(lo, hi);
+        let quarter = _mm_add_pd(
+            _mm256_castpd256_pd128(half),
+            _mm256_extractf128_pd::<1>(half),
+        );
+        _mm_cvtsd_f64(_mm_add_sd(quarter, _mm_unpackhi_pd(quarter, quarter)))
+    }
 }
 
 /// # Safety
@@ -110,21 +199,7 @@ fn lane_sum(acc: [f64; LANES]) -> f64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn axpy_l1_avx512(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64 {
-    use std::arch::x86_64::*;
-    let a = _mm512_set1_pd(alpha);
-    let mut acc = _mm512_setzero_pd();
-    for k in (0..out.len()).step_by(LANES) {
-        let v = _mm512_add_pd(
-            _mm512_loadu_pd(above.as_ptr().add(k)),
-            _mm512_mul_pd(a, _mm512_loadu_pd(s.as_ptr().add(k))),
-        );
-        _mm512_storeu_pd(out.as_mut_ptr().add(k), v);
-        let wv = _mm512_mul_pd(_mm512_loadu_pd(w.as_ptr().add(k)), _mm512_abs_pd(v));
-        acc = _mm512_add_pd(acc, wv);
-    }
-    let mut lanes = [0.0; LANES];
-    _mm512_storeu_pd(lanes.as_mut_ptr(), acc);
-    lane_sum(lanes)
+    Avx512::axpy_l1(out, above, s, w, alpha)
 }
 
 /// # Safety
@@ -132,26 +207,7 @@ unsafe fn axpy_l1_avx512(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], a
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn axpy_l1_avx2(out: &mut [f64], above: &[f64], s: &[f64], w: &[f64], alpha: f64) -> f64 {
-    use std::arch::x86_64::*;
-    let a = _mm256_set1_pd(alpha);
-    let mask = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
-    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-    for k in (0..out.len()).step_by(LANES) {
-        for (half, acc) in [(0, &mut lo), (4, &mut hi)] {
-            let i = k + half;
-            let v = _mm256_add_pd(
-                _mm256_loadu_pd(above.as_ptr().add(i)),
-                _mm256_mul_pd(a, _mm256_loadu_pd(s.as_ptr().add(i))),
-            );
-            _mm256_storeu_pd(out.as_mut_ptr().add(i), v);
-            let wv = _mm256_mul_pd(_mm256_loadu_pd(w.as_ptr().add(i)), _mm256_and_pd(v, mask));
-            *acc = _mm256_add_pd(*acc, wv);
-        }
-    }
-    let mut lanes = [0.0; LANES];
-    _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
-    _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
-    lane_sum(lanes)
+    Avx2::axpy_l1(out, above, s, w, alpha)
 }
 
 #[cfg(test)]

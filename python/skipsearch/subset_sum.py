@@ -98,12 +98,17 @@ _BKZ_BLOCK = 20
 #: each basis of the restarts (0.2 to 0.4 s at n = 80).
 _BKZ_RESTART_BLOCK = 30
 #: Nodes of one unit of the restart schedule (Luby's sequence of units per
-#: basis): about a third of a second on two cores, about as much as
-#: reducing a new basis costs.
-_RESTART_UNIT = 1 << 24
-#: Share of the nodes, against the limited-discrepancy restarts, that the
-#: complete depth-first search gets on large trees.
-_COMPLETE_SHARE = 1 / 3
+#: basis): about half a second on two cores, a little more than reducing a
+#: new basis costs (2^23 to 2^25 measured on QOBLIB's ms_09_100 and
+#: ms_09_200 with BKZ-20, -25 and -30 restarts: 2^25 with BKZ-30 was the
+#: steadiest).
+_RESTART_UNIT = 1 << 25
+#: Nodes the complete depth-first search gets for each node of the
+#: limited-discrepancy restarts on large trees; less on trees estimated
+#: beyond ``_COMPLETE_FAR`` nodes, which it cannot finish in minutes.
+_COMPLETE_SHARE = 1 / 2
+_COMPLETE_SHARE_FAR = 1 / 8
+_COMPLETE_FAR = 1e9
 #: Below this estimate of the depth-first tree on the BKZ-20 basis (Knuth's,
 #: from ``_ESTIMATE_DIVES`` random dives) one short limited-discrepancy pass
 #: runs, then the depth-first search to its end; from it, the restarts take
@@ -847,7 +852,9 @@ def _portfolio(
     between them, each turn where the last stopped (``_core.KernelTree``),
     so it proves infeasibility. Below ``_RESTART_MIN_NODES`` estimated
     nodes it runs to its end after one short limited-discrepancy pass on
-    ``first``; above, it gets ``_COMPLETE_SHARE`` of the nodes. Every turn is
+    ``first``; above, it gets ``_COMPLETE_SHARE`` nodes for each node of the
+    restarts (``_COMPLETE_SHARE_FAR`` on trees estimated beyond
+    ``_COMPLETE_FAR`` nodes, out of its reach in minutes). Every turn is
     counted in nodes, so one thread gives a repeatable run. Returns the
     solution or the stop, and the method steps.
     """
@@ -855,6 +862,7 @@ def _portfolio(
     block = min(_BKZ_RESTART_BLOCK, d)
     rng = np.random.default_rng(_RESTART_SEED)
     small = estimate < _RESTART_MIN_NODES
+    share = _COMPLETE_SHARE if estimate < _COMPLETE_FAR else _COMPLETE_SHARE_FAR
     bases, complete_turns, found_by = 0, 0, ""
     best: Optional[npt.NDArray[np.int64]] = first
 
@@ -916,7 +924,7 @@ def _portfolio(
         if small or i >= 2:
             if tree is None:
                 tree = _core.KernelTree(best, search.bounds, search.radius_sq)
-            turn = None if small else max(1, int(_COMPLETE_SHARE * lds_spent) - complete_spent)
+            turn = None if small else max(1, int(share * lds_spent) - complete_spent)
             complete_turns += 1
             before = search.nodes
             x, stop = search.resume(tree, best, turn)

@@ -53,7 +53,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::kernels::{AxpyL1, LANES};
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::{Avx2, Avx512};
+use crate::kernels::{AxpyL1, AxpyL1Kernel, Portable, LANES};
 use crate::limits::{Limits, Stop};
 
 /// The enumeration tree is cut into at least this many parallel subtrees:
@@ -70,16 +72,19 @@ const MAX_JOBS: usize = 1 << 16;
 /// each vector is searched and solutions sit where the top is nonzero.
 /// At the top level, `allowed` (from [`top_values`]) lists the values a
 /// solution's top coefficient can take; the others are skipped.
-struct Order<'a> {
+#[derive(Clone, Copy, Default)]
+struct Order {
     c: i64,
     dx: i64,
     ddx: i64,
     free: bool,
-    allowed: Option<&'a [bool]>,
+    /// Every value of the level has been tried.
+    done: bool,
 }
 
-impl<'a> Order<'a> {
-    fn new(center: f64, free: bool, allowed: Option<&'a [bool]>) -> Self {
+impl Order {
+    #[inline(always)]
+    fn new(center: f64, free: bool) -> Self {
         let c = if free { 1 } else { center.round() as i64 };
         let dx = if center >= c as f64 { 1 } else { -1 };
         Order {
@@ -87,17 +92,19 @@ impl<'a> Order<'a> {
             dx,
             ddx: dx,
             free,
-            allowed,
+            done: false,
         }
     }
 
     /// The current value is outside the radius: `true` if the level goes on
     /// (a free level jumps to its last value, 0), `false` if it is done.
+    #[inline(always)]
     fn out_of_range(&mut self) -> bool {
         if self.free && self.c > 0 {
             self.c = 0;
             true
         } else {
+            self.done = true;
             false
         }
     }
@@ -106,36 +113,36 @@ impl<'a> Order<'a> {
     /// a free level that leaves either to its last value, 0), with its
     /// offset from `center` and the squared norm it brings the projection
     /// to; `None` when the level is done.
+    #[inline(always)]
     fn within(
         &mut self,
         center: f64,
         partial: f64,
         norm: f64,
         radius: f64,
+        allowed: Option<&[bool]>,
     ) -> Option<(i64, f64, f64)> {
-        loop {
+        while !self.done {
             let diff = self.c as f64 - center;
             let next = partial + diff * diff * norm;
-            let admitted = self
-                .allowed
-                .map(|a| usize::try_from(self.c).ok().and_then(|c| a.get(c)));
-            let go_on = match admitted {
+            let admitted = allowed.map(|a| usize::try_from(self.c).ok().and_then(|c| a.get(c)));
+            match admitted {
                 _ if next > radius => self.out_of_range(),
                 // Beyond the largest allowed value: so are all the next ones.
                 Some(None) => self.out_of_range(),
                 Some(Some(false)) => self.step(),
                 _ => return Some((self.c, diff, next)),
             };
-            if !go_on {
-                return None;
-            }
         }
+        None
     }
 
-    /// Move to the next value; `false` when the level is done.
+    /// Move to the next value; `false` (and done) when the level is done.
+    #[inline(always)]
     fn step(&mut self) -> bool {
         if self.free {
             if self.c == 0 {
+                self.done = true;
                 return false;
             }
             self.c += 1;
@@ -217,12 +224,16 @@ fn expand(shared: &Shared, depth: usize, node: &mut Job, out: &mut Vec<Job>) -> 
     let center: f64 = -(t + 1..node.coeffs.len())
         .map(|j| gso.mu[j][t] * node.coeffs[j] as f64)
         .sum::<f64>();
-    let mut order = Order::new(center, free, shared.lattice.allowed(t));
+    let mut order = Order::new(center, free);
     let mut position = 0;
     let mut complete = true;
-    while let Some((c, _, next)) =
-        order.within(center, partial, gso.norms[t], shared.lattice.radius_sq)
-    {
+    while let Some((c, _, next)) = order.within(
+        center,
+        partial,
+        gso.norms[t],
+        shared.lattice.radius_sq,
+        shared.lattice.allowed(t),
+    ) {
         node.coeffs[t] = c;
         (node.level, node.partial, node.free) = (t, next, free && c == 0);
         node.discrepancy = discrepancy + position;
@@ -400,6 +411,19 @@ impl<'a> Shared<'a> {
     }
 }
 
+/// One level of a walk in progress.
+#[derive(Clone, Copy, Default)]
+struct Level {
+    order: Order,
+    center: f64,
+    /// Squared norm of the projection from the levels above.
+    partial: f64,
+    /// Limited discrepancy: what the levels above left to spend.
+    budget: Option<u32>,
+    /// Values taken so far (those that passed the radius and Hoelder).
+    position: u32,
+}
+
 /// Nodes a walker counts before it adds them to the shared total and
 /// checks the limits.
 const FLUSH: u64 = 1024;
@@ -417,6 +441,8 @@ struct Walker<'a, 'b> {
     /// `sum_{j >= t} (c_j - centre_j) b*_j` (padded to [`padded_len`]).
     /// `proj[0]` is the lattice vector itself, up to rounding.
     proj: Vec<Vec<f64>>,
+    /// The state of each level of the walk in progress.
+    levels: Vec<Level>,
     found: Vec<Vec<i64>>,
     local_nodes: u64,
     stopped: Option<Stop>,
@@ -434,6 +460,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             sig: vec![vec![0.0; d + 1]; d],
             begin: vec![d - 1; d],
             proj: vec![vec![0.0; shared.lattice.weights.len()]; d + 1],
+            levels: vec![Level::default(); d],
             found: Vec::new(),
             local_nodes: 0,
             stopped: None,
@@ -455,6 +482,7 @@ impl<'a, 'b> Walker<'a, 'b> {
         self.cut = false;
     }
 
+    #[inline(always)]
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
         if self.local_nodes.is_multiple_of(FLUSH) {
@@ -469,6 +497,7 @@ impl<'a, 'b> Walker<'a, 'b> {
     }
 
     /// Set coefficient `t` to `c` and mark the centres below stale.
+    #[inline(always)]
     fn set(&mut self, t: usize, c: i64) {
         self.coeffs[t] = c;
         if t > 0 && self.begin[t - 1] < t {
@@ -483,15 +512,32 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// `|p|_2^2 = partial` exceeds that, no solution lies below this node.
     fn project(&mut self, t: usize, diff: f64, partial: f64) -> bool {
         let (lower, upper) = self.proj.split_at_mut(t + 1);
-        let shared = self.shared;
-        let l1 = shared.lattice.axpy_l1.run(
+        let lattice = self.shared.lattice;
+        let l1 = lattice.axpy_l1.run(
             &mut lower[t],
             &upper[0],
-            &shared.lattice.gso.star[t],
-            &shared.lattice.weights,
+            &lattice.gso.star[t],
+            &lattice.weights,
             diff,
         );
-        partial <= l1 * (1.0 + 1e-9) + 1e-6
+        hoelder(partial, l1)
+    }
+
+    /// [`Walker::project`] with kernel `K`, inlined into the walk.
+    ///
+    /// # Safety
+    /// The CPU must have `K`'s instruction set.
+    #[inline(always)]
+    unsafe fn project_with<K: AxpyL1Kernel>(&mut self, t: usize, diff: f64, partial: f64) -> bool {
+        let (lower, upper) = self.proj.split_at_mut(t + 1);
+        let lattice = self.shared.lattice;
+        let (out, above) = (&mut lower[t], &upper[0]);
+        let (star, weights) = (&lattice.gso.star[t], &lattice.weights);
+        // The lengths `AxpyL1::run` checks hold by construction: every
+        // projection, Gram-Schmidt vector and the weights are padded alike.
+        debug_assert!(out.len() == above.len() && out.len() == star.len());
+        debug_assert!(out.len() == weights.len() && out.len() % LANES == 0);
+        hoelder(partial, K::axpy_l1(out, above, star, weights, diff))
     }
 
     /// Leaf value `c` at level 0 (offset `diff` from its centre): keep the
@@ -549,6 +595,7 @@ impl<'a, 'b> Walker<'a, 'b> {
 
     /// The centre of level `t` given the coefficients above it, refreshing
     /// the stale part of `sig[t]` from the top down.
+    #[inline(always)]
     fn center(&mut self, t: usize) -> f64 {
         let (sig, mu_t) = (&mut self.sig[t], &self.shared.lattice.gso.mu_t[t]);
         for j in (t + 1..=self.begin[t]).rev() {
@@ -564,7 +611,9 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// Enumerate levels `t, t-1, ..., 0` given the coefficients above `t`;
     /// `partial` is the squared norm of the projection so far and `free`
     /// says all coefficients above are zero (symmetry: first nonzero > 0).
-    /// With `budget: None` the walk is depth first.
+    /// With `budget: None` the walk is depth first. `false` when it stopped
+    /// early (a limit, enough solutions, or an earlier prefix with the
+    /// answer), `true` when it searched the whole subtree.
     ///
     /// With `Some(budget)`, a limited-discrepancy search (Harvey & Ginsberg 1995, as
     /// solvediophant runs it): the same tree and tests, but the
@@ -574,53 +623,133 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// exactly (those that spend less were tested in an earlier pass).
     /// `cut` records a value passed over for want of budget: a pass with
     /// no cut has reached every leaf.
+    ///
+    /// The walk is compiled once per SIMD kernel, with that instruction set
+    /// enabled throughout, so the projections inline into it.
     fn walk(&mut self, t: usize, partial: f64, free: bool, budget: Option<u32>) -> bool {
-        let gso = &self.shared.lattice.gso;
-        let center = self.center(t);
-        let norm = gso.norms[t];
-        let radius = self.shared.lattice.radius_sq;
-        let mut order = Order::new(center, free, self.shared.lattice.allowed(t));
-        let mut position = 0;
-        while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
+        match self.shared.lattice.axpy_l1 {
+            // SAFETY: `AxpyL1::detect` chose these only where the CPU has
+            // the instruction set.
+            #[cfg(target_arch = "x86_64")]
+            AxpyL1::Avx512 => unsafe { self.walk_avx512(t, partial, free, budget) },
+            #[cfg(target_arch = "x86_64")]
+            AxpyL1::Avx2 => unsafe { self.walk_avx2(t, partial, free, budget) },
+            // SAFETY: the portable kernel runs anywhere.
+            AxpyL1::Portable => unsafe { self.walk_levels::<Portable>(t, partial, free, budget) },
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn walk_avx512(
+        &mut self,
+        t: usize,
+        partial: f64,
+        free: bool,
+        budget: Option<u32>,
+    ) -> bool {
+        self.walk_levels::<Avx512>(t, partial, free, budget)
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn walk_avx2(
+        &mut self,
+        t: usize,
+        partial: f64,
+        free: bool,
+        budget: Option<u32>,
+    ) -> bool {
+        self.walk_levels::<Avx2>(t, partial, free, budget)
+    }
+
+    /// [`Walker::walk`] with kernel `K`, one level at a time (no recursion,
+    /// so that it inlines whole into the kernel's entry point).
+    ///
+    /// # Safety
+    /// The CPU must have `K`'s instruction set.
+    #[inline(always)]
+    unsafe fn walk_levels<K: AxpyL1Kernel>(
+        &mut self,
+        top: usize,
+        partial: f64,
+        free: bool,
+        budget: Option<u32>,
+    ) -> bool {
+        let lattice = self.shared.lattice;
+        let radius = lattice.radius_sq;
+        let mut t = top;
+        self.enter(t, partial, free, budget);
+        loop {
+            let level = &mut self.levels[t];
+            let norm = lattice.gso.norms[t];
+            let value = level.order.within(
+                level.center,
+                level.partial,
+                norm,
+                radius,
+                lattice.allowed(t),
+            );
+            let Some((c, diff, next)) = value else {
+                // The level is done: back to the one above.
+                self.set(t, 0);
+                if t == top {
+                    return true;
+                }
+                t += 1;
+                self.levels[t].order.step();
+                continue;
+            };
             if !self.tick() {
-                self.coeffs[t] = 0;
                 return false;
             }
-            if t > 0 && !self.project(t, diff, next) {
+            if t > 0 && !self.project_with::<K>(t, diff, next) {
                 // Hoelder: no bounded completion has this projection.
-                if !order.step() {
-                    break;
-                }
+                self.levels[t].order.step();
                 continue;
             }
-            let rest = match budget {
-                Some(budget) if position > budget => {
+            let level = &mut self.levels[t];
+            let rest = match level.budget {
+                Some(budget) if level.position > budget => {
                     self.cut = true;
-                    break;
+                    level.order.done = true;
+                    continue;
                 }
-                Some(budget) => Some(budget - position),
+                Some(budget) => Some(budget - level.position),
                 None => None,
             };
-            position += 1;
+            level.position += 1;
+            let free = level.order.free;
             if t == 0 {
                 if rest.is_none_or(|r| r == 0) && !self.leaf(c, diff, free) {
                     self.coeffs[0] = 0;
                     return false;
                 }
                 self.coeffs[0] = c;
-            } else {
-                self.set(t, c);
-                if !self.walk(t - 1, next, free && c == 0, rest) {
-                    self.coeffs[t] = 0;
-                    return false;
-                }
+                self.levels[0].order.step();
+                continue;
             }
-            if !order.step() {
-                break;
-            }
+            self.set(t, c);
+            t -= 1;
+            self.enter(t, next, free && c == 0, rest);
         }
-        self.set(t, 0);
-        true
+    }
+
+    /// Start level `t`: its centre and the first value of its order.
+    #[inline(always)]
+    fn enter(&mut self, t: usize, partial: f64, free: bool, budget: Option<u32>) {
+        let center = self.center(t);
+        self.levels[t] = Level {
+            order: Order::new(center, free),
+            center,
+            partial,
+            budget,
+            position: 0,
+        };
     }
 
     /// One random dive of Knuth's estimator (1975): from the root, the
@@ -641,8 +770,9 @@ impl<'a, 'b> Walker<'a, 'b> {
             let center = self.center(t);
             let norm = gso.norms[t];
             children.clear();
-            let mut order = Order::new(center, free, self.shared.lattice.allowed(t));
-            while let Some((c, diff, next)) = order.within(center, partial, norm, radius) {
+            let allowed = self.shared.lattice.allowed(t);
+            let mut order = Order::new(center, free);
+            while let Some((c, diff, next)) = order.within(center, partial, norm, radius, allowed) {
                 if t == 0 || self.project(t, diff, next) {
                     children.push((c, diff, next));
                 }
@@ -671,6 +801,13 @@ impl<'a, 'b> Walker<'a, 'b> {
         self.coeffs.fill(0);
         total
     }
+}
+
+/// Hoelder's test on a projection of squared norm `partial` and weighted
+/// 1-norm `l1`: `false` when no bounded completion has it.
+#[inline(always)]
+fn hoelder(partial: f64, l1: f64) -> bool {
+    partial <= l1 * (1.0 + 1e-9) + 1e-6
 }
 
 /// Entry `y` of a solution: `|y| <= bound` with the parity of `bound`.
