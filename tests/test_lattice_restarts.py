@@ -65,8 +65,10 @@ def test_restarts_agree_with_schroeppel_shamir(monkeypatch, seed, threads):
 @needs_lattice
 def test_the_depth_first_turns_prove_infeasibility(monkeypatch):
     # MS(7, 0) is infeasible: the limited-discrepancy restarts cannot end
-    # it, the depth-first search does, over several turns.
+    # it, the depth-first search does, over several turns (small units, so
+    # that it needs more than one).
     restarts_always(monkeypatch)
+    monkeypatch.setattr(subset_sum_module, "_RESTART_UNIT", 1 << 20)
     A, b = market_split(7, 0)
     r = skipsearch.subset_sum(A, b, threads=2)
     assert r.status == "infeasible"
