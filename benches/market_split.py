@@ -4,6 +4,7 @@ solvediophant beside it when an ``sd2`` binary is given.
     python benches/market_split.py                          # ms_06 .. ms_10_050
     python benches/market_split.py --sets ms_08 --time-limit 90
     python benches/market_split.py --sd2 /path/to/sd2       # side by side
+    python benches/market_split.py --sets ms_06 --others highs cpsat
 
 The instances (``benches/data/qoblib_marketsplit``, CC BY 4.0, see the README
 there) are all feasible. Each solution is re-checked, ``A x = b``, here.
@@ -12,7 +13,9 @@ limit; a limit status counts at that limit. With ``--sd2``, solvediophant
 (built from Wassermann's public source with ``make``, never required) runs
 on the same instance in the same run, as its own QOBLIB script runs it (see
 ``run_sd2``); the ratio column is skipsearch's time over its. The CPU heads
-the output.
+the output. ``--others highs cpsat`` adds HiGHS and CP-SAT, run as
+``subset_sum_table.py`` runs them (``pip install ".[bench]"``); they stall
+from ms_07 on, so each costs up to the time limit per instance.
 """
 
 from __future__ import annotations
@@ -110,10 +113,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
     parser.add_argument("--time-limit", type=float, default=150.0, help="seconds per instance")
     parser.add_argument("--sd2", help="path to solvediophant's sd2 binary (optional)")
+    parser.add_argument(
+        "--others", nargs="+", default=[], choices=["highs", "cpsat"], help="more solvers"
+    )
     args = parser.parse_args(argv)
+    others = {}
+    if args.others:
+        from subset_sum_table import SOLVERS
+
+        others = {name: SOLVERS[name] for name in args.others}
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; time limit {args.time_limit:g} s")
-    print("| instance | k × n | skipsearch | seconds | stages | solvediophant | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    extra = "".join(f" {name} |" for name in others)
+    print(f"| instance | k × n | skipsearch | seconds | stages | solvediophant | ratio |{extra}")
+    print("|---|---|---|---|---|---|---|" + "---|" * len(others))
     for path in instances(args.sets):
         A, b = read_instance(path)
         status, seconds, method = run_skipsearch(A, b, args.time_limit)
@@ -122,9 +134,14 @@ def main(argv: list[str] | None = None) -> int:
             sd_status, sd_seconds = run_sd2(args.sd2, path, args.time_limit)
             sd = f"{sd_status} {sd_seconds:.2f} s"
             ratio = f"{seconds / max(sd_seconds, 1e-3):.2f}×"
+        cells = ""
+        for run in others.values():
+            other_status, other_seconds = run(A, b, args.time_limit)
+            cells += f" {other_status} {other_seconds:.2f} s |"
         k, n = A.shape
         print(
-            f"| {path.stem} | {k} × {n} | {status} | {seconds:.2f} | {method} | {sd} | {ratio} |",
+            f"| {path.stem} | {k} × {n} | {status} | {seconds:.2f} | {method} | {sd} | {ratio} |"
+            + cells,
             flush=True,
         )
     return 0

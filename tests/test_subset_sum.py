@@ -20,6 +20,8 @@ subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from families import absorption_int, market_split
+from market_split import DATA as QOBLIB
+from market_split import read_instance
 
 from tests.conftest import interrupt, needs_lattice
 
@@ -355,13 +357,15 @@ def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
 
 @needs_lattice
 def test_lattice_isolates_the_kernel_for_large_entries(monkeypatch):
-    # 32-bit entries, 8 rows, 34 columns: with the first equation weight the
-    # LLL basis holds fewer kernel vectors than the kernel's dimension, and
-    # an enumeration over that sublattice could miss solutions. The weight
-    # is raised until the kernel separates; Schroeppel-Shamir is the oracle.
+    # 32-bit entries, 8 rows, 34 columns: with too small a first equation
+    # weight (forced here: the real one separates these) the LLL basis holds
+    # fewer kernel vectors than the kernel's dimension, and an enumeration
+    # over that sublattice could miss solutions. The weight is raised until
+    # the kernel separates; Schroeppel-Shamir is the oracle.
     from skipsearch import _core
 
     monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
+    monkeypatch.setattr(subset_sum_module, "_equation_scale", lambda norm_sq: 256)
     rng = np.random.default_rng(0)
     A = rng.integers(-(2**32) // 34, 2**32 // 34, (8, 34))
     s0 = (np.arange(34) < 17).astype(np.int64)
@@ -581,3 +585,23 @@ def test_integer_blocks_with_large_entries_reach_the_exact_engine():
     off = planted + np.array([[1.0, 0.0], [0.0, 0.0]])
     r = skipsearch.find_absorbing_subset(U, D, skip=off, time_limit=60)
     assert r.verdict == "not_absorbable" and r.argument == "exact_integer", r.reason
+
+
+@needs_lattice
+def test_find_absorbing_subset_reaches_the_lattice_engine_on_market_split_blocks():
+    # QOBLIB's ms_07_050_001 as a ReLU block: W_up a column of ones (d_in =
+    # 1), W_down the market split's A (d_out = 7, m = 60), skip -b. A flip
+    # set S then satisfies W_down[:, S] @ 1 = b, the market split itself.
+    A, b = read_instance(QOBLIB / "ms_07_050_001.dat")
+    W_up = np.ones((A.shape[1], 1))
+    W_down = A.astype(float)
+    skip = -b[:, None].astype(float)
+    r = skipsearch.find_absorbing_subset(W_up, W_down, skip=skip, time_limit=120)
+    assert r.verdict == "absorbable" and r.status == "complete"
+    assert any("closest-vector form" in step for step in r.stats.method), r.stats.method
+    np.testing.assert_array_equal(A[:, r.subset].sum(axis=1), b)
+    # The witness block reproduces A x + f(x) at random inputs.
+    x = np.random.default_rng(0).normal(size=(5, 1))
+    g = r.block
+    want = x @ skip.T + np.maximum(x @ W_up.T, 0) @ W_down.T
+    np.testing.assert_allclose(g(x), want, rtol=1e-9, atol=1e-6)

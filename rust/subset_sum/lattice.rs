@@ -39,8 +39,7 @@
 //!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
 //! the top is positive. The tree is split at its top levels into at least
-//! 8192 prefixes (fewer left one huge subtree running alone at the end: 1.58x
-//! on two threads for ABS-int(4,80), against 1.81x now), in search order; workers take them from a shared counter
+//! 2048 prefixes, in search order, listed level by level; workers take them from a shared counter
 //! (so a large prefix never waits behind a queue fixed in advance), each
 //! prefix is searched in a fixed order, and the solution reported is the
 //! first one of the earliest prefix that has one, so the answer does not
@@ -59,9 +58,13 @@ use crate::kernels::{AxpyL1, AxpyL1Kernel, Portable, LANES};
 use crate::limits::{Limits, Stop};
 
 /// The enumeration tree is cut into at least this many parallel subtrees:
-/// enough that the last one to finish is short, few enough that setting
-/// them up costs little (32768 cost a single thread 7%).
-const PREFIXES: usize = 8192;
+/// enough that the last one to finish is short (1.89x on two threads for a
+/// 29 M-node ms_07 tree, 1.93x for 300 M nodes of ms_08), few enough that
+/// setting them up costs little. With the top coefficient fixed the cut
+/// lies deeper than it used to, and 8192 prefixes cost small trees (MS(5),
+/// 40 columns) 40% of their time. The cut must not depend on the thread
+/// count: limited discrepancy counts the prefix's positions.
+const PREFIXES: usize = 2048;
 
 /// Most prefixes listed at one depth (a few MiB of jobs at 100 levels).
 const MAX_JOBS: usize = 1 << 16;
@@ -207,48 +210,41 @@ struct Job {
     discrepancy: u32,
 }
 
-/// Collect, in search order, the nodes `depth` levels below `node` (its
-/// coefficients from `node.level` up are fixed); `node` is left as it was.
-fn expand(shared: &Shared, depth: usize, node: &mut Job, out: &mut Vec<Job>) -> bool {
-    if out.len() >= MAX_JOBS {
-        return false;
+/// Append to `out`, in search order, the children of `job` (the values of
+/// its next level within the radius), or `job` itself when it is a leaf;
+/// stop once `out` holds more than [`MAX_JOBS`] (a huge radius gives a
+/// level more values than could be listed).
+fn children(shared: &Shared, job: &Job, out: &mut Vec<Job>) {
+    if job.level == 0 {
+        out.push(job.clone());
+        return;
     }
-    if depth == 0 || node.level == 0 {
-        out.push(node.clone());
-        return true;
-    }
-    let gso = &shared.lattice.gso;
-    let (level, partial, free, discrepancy) =
-        (node.level, node.partial, node.free, node.discrepancy);
-    let t = level - 1;
-    let center: f64 = -(t + 1..node.coeffs.len())
-        .map(|j| gso.mu[j][t] * node.coeffs[j] as f64)
+    let lattice = shared.lattice;
+    let gso = &lattice.gso;
+    let t = job.level - 1;
+    let center: f64 = -(t + 1..job.coeffs.len())
+        .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
         .sum::<f64>();
-    let mut order = Order::new(center, free);
+    let mut order = Order::new(center, job.free);
     let mut position = 0;
-    let mut complete = true;
     while let Some((c, _, next)) = order.within(
         center,
-        partial,
+        job.partial,
         gso.norms[t],
-        shared.lattice.radius_sq,
-        shared.lattice.allowed(t),
+        lattice.radius_sq,
+        lattice.allowed(t),
     ) {
-        node.coeffs[t] = c;
-        (node.level, node.partial, node.free) = (t, next, free && c == 0);
-        node.discrepancy = discrepancy + position;
-        if !expand(shared, depth - 1, node, out) {
-            complete = false;
-            break;
+        let mut child = job.clone();
+        child.coeffs[t] = c;
+        (child.level, child.partial, child.free) = (t, next, job.free && c == 0);
+        child.discrepancy = job.discrepancy + position;
+        out.push(child);
+        if out.len() > MAX_JOBS {
+            return;
         }
         position += 1;
-        if !order.step() {
-            break;
-        }
+        order.step();
     }
-    node.coeffs[t] = 0;
-    (node.level, node.partial, node.free, node.discrepancy) = (level, partial, free, discrepancy);
-    complete
 }
 
 /// What the enumeration found.
@@ -959,31 +955,34 @@ impl Tree {
             });
         }
         let lattice = Lattice::new(basis, bounds, radius_sq)?;
-        let mut root = Job {
+        let root = Job {
             coeffs: vec![0; d],
             level: d,
             partial: 0.0,
             free: true,
             discrepancy: 0,
         };
-        let mut jobs = Vec::new();
+        // Level by level: the nodes of each depth, in search order, are
+        // the children of the depth above, in order.
+        let mut jobs = vec![root];
         {
             let cancel = AtomicBool::new(false);
             let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
-            for depth in 1..=d {
-                let mut deeper = Vec::new();
-                if !expand(&shared, depth, &mut root, &mut deeper) {
+            while jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0) {
+                let mut deeper = Vec::with_capacity(jobs.len() * 2);
+                for job in &jobs {
+                    children(&shared, job, &mut deeper);
+                    if deeper.len() > MAX_JOBS {
+                        break;
+                    }
+                }
+                if deeper.len() > MAX_JOBS {
                     break;
                 }
                 jobs = deeper;
-                if jobs.len() >= PREFIXES || depth == d {
-                    break;
-                }
             }
         }
-        if jobs.is_empty() {
-            jobs.push(root);
-        }
+
         Ok(Tree {
             lattice: Some(lattice),
             searched: vec![false; jobs.len()],
