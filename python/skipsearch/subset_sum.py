@@ -793,7 +793,7 @@ class _KernelSearch:
         return self._result(out, basis)
 
     def limited_discrepancy(
-        self, basis: npt.NDArray[np.int64], cap: int
+        self, basis: npt.NDArray[np.int64], cap: Optional[int]
     ) -> tuple[Optional[UInt8Array], Optional[str]]:
         """Limited-discrepancy passes on ``basis`` for up to ``cap`` nodes.
         A stop of None without a solution means a pass passed over nothing:
@@ -1034,9 +1034,7 @@ def _kernel_rows(basis: Any, n: int, weight: int = 1) -> list[list[int]]:
     rows = [[0] * basis.ncols for _ in range(basis.nrows)]
     basis.to_matrix(rows)
     return [
-        [*row[:n], row[n] // weight]
-        for row in rows
-        if not any(row[n + 1 :]) and any(row[: n + 1])
+        [*row[:n], row[n] // weight] for row in rows if not any(row[n + 1 :]) and any(row[: n + 1])
     ]
 
 
