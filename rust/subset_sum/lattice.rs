@@ -210,14 +210,28 @@ struct Job {
     discrepancy: u32,
 }
 
-/// Append to `out`, in search order, the children of `job` (the values of
-/// its next level within the radius), or `job` itself when it is a leaf;
-/// stop once `out` holds more than [`MAX_JOBS`] (a huge radius gives a
-/// level more values than could be listed).
-fn children(shared: &Shared, job: &Job, out: &mut Vec<Job>) {
+/// A node of the prefix listing: its job and its projection (as the walk's
+/// `proj` at the job's level).
+struct Frontier {
+    job: Job,
+    proj: Vec<f64>,
+}
+
+/// Append to `out`, in search order, the children of `node` that pass the
+/// radius and Hoelder's test, as the walk tests them, so that a prefix's
+/// discrepancy counts the positions the walk would (or `node` itself when
+/// it is a leaf). `false`, with the listing cut short, once `out` holds
+/// more than [`MAX_JOBS`] or the level has offered more than that many
+/// values (a huge radius gives a level more values than could be tried
+/// here, with no limit checked).
+fn children(shared: &Shared, node: &Frontier, out: &mut Vec<Frontier>) -> bool {
+    let job = &node.job;
     if job.level == 0 {
-        out.push(job.clone());
-        return;
+        out.push(Frontier {
+            job: job.clone(),
+            proj: node.proj.clone(),
+        });
+        return out.len() <= MAX_JOBS;
     }
     let lattice = shared.lattice;
     let gso = &lattice.gso;
@@ -227,24 +241,36 @@ fn children(shared: &Shared, job: &Job, out: &mut Vec<Job>) {
         .sum::<f64>();
     let mut order = Order::new(center, job.free);
     let mut position = 0;
-    while let Some((c, _, next)) = order.within(
+    let mut tried = 0;
+    while let Some((c, diff, next)) = order.within(
         center,
         job.partial,
         gso.norms[t],
         lattice.radius_sq,
         lattice.allowed(t),
     ) {
-        let mut child = job.clone();
-        child.coeffs[t] = c;
-        (child.level, child.partial, child.free) = (t, next, job.free && c == 0);
-        child.discrepancy = job.discrepancy + position;
-        out.push(child);
-        if out.len() > MAX_JOBS {
-            return;
+        tried += 1;
+        if tried > MAX_JOBS {
+            return false;
         }
-        position += 1;
+        let mut proj = vec![0.0; node.proj.len()];
+        let l1 = lattice
+            .axpy_l1
+            .run(&mut proj, &node.proj, &gso.star[t], &lattice.weights, diff);
+        if t == 0 || hoelder(next, l1) {
+            let mut child = job.clone();
+            child.coeffs[t] = c;
+            (child.level, child.partial, child.free) = (t, next, job.free && c == 0);
+            child.discrepancy = job.discrepancy + position;
+            out.push(Frontier { job: child, proj });
+            if out.len() > MAX_JOBS {
+                return false;
+            }
+            position += 1;
+        }
         order.step();
     }
+    true
 }
 
 /// What the enumeration found.
@@ -964,24 +990,26 @@ impl Tree {
         };
         // Level by level: the nodes of each depth, in search order, are
         // the children of the depth above, in order.
-        let mut jobs = vec![root];
+        let mut nodes = vec![Frontier {
+            job: root,
+            proj: vec![0.0; lattice.weights.len()],
+        }];
         {
             let cancel = AtomicBool::new(false);
             let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
-            while jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0) {
-                let mut deeper = Vec::with_capacity(jobs.len() * 2);
-                for job in &jobs {
-                    children(&shared, job, &mut deeper);
-                    if deeper.len() > MAX_JOBS {
-                        break;
-                    }
-                }
-                if deeper.len() > MAX_JOBS {
+            while nodes.len() < PREFIXES && nodes.iter().any(|n| n.job.level > 0) {
+                let mut deeper = Vec::with_capacity(nodes.len() * 2);
+                let listed = nodes
+                    .iter()
+                    .all(|node| children(&shared, node, &mut deeper));
+                if !listed {
+                    // Too wide to list: the depth above is the cut.
                     break;
                 }
-                jobs = deeper;
+                nodes = deeper;
             }
         }
+        let jobs: Vec<Job> = nodes.into_iter().map(|n| n.job).collect();
 
         Ok(Tree {
             lattice: Some(lattice),
