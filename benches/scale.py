@@ -1,6 +1,6 @@
 """Time and peak memory of skipsearch against numpy/scipy at real-model scale.
 
-What it measures (issue 10, section 5): for GELU blocks with an identity
+What it measures: for GELU blocks with an identity
 skip and shapes (d, m) from MiniLM to Falcon-40B, each of
 
 - ``numpy``: the baseline a user would write,

@@ -1,4 +1,4 @@
-"""Bad input and broken installs (issue 9, section 7): masked values,
+"""Bad input and broken installs: masked values,
 quantized checkpoints, a stale compiled core, a source tree without one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every class of THEORY section 4, the registry, and stacks."""
+"""Every class of docs/theory.md §4, the registry, and stacks (§4.5)."""
 
 from __future__ import annotations
 

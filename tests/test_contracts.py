@@ -1,4 +1,4 @@
-"""Contracts of issue 9, section 6: the default tolerance, what b_up means,
+"""Contracts: the default tolerance, what b_up means,
 and activation names that round-trip."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each test writes a checkpoint with the family's real tensor names (and a few
 unrelated tensors: embeddings, LayerNorms, attention) and its own config.json
-keys, with d != m and two layers, and checks the verdicts THEORY.md sections
-2-4 predict: gated blocks (SwiGLU, GeGLU) are not absorbable by the
+keys, with d != m and two layers, and checks the verdicts docs/theory.md
+§2-§4 predict: gated blocks (SwiGLU, GeGLU) are not absorbable by the
 linearization argument, generic ReLU/GELU blocks are not absorbable with a
 positive relaxation distance, and a planted flip set is found.
 """
@@ -265,7 +265,7 @@ def test_llama_swiglu_not_absorbable(tmp_path, model_type):
         ({}, "not_absorbable"),
         # LLaMA's mlp_bias=True: an inner bias tensor, even all zeros, means the
         # block's form has inner biases, so the comparison class includes biased
-        # skip-free blocks and the linearization argument (THEORY section 4:
+        # skip-free blocks and the linearization argument (docs/theory.md §4:
         # "no biases") does not apply ...
         ({"gate_proj": 0.0, "up_proj": 0.0, "down_proj": 0.0}, "undecided"),
         ({"gate_proj": 0.0}, "undecided"),

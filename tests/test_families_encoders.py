@@ -3,7 +3,7 @@
 Every checkpoint carries the family's real tensor names (with unrelated
 attention, norm and embedding tensors beside the FFN ones) and a config.json
 copied from a public checkpoint's, shrunk to d=4. One block per stack is
-planted absorbable (THEORY: W_down[:, S] W_up[S, :] = -I_d with c=1 for ReLU,
+planted absorbable (docs/theory.md §2.2: W_down[:, S] W_up[S, :] = -I_d with c=1 for ReLU,
 GELU, its tanh form and SiLU) and the others are generic, so each verdict is
 known in advance.
 

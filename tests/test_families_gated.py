@@ -6,7 +6,7 @@ Each builder writes the family's real tensor names (its MLP and a few
 unrelated tensors: embeddings, norms, attention) and a ``config.json`` with
 the real checkpoint's keys and values, shrunk in size, with d != m and two
 layers. A gated block without inner biases is not absorbable by the
-linearization argument (THEORY section 4); with inner biases it is undecided.
+linearization argument (docs/theory.md §4.2); with inner biases it is undecided.
 """
 
 from __future__ import annotations

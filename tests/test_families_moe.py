@@ -5,7 +5,7 @@ real config.json keys (values shrunk: d = 4, expert widths 5..10, 3 or 4
 experts, 2 layers), with router weights, norms, attention and embeddings
 beside the FFN tensors, and checks every block: its kind, expert index,
 d, m and verdict. The experts are gated (SwiGLU) without inner biases, so
-THEORY section 4's linearization argument decides them not absorbable;
+The linearization argument of docs/theory.md §4.2 decides them not absorbable;
 gpt-oss's clamped SwiGLU is outside every theorem and is undecided.
 
 Sources, for every family:

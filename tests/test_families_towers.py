@@ -3,7 +3,7 @@ CLIP, SigLIP, LLaVA, Gemma 3, Qwen2-VL and Qwen2.5-VL.
 
 Every checkpoint uses the real tensor names (prefix included) and the real
 config keys, shrunk: towers of different widths (text d=4, m=8; vision d=6,
-m=12), two layers each, a planted absorbable block (THEORY section 3: the
+m=12), two layers each, a planted absorbable block (docs/theory.md §2.2: the
 flip set {0..d-1}, c = 1) in layer 0 of each ungated tower and a random one
 in layer 1. Sources are named in each builder.
 """

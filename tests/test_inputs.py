@@ -154,7 +154,7 @@ def test_inputs_are_not_modified(rng):
 
 @pytest.mark.parametrize("backend", [find, baseline.find_absorbing_subset])
 def test_zero_width_block_is_answered(backend):
-    # Issue 9, section 7: the baseline crashed on m = 0; both give the same answer.
+    # Zero neurons: both engines give the same answer (the baseline once crashed).
     r = backend(np.zeros((0, 3)), np.zeros((3, 0)))
     assert r.verdict == "not_absorbable" and r.argument == "certificate"
     assert r.relaxation_distance == pytest.approx(1.0)

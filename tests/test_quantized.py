@@ -1,4 +1,4 @@
-"""Quantized checkpoints and modules (issue 9, section 7): FP8 weights are
+"""Quantized checkpoints and modules: FP8 weights are
 dequantized with their scales, as each format defines them, and every other
 quantized format is refused by name. Never decided on codes.
 

@@ -1,4 +1,4 @@
-"""The bracket in the scan and its outputs (issue 12, section 3): the scan's
+"""The bracket in the scan and its outputs: the scan's
 ``bracket`` option and ``--bracket / --no-bracket``, the bracket keys of the
 table, JSON, CSV and Markdown, and the band of ``--plot``."""
 

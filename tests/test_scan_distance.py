@@ -1,5 +1,5 @@
-"""The scan's ``distance`` option and the CLI's ``--distance / --no-distance``
-(issue 10, section 2): which distance each row shows, exact or a proven
+"""The scan's ``distance`` option and the CLI's ``--distance / --no-distance``:
+which distance each row shows, exact or a proven
 lower bound, and that it says so.
 
 The plumbing and the output formats are tested against a stand-in for

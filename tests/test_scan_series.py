@@ -1,4 +1,4 @@
-"""Checkpoint series (issue 12, section 4): a directory of step-named
+"""Checkpoint series: a directory of step-named
 checkpoints is scanned in step order, every row carries its ``step`` (table,
 JSON, CSV, Markdown), and ``--plot`` draws each layer against the step."""
 

@@ -1,4 +1,4 @@
-"""The checkpoint scan streams (issue 10, section 3): one block in memory at a
+"""The checkpoint scan streams: one block in memory at a
 time, each tensor read through a memory map of its own bytes, narrow dtypes
 widened block by block, sharded checkpoints read tensor by tensor."""
 

@@ -1,4 +1,4 @@
-"""The worked examples of THEORY section 6, checked value by value."""
+"""The worked examples of docs/theory.md §8, checked value by value."""
 
 from __future__ import annotations
 

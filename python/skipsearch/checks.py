@@ -77,7 +77,7 @@ def check_certificate(
     ----------
     Mijoski & Karbevski 2026, arXiv:2604.23705, state the flip condition;
     the interval certificate and its rounding rule are this project's
-    (THEORY.md sections 5.2, 6 and 7).
+    (docs/theory.md §5.2, §5.3 and §6).
     """
     act = get_activation(activation)
     if act.flip_constant is None:

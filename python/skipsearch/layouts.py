@@ -12,7 +12,7 @@ the ``config.json`` keys that family uses for the activation and the sizes.
 Any other model is scanned through a user-given :class:`Layout` (the
 generic mapping), which must then name the activation.
 
-Activation names from ``config.json`` are mapped explicitly (THEORY §2):
+Activation names from ``config.json`` are mapped explicitly (docs/theory.md §2.1):
 flip-linear ones (``relu``, ``gelu``, ``gelu_new``, ``gelu_pytorch_tanh``,
 ``silu``, ...) through the activation registry, and a gated block's
 activation to its gated registry entry (``silu`` -> ``swiglu``, ``gelu*``

@@ -245,7 +245,7 @@ class BlockReport:
         return out
 
 
-#: The record type of issue 2's scan, kept as a name for :class:`BlockReport`.
+#: The scan's first record type, kept as a name for :class:`BlockReport`.
 LayerReport = BlockReport
 
 
