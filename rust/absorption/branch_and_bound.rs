@@ -1,4 +1,4 @@
-//! Stage 4: exact branch and bound over one null-space component.
+//! Stage 7: exact branch and bound over one null-space component.
 //!
 //! Inside a component the real solutions are
 //! `s_B = s*_B + sum_f N_Bf (x_f - s*_f)` with the free neurons `x_f` in

@@ -1,9 +1,9 @@
-//! Stage 2: the certificate of impossibility.
+//! Stages 2 and 5: the certificate of impossibility.
 //!
 //! At the relaxed solution `s*`, `Y = T - sum_i s*_i R_i` is orthogonal to
 //! every `R_i` and satisfies `<Y, T> = ||Y||^2`, so no real `s`, and so no
-//! flip set, gets closer to the target than `||Y||_F` (THEORY section 5.2,
-//! after Mijoski & Karbevski 2026).
+//! flip set, gets closer to the target than `||Y||_F` (docs/theory.md
+//! §5.2, after Mijoski & Karbevski 2026).
 //!
 //! Any `Y` proves something, and [`interval_bound`] checks what, trusting
 //! nothing about how `Y` was found: for `s` in `{0,1}^m` (indeed in the box

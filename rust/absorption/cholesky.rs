@@ -1,4 +1,5 @@
-//! Pivoted Cholesky factorisation of a positive semi-definite Gram matrix.
+//! Stage 4: pivoted Cholesky factorisation of a positive semi-definite Gram
+//! matrix.
 //!
 //! `P^T D G D P = L L^T` with `D` the Jacobi scaling to unit diagonal and
 //! diagonal pivoting, stopped at the numerical rank (remaining diagonal below

@@ -1,4 +1,5 @@
-//! The genericity checks that turn "no flip set" into "not absorbable".
+//! Stage 1: the genericity checks that turn "no flip set" into "not
+//! absorbable" (docs/theory.md §3.2).
 //!
 //! For ReLU and LeakyReLU the kinks of `A x + f(x)` lie on one hyperplane per
 //! neuron when every neuron is alive and the augmented rows `(u_i, b_i)` are

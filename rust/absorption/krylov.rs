@@ -1,5 +1,5 @@
-//! Cheap certificates: conjugate gradients on the normal equations,
-//! matrix-free.
+//! Stage 2's cheap certificates: conjugate gradients on the normal
+//! equations, matrix-free (docs/theory.md §5.3).
 //!
 //! A certificate needs only some `Y` whose interval bound (see
 //! `certificate`) exceeds the tolerance, not the least-squares solution

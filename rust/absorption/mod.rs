@@ -42,6 +42,10 @@
 //! 8. `verification`: every subset reported is bracketed rigorously on the
 //!    original weights.
 //!
+//! `decision` runs them in this order, one method per stage, each ending the
+//! decision early when it settles the block (a zero skip is settled before
+//! stage 1). The mathematics is in `docs/theory.md` §3, §5 and §6.
+//!
 //! `block` holds the weights (borrowed from the caller, never copied) and
 //! the products every stage uses: `E(s) = A + c W_down diag(s) W_up` and the
 //! inner products `<Y, R_i>`, both GEMMs over blocks of neurons.
@@ -61,6 +65,7 @@ pub mod bracket;
 pub mod branch_and_bound;
 pub mod certificate;
 pub mod cholesky;
+mod decision;
 pub mod genericity;
 pub mod gram_certificate;
 pub mod gram_conjugate_gradients;
@@ -76,19 +81,19 @@ use std::time::Duration;
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
-use crate::absorption::branch_and_bound::{enumerate_component, search_component, Enumeration};
+use crate::absorption::branch_and_bound::{enumerate_component, Enumeration};
 use crate::absorption::certificate::{interval_bound, IntervalBound};
 use crate::absorption::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::absorption::genericity::{GenericityCheck, GenericityReport};
-use crate::absorption::null_space::{components, Component};
-use crate::absorption::relaxation::{exact_path_bytes, gram_full, gram_lower, rhs as normal_rhs};
+use crate::absorption::null_space::Component;
+use crate::absorption::relaxation::{exact_path_bytes, gram_full};
 use crate::absorption::verification::{exact_flip_residual, residual_bounds};
 use crate::absorption::windows::{windows, MAX_ENTRIES};
 use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
 use crate::matrix::{dot, Matrix};
 use crate::rounding::{gamma, norm_upper, two_sum, up};
-use crate::subset_sum::meet_in_the_middle::{meet_in_the_middle_verified, MAX_HALF};
+use crate::subset_sum::meet_in_the_middle::meet_in_the_middle_verified;
 
 /// Options of one decision.
 #[derive(Debug, Clone, Copy)]
@@ -924,240 +929,20 @@ fn krylov_certificate(
     }
 }
 
+/// Every stage of one decision, in order (see [`decision`]).
 fn stages(
     block: &Block,
     options: &Options,
     budget: &mut Budget<'_>,
     out: &mut Outcome,
 ) -> Result<Finding, Stop> {
-    let m = block.width();
-    let tol = options.tol;
-    if block.skip.data().iter().all(|&x| x == 0.0) {
-        out.method.push("zero skip");
-        out.residual = Some(0.0);
-        out.relaxation_distance = Some(0.0);
-        return Ok(Finding::Subset(Vec::new()));
-    }
-
-    out.genericity = Some(genericity_report(block, options.check, tol));
-    // h = <R_i, -A>: the right-hand side, and (negated) the inner products
-    // of the certificate Y = A. O(m d) for an identity skip.
-    let rhs = normal_rhs(block);
-    if rhs.iter().any(|x| !x.is_finite()) {
-        return Ok(Finding::Inconclusive(Numerics::Overflow));
-    }
-    let minus_h: Vec<f64> = rhs.iter().map(|x| -x).collect();
-    let within_budget = match options.exact_seconds {
-        Some(budget) if options.distance == Distance::Auto => {
-            let (d_out, d_in) = block.skip.shape();
-            let estimate = relaxation::exact_path_seconds(
-                (m, d_out, d_in),
-                rayon::current_num_threads(),
-                m >= options.float32_min_width,
-                options.keep_certificate,
-            );
-            out.exact_estimate = Some(estimate);
-            estimate <= budget
-        }
-        _ => true,
-    };
-    let exact = match options.distance {
-        Distance::Exact => true,
-        Distance::Bound => false,
-        Distance::Auto => options.exact_fits(m) && within_budget,
-    };
-    if !exact {
-        // Cheap certificates first: Y = A, then conjugate gradients.
-        out.method.push("certificate Y = A");
-        let skip_cert = interval_bound(block, &block.skip, Some(&minus_h));
-        out.distance_bound = Some(skip_cert.bound);
-        out.rounding_bound = Some(skip_cert.rounding);
-        if skip_cert.bound > tol {
-            out.certificate = Some(block.skip.clone().into_owned());
-            return Ok(Finding::NoSubset(Evidence::Certificate));
-        }
-        if let Some(found) = krylov_certificate(block, &rhs, tol, budget, out)? {
-            return Ok(found);
-        }
-        if !options.exact_fits(m) {
-            return Err(Stop::MemoryLimit);
-        }
-    }
-
-    out.method.push("relaxation");
-    let gram = gram_lower(block, budget)?;
-    out.lap("gram", budget);
-    if gram.iter().any(|x| !x.is_finite()) {
-        return Ok(overflow_unless_skip_certifies(
-            block, &minus_h, tol, exact, out,
-        ));
-    }
-    let normal = Normal {
-        gram: &gram,
-        rhs: &rhs,
-        minus_h: &minus_h,
-    };
-    let mut settled = None;
-    if m >= options.cg_min_width {
-        settled = conjugate_gradient_relaxation(block, &normal, options, budget, out)?;
-        if settled.is_none() {
-            out.lap("conjugate gradients left it open", budget);
-        }
-    }
-    if settled.is_none() && m >= options.float32_min_width {
-        settled = float32_relaxation(block, &normal, options, budget, out)?;
-        if settled.is_none() {
-            out.lap("float32 left it open", budget);
-        }
-    }
-    if let Some(found) = settled {
-        if options.keep_gram {
-            out.gram = Some((gram, relaxation::gram_fingerprint(block)));
-        }
-        return Ok(found);
-    }
-    out.relaxation_precision = Some("float64");
-    // The factor overwrites the Gram matrix; the Gram certificate needs it
-    // (a second m x m buffer, within what exact_path_bytes counts).
-    let gram_copy = (!options.keep_certificate).then(|| gram.clone());
-    let Some(factor) = PivotedCholesky::factor(gram, m, budget)? else {
-        return Ok(overflow_unless_skip_certifies(
-            block, &minus_h, tol, exact, out,
-        ));
-    };
-    out.lap("factor", budget);
-    out.rank = Some(factor.rank());
-    out.rank_decision = Some(factor.rank_decision());
-    if let Some(gram) = gram_copy {
-        // The semi-normal refinement below needs Y; from the Gram matrix,
-        // refine on the normal equations instead (O(m^2) per step).
-        let s0 = factor.solve(&rhs);
-        let s = relaxation::refine_on_normal_equations(
-            &gram,
-            m,
-            &rhs,
-            s0.clone(),
-            &|r| factor.solve(r),
-            budget,
-        )?
-        .unwrap_or(s0);
-        if let Some(found) = gram_certified(block, &gram, &rhs, &minus_h, &s, tol, out) {
-            out.lap("gram certificate", budget);
-            if options.keep_gram {
-                out.gram = Some((gram, relaxation::gram_fingerprint(block)));
-            }
-            return Ok(found);
-        }
-    }
-
-    out.method.push("certificate");
-    let relaxed = certify_relaxation(
+    decision::Decision {
         block,
-        &minus_h,
-        factor.solve(&rhs),
-        &|r| factor.solve(r),
-        tol,
+        options,
         budget,
         out,
-    )?;
-    if relaxed.refined {
-        out.method.push("refinement");
     }
-    let Relaxed {
-        s_star,
-        best,
-        best_y,
-        relaxation_distance,
-        refinement_stopped,
-        ..
-    } = relaxed;
-    out.relaxation_distance = relaxation_distance;
-    record_bound(out, &best);
-    if best.bound > tol {
-        out.certificate = Some(best_y);
-        return Ok(Finding::NoSubset(Evidence::Certificate));
-    }
-    drop(best_y);
-    if let Some(stop) = refinement_stopped {
-        return Err(stop);
-    }
-    if exact {
-        // The least-squares residual proves nothing over the box when the
-        // relaxation reaches (or nearly reaches) -A, yet a point of the
-        // conjugate-gradient path may: try them before any search, as the
-        // verdict-first path does.
-        if let Some(found) = krylov_certificate(block, &rhs, tol, budget, out)? {
-            return Ok(found);
-        }
-    }
-
-    // Quick search: round the relaxed values, branch and bound on the null
-    // space within a value tolerance. It proves nothing; a candidate it
-    // finds is verified rigorously.
-    let delta = value_tolerance(tol);
-    let mut subset: Vec<usize> = Vec::new();
-    let null = if factor.rank() < m {
-        out.method.push("null space");
-        Some(factor.null_basis(budget)?)
-    } else {
-        None
-    };
-    let (comps, fixed) = match &null {
-        Some(null) => components(null, factor.pivots(), m),
-        None => (Vec::new(), factor.pivots().to_vec()),
-    };
-    out.components = comps.iter().map(|c| c.size()).collect();
-    for &i in &fixed {
-        if s_star[i] > 0.5 {
-            subset.push(i);
-        }
-    }
-    let (d_out, d_in) = block.skip.shape();
-    let listable = m <= 2 * MAX_HALF && m * d_out * d_in <= MITM_ENTRIES;
-    let widest = comps.iter().map(|c| c.free.len()).max().unwrap_or(0);
-    if listable && widest > LISTED_FREE {
-        // A component with many free neurons on a small block (d = 1, or
-        // m far above d^2): interval pruning is weak there, and meeting in
-        // the middle costs 2^(m/2).
-        return listed_search(block, tol, options.memory_limit, budget, out);
-    }
-    let mut quick = true;
-    if let Some(null) = &null {
-        out.method.push("branch and bound");
-        for comp in &comps {
-            match search_component(comp, null, &s_star, delta, budget)? {
-                Some(ones) => subset.extend(ones),
-                None => {
-                    quick = false;
-                    break;
-                }
-            }
-        }
-    }
-    if quick {
-        subset.sort_unstable();
-        out.method.push("verification");
-        if verify(block, &subset, tol, out) == Some(true) {
-            return Ok(Finding::Subset(subset));
-        }
-    }
-
-    // Complete search under rigorous windows.
-    out.method.push("rigorous windows");
-    let finding = complete_search(
-        block,
-        &rhs,
-        &factor,
-        null.as_ref(),
-        &comps,
-        tol,
-        budget,
-        out,
-    )?;
-    if finding == Finding::Inconclusive(Numerics::IllConditioned) && listable {
-        return listed_search(block, tol, options.memory_limit, budget, out);
-    }
-    Ok(finding)
+    .run()
 }
 
 /// Bytes the meet in the middle may take for width `m`: its two lists of
@@ -1400,6 +1185,7 @@ fn complete_search(
 mod tests {
     use super::*;
     use crate::absorption::certificate::lower_bound;
+    use crate::absorption::relaxation::gram_lower;
 
     /// Small deterministic generator (SplitMix64), so the core needs no
     /// random-number dependency.
@@ -1756,7 +1542,7 @@ mod tests {
 
     #[test]
     fn nearly_cancelling_pairs_do_not_hide_a_flip_set() {
-        // Issue 9, section 3: neurons 0/1 and 3/4 are pairs of size 2^18
+        // Cancelling pairs: neurons 0/1 and 3/4 are pairs of size 2^18
         // whose terms cancel to within about 1; S = {0, 1, 3, 4} gives
         // exactly -I. The quick search's values are off by eps cond(G); the
         // complete search on rigorous windows finds the set.
@@ -1806,7 +1592,7 @@ mod tests {
 
     #[test]
     fn float_certificate_that_rounding_swallows_is_refused() {
-        // Issue 9, section 4: W_down W_up = -I exactly in integers, with
+        // Near-parallel integer neurons: W_down W_up = -I exactly, with
         // near-parallel neurons of size 8729. A float64 certificate claimed
         // distance 0.707; its rigorous interval bound proves nothing, and
         // the search finds the flip set.

@@ -1,4 +1,4 @@
-//! Stage 3: split the null space of the Gram matrix into independent parts.
+//! Stage 6: split the null space of the Gram matrix into independent parts.
 //!
 //! When `G` is singular the real solutions are `s* + null(G)`. The reduced
 //! null basis (see `cholesky`) has one vector per free neuron; its support is

@@ -1,4 +1,4 @@
-//! Stage 1: the least-squares relaxation of the flip condition.
+//! Stage 3: the least-squares relaxation of the flip condition.
 //!
 //! With `R_i = c v_i u_i^T` and `T = -A`, the relaxation minimises
 //! `|| sum_i s_i R_i - T ||_F` over real `s`. Its normal equations use the

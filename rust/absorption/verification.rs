@@ -1,4 +1,4 @@
-//! Stage 5: the flip condition evaluated on the original weights, with a
+//! Stage 8: the flip condition evaluated on the original weights, with a
 //! rigorous bound. Every subset the core reports passes through here, and
 //! the certificate is the same quantity at the relaxed solution.
 //!

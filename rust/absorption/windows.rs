@@ -1,4 +1,4 @@
-//! Stage 4b: rigorous windows on the relaxed values, for a complete search.
+//! Stage 7: rigorous windows on the relaxed values, for a complete search.
 //!
 //! The relaxed solution `s*` and the null basis carry rounding errors of
 //! about `eps cond(G)`, so a branch and bound that prunes on them can cut a
