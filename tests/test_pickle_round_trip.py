@@ -184,6 +184,17 @@ def test_stack_results_and_blocks_round_trip_equal():
             assert copy == r and hash(copy) == hash(r) and copy.blocks == r.blocks
 
 
+def test_search_options_round_trip_equal():
+    # The scan ships its options to executors inside each block's job.
+    for options in (
+        skipsearch.SearchOptions(),
+        skipsearch.SearchOptions(tol=1e-6, distance=True, threads=2, memory_limit=2e9),
+        skipsearch.SearchOptions(distance="bound", bracket=False, keep_certificate=False),
+    ):
+        for copy in _round_trips(options):
+            assert copy == options and hash(copy) == hash(options)
+
+
 def test_subset_sum_results_round_trip_equal():
     for r in (
         skipsearch.subset_sum(np.array([[1, 2, 3, 5]]), np.array([8])),
@@ -339,6 +350,7 @@ COVERED = {
     "MLPBlock",
     "PrecisionWarning",
     "ScanReports",
+    "SearchOptions",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",

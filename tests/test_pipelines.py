@@ -335,6 +335,11 @@ def test_warnings_can_be_filtered_by_the_base_class(tmp_path):
 # -- threads with an executor -----------------------------------------------------------------------
 
 
+def _job_threads(fn, *args, **kwargs):
+    """The ``threads`` option of the block job ``fn`` is called with."""
+    return inspect.signature(fn).bind(*args, **kwargs).arguments["job"].options.threads
+
+
 class RecordingExecutor(Executor):
     """Runs each job at once, here, and records the ``threads`` it was given."""
 
@@ -342,7 +347,7 @@ class RecordingExecutor(Executor):
         self.threads: list = []
 
     def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
-        self.threads.append(inspect.signature(fn).bind(*args, **kwargs).arguments["threads"])
+        self.threads.append(_job_threads(fn, *args, **kwargs))
         future: Future = Future()
         future.set_result(fn(*args, **kwargs))
         return future
@@ -366,7 +371,7 @@ def test_without_executor_threads_stay_the_core_default(ckpt, monkeypatch):
     decide = scan_module.decide_block
 
     def recording(*args, **kwargs):
-        seen.append(inspect.signature(decide).bind(*args, **kwargs).arguments["threads"])
+        seen.append(_job_threads(decide, *args, **kwargs))
         return decide(*args, **kwargs)
 
     monkeypatch.setattr(scan_module, "decide_block", recording)
@@ -380,7 +385,7 @@ def test_thread_pool_executor_gets_one_thread_per_decision(ckpt, monkeypatch):
     decide = scan_module.decide_block
 
     def recording(*args, **kwargs):
-        seen.append(inspect.signature(decide).bind(*args, **kwargs).arguments["threads"])
+        seen.append(_job_threads(decide, *args, **kwargs))
         return decide(*args, **kwargs)
 
     monkeypatch.setattr(scan_module, "decide_block", recording)

@@ -38,9 +38,12 @@ def stand_in(monkeypatch):
     real = skipsearch.find_absorbing_subset
     given = []
 
-    def find_absorbing_subset(W_up, W_down, *, distance=None, **kwargs):
+    def find_absorbing_subset(W_up, W_down, *, distance=None, options=None, **kwargs):
+        if options is not None:
+            # The scan hands its options over whole.
+            distance, options = options.exact_distance, options.replace(distance=None)
         given.append(distance)
-        result = real(W_up, W_down, **kwargs)
+        result = real(W_up, W_down, options=options, **kwargs)
         if distance is False and result.relaxation_distance is not None:
             bound = result.distance_bound
             result = dataclasses.replace(

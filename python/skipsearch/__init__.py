@@ -93,6 +93,7 @@ from skipsearch.construction import (
     residual_block_output,
 )
 from skipsearch.layouts import Layout
+from skipsearch.options import DistanceMode, SearchOptions
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
@@ -112,6 +113,7 @@ __all__ = [
     "BracketStatus",
     "CheckpointSeriesWarning",
     "DistanceKind",
+    "DistanceMode",
     "GenericityCheck",
     "GenericityChecks",
     "LayerReport",
@@ -121,6 +123,7 @@ __all__ = [
     "PrecisionWarning",
     "RankDecision",
     "ScanReports",
+    "SearchOptions",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",

@@ -34,6 +34,10 @@ __all__ = [
     "Verdict",
 ]
 
+#: How much of the distance a decision computes (``SearchOptions.distance``):
+#: ``"auto"``, ``"exact"`` or ``"bound"``.
+DistanceMode = Literal["auto", "exact", "bound"]
+
 #: float64 arrays, as every array the package returns holds.
 FloatArray = npt.NDArray[np.float64]
 #: int64 index arrays (flip sets, dead neurons, offending pairs).

@@ -27,13 +27,6 @@ from skipsearch._validation import (
     DISTANCE_BUDGET,
     Weights,
     as_float_array,
-    check_distance,
-    check_distance_budget,
-    check_flag,
-    check_limit,
-    check_memory_limit,
-    check_threads,
-    check_tol,
 )
 from skipsearch.activations import (
     BOUNDED,
@@ -44,6 +37,7 @@ from skipsearch.activations import (
     get_activation,
 )
 from skipsearch.construction import SkipFreeBlock, build_skip_free_block
+from skipsearch.options import DistanceMode, SearchOptions, merged
 from skipsearch.result import (
     AbsorptionResult,
     FieldEquality,
@@ -82,15 +76,14 @@ def _rust_search(
     flip: tuple[float, float],
     tol: float,
     check: str,
-    time_limit: Optional[float],
-    node_limit: Optional[int],
-    threads: Optional[int],
-    distance: Optional[bool] = None,
-    memory_limit: Optional[int] = None,
+    options: SearchOptions,
+    *,
     keep_gram: bool = False,
-    exact_seconds: Optional[float] = None,
-    keep_certificate: bool = True,
 ) -> dict[str, Any]:
+    """The Rust decision of one flip-linear block (``options.time_limit`` is
+    what is left of the call's), and the exact integer engine for an
+    integer-valued block that the relaxation leaves open."""
+    time_limit, node_limit, threads = options.time_limit, options.node_limit, options.threads
     c, c_lo = flip
     integral = (
         c_lo == 0.0
@@ -116,11 +109,11 @@ def _rust_search(
         time_limit,
         threads=threads,
         flip_constant_lo=c_lo,
-        distance=distance,
-        memory_limit=memory_limit,
+        distance=options.exact_distance,
+        memory_limit=options.memory_limit,
         keep_gram=keep_gram,
-        exact_seconds=exact_seconds,
-        keep_certificate=keep_certificate,
+        exact_seconds=options.distance_budget,
+        keep_certificate=options.keep_certificate,
     )
     if not integral:
         return search(node_limit=node_limit)
@@ -212,11 +205,12 @@ def find_absorbing_subset(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
-    distance: Optional[bool] = None,
+    distance: Union[DistanceMode, bool, None] = None,
     memory_limit: Optional[int] = None,
     bracket: Optional[bool] = None,
     distance_budget: Optional[float] = DISTANCE_BUDGET,
     keep_certificate: bool = True,
+    options: Optional[SearchOptions] = None,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -373,15 +367,25 @@ def find_absorbing_subset(
     >>> skipsearch.find_absorbing_subset(rng.normal(size=(8, 4)), rng.normal(size=(4, 8))).verdict
     'not_absorbable'
     """
-    if bracket is not None:
-        if not isinstance(bracket, (bool, np.bool_)):
-            raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
-        bracket = bool(bracket)
-    memory_limit = check_memory_limit(memory_limit)
-    distance_budget = check_distance_budget(distance_budget)
+    opts = merged(
+        options,
+        tol=tol,
+        time_limit=time_limit,
+        node_limit=node_limit,
+        threads=threads,
+        distance=distance,
+        distance_budget=distance_budget,
+        memory_limit=memory_limit,
+        bracket=bracket,
+        keep_certificate=keep_certificate,
+    )
+    # The default memory budget is this machine's, taken once per call.
+    opts = opts.replace(memory_limit=opts.memory_bytes)
     finish = None
-    if bracket is not False:
-        finish = functools.partial(_with_bracket, auto=bracket is None, memory_limit=memory_limit)
+    if opts.bracket is not False:
+        finish = functools.partial(
+            _with_bracket, auto=opts.bracket is None, memory_limit=opts.memory_bytes
+        )
     return _decide(
         W_up,
         W_down,
@@ -390,23 +394,31 @@ def find_absorbing_subset(
         b_down=b_down,
         W_gate=W_gate,
         skip=skip,
-        tol=tol,
-        time_limit=time_limit,
-        node_limit=node_limit,
-        threads=threads,
-        search=functools.partial(
-            _rust_search,
-            distance=check_distance(distance),
-            memory_limit=memory_limit,
-            # The bracket reuses the decision's Gram matrix when it is left.
-            keep_gram=finish is not None,
-            exact_seconds=distance_budget,
-            keep_certificate=check_flag("keep_certificate", keep_certificate),
-        ),
+        options=opts,
+        # The bracket reuses the decision's Gram matrix when it is left.
+        search=functools.partial(_rust_search, keep_gram=finish is not None),
         backend="rust",
         finish=finish,
     )
 
+
+#: The search of a flip-linear block: ``(W_up, W_down, A, b_up, (c, c_lo),
+#: tol, genericity check, options) -> raw record``, ``options.time_limit``
+#: being what is left of the call's (the Rust core, or the baseline's
+#: enumeration).
+_Search = Callable[
+    [
+        FloatArray,
+        FloatArray,
+        FloatArray,
+        Optional[FloatArray],
+        tuple[float, float],
+        float,
+        str,
+        SearchOptions,
+    ],
+    dict[str, Any],
+]
 
 #: What completes a flip-linear result: ``(result, weights, activation,
 #: seconds_left, threads, gram) -> result``, with ``seconds_left`` what
@@ -533,22 +545,16 @@ def _decide(
     b_down: Optional[npt.ArrayLike],
     W_gate: Optional[npt.ArrayLike],
     skip: Optional[npt.ArrayLike],
-    tol: Optional[float],
-    time_limit: Optional[float],
-    node_limit: Optional[int],
-    threads: Optional[int],
-    search: Callable[..., dict[str, Any]],
+    options: SearchOptions,
+    search: _Search,
     backend: Backend,
     finish: Optional[_Finish] = None,
 ) -> AbsorptionResult:
     """The decision; ``finish``, when given, completes a flip-linear block's
-    result (the bracket) from the validated weights, the activation and the
-    checked ``time_limit`` and ``threads``."""
+    result (the bracket) from the validated weights, the activation, what
+    is left of ``options.time_limit`` and ``options.threads``."""
     act = get_activation(activation)
-    tol = check_tol(tol)
-    time_limit = check_limit("time_limit", time_limit, integer=False)
-    node_limit = check_limit("node_limit", node_limit, integer=True)
-    threads = check_threads(threads)
+    tol, time_limit, threads = options.tol, options.time_limit, options.threads
     # The limit covers the whole call: validation and the skip's expansion
     # (np.eye at d = 4000 takes a sizeable part of a second) come out of it.
     started = time.perf_counter()
@@ -656,9 +662,7 @@ def _decide(
         (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
         tol,
         act.genericity,
-        seconds_left(),
-        node_limit,
-        threads,
+        options.replace(time_limit=seconds_left()),
     )
     gram = raw.pop("gram", None)
     result = _from_search(raw, act, w, tol, common, backend)
@@ -1016,6 +1020,7 @@ def decide_stack(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    options: Optional[SearchOptions] = None,
 ) -> StackResult:
     """Decide absorption for a composition of residual blocks.
 
@@ -1033,6 +1038,9 @@ def decide_stack(
         block ``k + 1``'s input width (columns of ``W_up``).
     tol, time_limit, node_limit, threads
         As for :func:`find_absorbing_subset`, applied to each block.
+    options : SearchOptions, optional
+        All the search's options at once, applied to each block (instead of
+        the four above).
 
     Returns
     -------
@@ -1067,10 +1075,7 @@ def decide_stack(
         raise TypeError("blocks must be a sequence (list or tuple) of MLPBlock or mappings")
     if len(blocks) == 0:
         raise ValueError("blocks must hold at least one block")
-    check_tol(tol)
-    check_limit("time_limit", time_limit, integer=False)
-    check_limit("node_limit", node_limit, integer=True)
-    check_threads(threads)
+    opts = merged(options, tol=tol, time_limit=time_limit, node_limit=node_limit, threads=threads)
     parsed: list[dict[str, Any]] = []
     for k, blk in enumerate(blocks):
         kwargs: dict[str, Any]
@@ -1099,15 +1104,7 @@ def decide_stack(
         rest = {name: v for name, v in kwargs.items() if name not in ("W_up", "W_down")}
         try:
             results.append(
-                find_absorbing_subset(
-                    kwargs["W_up"],
-                    kwargs["W_down"],
-                    tol=tol,
-                    time_limit=time_limit,
-                    node_limit=node_limit,
-                    threads=threads,
-                    **rest,
-                )
+                find_absorbing_subset(kwargs["W_up"], kwargs["W_down"], options=opts, **rest)
             )
         except (ValueError, TypeError) as e:
             raise type(e)(f"blocks[{k}]: {e}") from None

@@ -23,6 +23,7 @@ from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray, IntArray
 from skipsearch.absorption import _decide
 from skipsearch.activations import Activation
+from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 
 __all__ = ["find_absorbing_subset", "MAX_WIDTH"]
@@ -121,10 +122,9 @@ def _enumerate(
     flip: tuple[float, float],
     tol: float,
     check: str,
-    time_limit: Optional[float],
-    node_limit: Optional[int],
-    threads: Optional[int],
+    options: SearchOptions,
 ) -> dict[str, Any]:
+    time_limit, node_limit = options.time_limit, options.node_limit
     c, c_lo = flip
     start = time.perf_counter()
     m = W_up.shape[0]
@@ -261,12 +261,15 @@ def find_absorbing_subset(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    options: Optional[SearchOptions] = None,
 ) -> AbsorptionResult:
     """Brute-force twin of :func:`skipsearch.find_absorbing_subset`.
 
     Same parameters, verdicts and result fields; ``stats.backend`` is
     ``"baseline"``, ``stats.nodes`` counts the subsets enumerated and
-    ``threads`` is accepted but unused. The first flip set in binary
+    ``threads`` is accepted but unused. Of ``options``
+    (:class:`skipsearch.SearchOptions`) it reads ``tol``, ``time_limit`` and
+    ``node_limit``. The first flip set in binary
     counting order is returned, which may differ from the Rust core's choice
     when several exist.
 
@@ -297,10 +300,9 @@ def find_absorbing_subset(
         b_down=b_down,
         W_gate=W_gate,
         skip=skip,
-        tol=tol,
-        time_limit=time_limit,
-        node_limit=node_limit,
-        threads=threads,
+        options=merged(
+            options, tol=tol, time_limit=time_limit, node_limit=node_limit, threads=threads
+        ),
         search=_enumerate,
         backend="baseline",
     )

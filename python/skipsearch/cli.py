@@ -844,6 +844,7 @@ def _layout(args: argparse.Namespace) -> Optional[Layout]:
 
 
 def _scan(args: argparse.Namespace) -> int:
+    from skipsearch.options import SearchOptions
     from skipsearch.scan import _checkpoint_paths, _locate, scan
 
     if args.plot is not None:
@@ -855,20 +856,23 @@ def _scan(args: argparse.Namespace) -> int:
     located = [_locate(p, layout, args.activation) for p in paths]
     models = [info for info, _ in located]
     table = not (args.json or args.csv or args.markdown)
-    reports = scan(
-        paths,
-        layout=layout,
-        activation=args.activation,
+    options = SearchOptions(
         tol=args.tol,
         time_limit=args.time_limit,
         threads=args.threads,
         distance=args.distance,
         distance_budget=args.distance_budget,
+        bracket=args.bracket,
         # The table, CSV and JSON never show Y: never form it (the exact
         # path bounds it from the Gram matrix) and drop any Y = A. Python's
         # scan(..., keep_certificates=False) gives the same reports.
-        keep_certificates=False,
-        bracket=args.bracket,
+        keep_certificate=False,
+    )
+    reports = scan(
+        paths,
+        layout=layout,
+        activation=args.activation,
+        options=options,
         progress=False if args.no_progress else None,
     )
     # The models described above are those the scan decided: no file

@@ -38,13 +38,13 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Optional, Union, cast
+from typing import Optional, Union, cast
 
 import numpy as np
 from tqdm import tqdm
 
 from skipsearch._float_env import in_standard_float_env
-from skipsearch._scan.decide import check_bracket, check_distance, decide_block
+from skipsearch._scan.decide import BlockJob, decide_block
 from skipsearch._scan.frames import ScanReports
 from skipsearch._scan.hub import resolve_path
 from skipsearch._scan.locate import (
@@ -63,17 +63,15 @@ from skipsearch._scan.report import (
     scan_document,
 )
 from skipsearch._scan.tensors import block_tolerance, fingerprint, read_block, same_weights
+from skipsearch._types import FloatArray
 from skipsearch._validation import (
     DISTANCE_BUDGET,
-    check_distance_budget,
     check_flag,
-    check_limit,
-    check_threads,
-    check_tol,
 )
 from skipsearch.activations import Activation
 from skipsearch.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
 from skipsearch.layouts import Layout
+from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
@@ -237,6 +235,7 @@ def scan(
     max_pending: int = 4,
     distance_budget: Optional[float] = DISTANCE_BUDGET,
     keep_certificates: bool = True,
+    options: Optional[SearchOptions] = None,
 ) -> ScanReports:
     """Decide absorption for every FFN block of one or more checkpoints.
 
@@ -306,6 +305,12 @@ def scan(
         Seconds per block the exact distance may be expected to take when
         ``distance`` is None (see :func:`skipsearch.find_absorbing_subset`);
         None: no budget.
+    options : SearchOptions, optional
+        The decision's options at once (``tol``, ``time_limit``,
+        ``threads``, ``distance``, ``bracket``, ``distance_budget``,
+        ``keep_certificate``, and ``node_limit`` and ``memory_limit``, which
+        have no keyword here), instead of the keywords; both together are
+        refused.
     keep_certificates : bool, default True
         Keep each report's ``result.certificate`` (the ``d_out x d_in``
         float64 matrix ``Y``: 128 MiB per block at d = 4096). False drops
@@ -415,13 +420,18 @@ def scan(
     >>> [(r.layer, r.verdict) for r in reports][:2]  # doctest: +SKIP
     [(0, 'not_absorbable'), (1, 'not_absorbable')]
     """
-    tol = check_tol(tol)
-    time_limit = check_limit("time_limit", time_limit, integer=False)
-    threads = check_threads(threads)
-    distance = check_distance(distance)
-    distance_budget = check_distance_budget(distance_budget)
-    bracket = check_bracket(bracket)
     keep_certificates = check_flag("keep_certificates", keep_certificates)
+    opts = merged(
+        options,
+        tol=tol,
+        time_limit=time_limit,
+        threads=threads,
+        distance=distance,
+        bracket=bracket,
+        distance_budget=distance_budget,
+        keep_certificate=keep_certificates,
+    )
+    tol, threads = opts.tol, opts.threads
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
     if executor is not None and not isinstance(executor, Executor):
@@ -479,16 +489,16 @@ def scan(
             info: CheckpointInfo,
             block: BlockKeys,
             read_seconds: float,
-            job: Union[tuple[Any, ...], Future[_Decision]],
+            job: Union[BlockJob, Future[_Decision]],
         ) -> None:
             # Stage 4: the report row.
             try:
                 result, decide_seconds = (
-                    decide_block(*job) if isinstance(job, tuple) else job.result()
+                    decide_block(job) if isinstance(job, BlockJob) else job.result()
                 )
             except ValueError as e:
                 raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
-            if not keep_certificates and result.certificate is not None:
+            if not opts.keep_certificate and result.certificate is not None:
                 result = dataclasses.replace(result, certificate=None)
             reports[slot] = block_report(info, block, result, read_seconds + decide_seconds)
             _logger.info(
@@ -553,25 +563,20 @@ def scan(
                         )
                         bar.update(1)
                         continue
-                    job: tuple[Any, ...] = (
-                        tensors["W_up"],
-                        tensors["W_down"],
+                    job = BlockJob(
+                        # read_block always returns both projections.
+                        cast(FloatArray, tensors["W_up"]),
+                        cast(FloatArray, tensors["W_down"]),
                         # Registry activations travel by name (any executor
                         # can ship a string); a hand-made one as itself.
                         part.job_activation,
                         tensors["b_up"],
                         tensors["b_down"],
                         tensors["W_gate"],
-                        block_tol,
-                        time_limit,
-                        block_threads,
                         tensors["b_gate"],
-                        distance,
-                        bracket,
-                        part.scale,
-                        part.undecided,
-                        distance_budget,
-                        keep_certificates,
+                        opts.replace(tol=block_tol, threads=block_threads),
+                        scale=part.scale,
+                        undecided=part.undecided,
                     )
                     del tensors
                     slot_of.setdefault(key, []).append((len(reports), block))
@@ -589,7 +594,7 @@ def scan(
                             read_seconds,
                             block_threads,
                         )
-                        future = executor.submit(decide_block, *job)
+                        future = executor.submit(decide_block, job)
                         pending.append((len(reports) - 1, info, block, read_seconds, future))
                         while len(pending) >= max_pending:
                             finish(*pending.popleft())

@@ -1,8 +1,9 @@
-"""Decide one FFN block: :func:`decide_block`, the job the scan runs here or
-ships to an executor.
+"""Decide one FFN block: :func:`decide_block` of a :class:`BlockJob`, the
+job the scan runs here or ships to an executor.
 
-It is a module-level function of plain arguments (arrays, an activation
-name, numbers), so process pools and ``dask.distributed`` can pickle it.
+Both are module-level and the job holds plain values (arrays, an activation
+name, numbers, the options), so process pools and ``dask.distributed`` can
+pickle them.
 """
 
 from __future__ import annotations
@@ -10,64 +11,49 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Optional, Union
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import numpy as np
 import numpy.typing as npt
 
-from skipsearch._validation import DISTANCE_BUDGET
 from skipsearch.absorption import PAPER, find_absorbing_subset
 from skipsearch.activations import Activation
+from skipsearch.options import SearchOptions
 from skipsearch.result import AbsorptionResult
 
-__all__ = ["check_bracket", "check_distance", "decide_block"]
+__all__ = ["BlockJob", "decide_block"]
 
 
-def check_distance(distance: Optional[bool]) -> Optional[bool]:
-    """Validate the ``distance`` option of the scan.
+@dataclass(frozen=True)
+class BlockJob:
+    """One block's decision as the scan hands it over, here or to an
+    executor: arrays, an activation (a registry name travels as a string),
+    numbers and the validated :class:`SearchOptions`, so process pools and
+    ``dask.distributed`` can pickle it.
 
-    Raises
-    ------
-    TypeError
-        ``distance`` is not True, False or None.
+    ``scale`` is a residual multiplier ``a``: the model computes ``x + a
+    f(x)``, which equals ``a ((1/a) x + f(x))``, so it is absorbable exactly
+    when the block with skip ``(1/a) I`` is (a skip-free block divided by
+    ``a`` is one of the same width). ``undecided`` is a reason why no
+    theorem covers the block's form (gpt-oss's clamped gated experts): the
+    block is still run through the decision, for the checks on its weights,
+    and reported undecided with that reason.
     """
-    if distance is not None and not isinstance(distance, (bool, np.bool_)):
-        raise TypeError(f"distance must be True, False or None, got {distance!r}")
-    distance = None if distance is None else bool(distance)
-    return distance
+
+    W_up: npt.ArrayLike
+    W_down: npt.ArrayLike
+    activation: Union[str, Activation]
+    b_up: Optional[npt.ArrayLike]
+    b_down: Optional[npt.ArrayLike]
+    W_gate: Optional[npt.ArrayLike]
+    b_gate: Optional[npt.ArrayLike]
+    options: SearchOptions
+    scale: Optional[float] = None
+    undecided: Optional[str] = None
 
 
-def check_bracket(bracket: Optional[bool]) -> Optional[bool]:
-    """Validate the ``bracket`` option of the scan.
-
-    Raises
-    ------
-    TypeError
-        ``bracket`` is not True, False or None.
-    """
-    if bracket is not None and not isinstance(bracket, (bool, np.bool_)):
-        raise TypeError(f"bracket must be True, False or None, got {bracket!r}")
-    return None if bracket is None else bool(bracket)
-
-
-def decide_block(
-    W_up: npt.ArrayLike,
-    W_down: npt.ArrayLike,
-    activation: Union[str, Activation],
-    b_up: Optional[npt.ArrayLike],
-    b_down: Optional[npt.ArrayLike],
-    W_gate: Optional[npt.ArrayLike],
-    tol: Optional[float],
-    time_limit: Optional[float],
-    threads: Optional[int],
-    b_gate: Optional[npt.ArrayLike] = None,
-    distance: Optional[bool] = None,
-    bracket: Optional[bool] = None,
-    scale: Optional[float] = None,
-    undecided: Optional[str] = None,
-    distance_budget: Optional[float] = DISTANCE_BUDGET,
-    keep_certificate: bool = True,
-) -> tuple[AbsorptionResult, float]:
+def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
 
@@ -75,22 +61,12 @@ def decide_block(
     degree arguments for gated blocks need a block without inner biases: a
     gate bias tensor in the checkpoint, even all zeros, means the block's
     form has inner biases and makes such a verdict undecided (as a ``b_up``
-    tensor does inside ``find_absorbing_subset``). ``distance`` and
-    ``bracket`` are passed on only when they are True or False, so None
-    (``find_absorbing_subset``'s own default) works with any version of it;
-    so is ``keep_certificate``, only when False (the scan then needs no
-    ``Y`` and lets the exact path prove its bound from the Gram matrix).
-
-    ``scale`` is a residual multiplier ``a``: the model computes ``x + a
-    f(x)``, which equals ``a ((1/a) x + f(x))``, so it is absorbable exactly
-    when the block with skip ``(1/a) I`` is (a skip-free block divided by
-    ``a`` is one of the same width). When ``1/a`` is not exact in float64,
-    only the arguments that need the skip to be nonzero (the gated and
-    degree arguments) stand; any other verdict is undecided. ``undecided``
-    is a reason why no theorem covers the block's form (gpt-oss's clamped
-    gated experts): the block is still run through the decision, for the
-    checks on its weights, and reported undecided with that reason.
+    tensor does inside ``find_absorbing_subset``). When ``1/a`` (see
+    :class:`BlockJob`) is not exact in float64, only the arguments that need
+    the skip to be nonzero (the gated and degree arguments) stand; any other
+    verdict is undecided.
     """
+    scale, undecided, b_gate = job.scale, job.undecided, job.b_gate
     start = time.perf_counter()
     skip: Optional[float] = None
     exact_skip = True
@@ -103,25 +79,15 @@ def decide_block(
             # a nonzero skip can stand, and any nonzero skip of a's sign
             # serves them.
             skip, exact_skip = math.copysign(1.0, scale), False
-    extra: dict[str, Any] = {} if distance is None else {"distance": distance}
-    if distance_budget != DISTANCE_BUDGET:
-        extra["distance_budget"] = distance_budget
-    if bracket is not None:
-        extra["bracket"] = bracket
-    if not keep_certificate:
-        extra["keep_certificate"] = False
     result = find_absorbing_subset(
-        W_up,
-        W_down,
-        activation=activation,
-        b_up=b_up,
-        b_down=b_down,
-        W_gate=W_gate,
+        job.W_up,
+        job.W_down,
+        activation=job.activation,
+        b_up=job.b_up,
+        b_down=job.b_down,
+        W_gate=job.W_gate,
         skip=skip,
-        tol=tol,
-        time_limit=time_limit,
-        threads=threads,
-        **extra,
+        options=job.options,
     )
     if b_gate is not None and result.argument in ("linearization", "degree"):
         zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
