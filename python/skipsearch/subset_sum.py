@@ -91,7 +91,7 @@ _LATTICE_MAX_DIM = 600
 #: The method step, and so the reason, when the optional lattice extra is absent.
 LATTICE_MISSING = (
     "lattice: unavailable, fpylll is not installed; install the extra with "
-    "pip install 'skipsearch[lattice]'"
+    "pip install 'skipsearch[lattice]' (from a source checkout: pip install '.[lattice]')"
 )
 #: Primes for the rank of ``[A | b]`` (products stay below 2^62).
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
@@ -874,14 +874,19 @@ def _portfolio(
     block = min(_BKZ_RESTART_BLOCK, d)
     rng = np.random.default_rng(_RESTART_SEED)
     small = estimate < _RESTART_MIN_NODES
+    small_cap = min(_RESTART_UNIT, max(1, int(estimate)))
     share = _COMPLETE_SHARE if estimate < _COMPLETE_FAR else _COMPLETE_SHARE_FAR
     bases, complete_turns, found_by = 0, 0, ""
     best: Optional[npt.NDArray[np.int64]] = first
 
     def steps() -> list[str]:
-        out = []
-        if not small:
-            out.append(f"BKZ-{block} (kernel lattice)")
+        if small:
+            # One short pass, then the whole depth-first search.
+            out = [f"limited discrepancy (BKZ-20 basis, up to {int(small_cap)} nodes)"]
+            if complete_turns:
+                out.append("depth-first enumeration (to the end)")
+            return out + ([found_by] if found_by else [])
+        out = [f"BKZ-{block} (kernel lattice)"]
         if bases > 2:
             out.append(f"BKZ-{block} on {bases - 2} re-randomised bases")
         if bases:
@@ -909,7 +914,7 @@ def _portfolio(
         i += 1
         if small:
             basis: Optional[npt.NDArray[np.int64]] = first
-            cap = min(_RESTART_UNIT, max(1, int(estimate)))
+            cap = small_cap
         else:
             if i == 2:
                 best = _closest_vector_form(first.tolist(), block, weight, deadline, d)
