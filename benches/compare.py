@@ -27,10 +27,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import instances  # noqa: E402
-import numpy as np  # noqa: E402
-import skipsearch  # noqa: E402
-from skipsearch import baseline  # noqa: E402
+import instances
+import numpy as np
+import skipsearch
+from skipsearch import baseline
 
 
 def best_of(fn, repeat: int, budget: float = 0.25, cap: int = 200):

@@ -42,7 +42,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from scale import synthetic_block  # noqa: E402
+from scale import synthetic_block
 
 
 def _call(block, **kwargs):

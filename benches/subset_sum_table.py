@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import skipsearch  # noqa: E402
-from families import absorption_int, absorption_split, market_split  # noqa: E402
+import skipsearch
+from families import absorption_int, absorption_split, market_split
 
 
 def run_skipsearch(A, b, limit):
@@ -60,7 +60,7 @@ def run_highs(A, b, limit):
 
 
 def run_cpsat(A, b, limit):
-    if not (np.all(A == np.round(A)) and np.all(b == np.round(b))):
+    if not (np.all(np.round(A) == A) and np.all(b == np.round(b))):
         return "n/a", float("nan")
     from ortools.sat.python import cp_model
 

@@ -146,6 +146,7 @@ pub fn gemm_polled(
 /// [`gemm_polled`] with tiles of at least `rows` output rows (never fewer
 /// than [`MIN_TILE_ROWS`]). The output's rows are split into `nrows / rows`
 /// tiles of nearly equal size, so none is smaller.
+// Many parameters on purpose: a GEMM's operands, strides and tiling, as BLAS takes them.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_in_row_tiles(
     mut dst: MatMut<'_, f64>,

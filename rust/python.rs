@@ -213,7 +213,10 @@ impl GramMatrix {
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false, exact_seconds=None, keep_certificate=true))]
+// Many parameters on purpose: a Python function's keyword arguments, one parameter each.
 #[allow(clippy::too_many_arguments)]
+// Long on purpose: the binding converts the arguments and the outcome's fields one by one; no logic.
+#[allow(clippy::too_many_lines)]
 fn search_flip_set<'py>(
     py: Python<'py>,
     w_up: PyReadonlyArray2<'py, f64>,
@@ -416,6 +419,7 @@ const MAX_DIVES: usize = 1 << 20;
 /// `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None, lds_nodes=0, stop_event=None))]
+// Many parameters on purpose: a Python function's keyword arguments, one parameter each.
 #[allow(clippy::too_many_arguments)]
 fn enumerate_bounded<'py>(
     py: Python<'py>,
@@ -598,6 +602,7 @@ fn schroeppel_shamir<'py>(
 /// `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (a, b, radius, time_limit=None, node_limit=None, threads=None, tol=None))]
+// Many parameters on purpose: a Python function's keyword arguments, one parameter each.
 #[allow(clippy::too_many_arguments)]
 fn meet_in_the_middle<'py>(
     py: Python<'py>,
@@ -678,7 +683,10 @@ fn feasibility_jump<'py>(
 /// `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (w_up, w_down, skip, flip_constant, known_lower=0.0, start=None, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, search_time_limit=None, start_residual=None, gram=None))]
+// Many parameters on purpose: a Python function's keyword arguments, one parameter each.
 #[allow(clippy::too_many_arguments)]
+// Long on purpose: the binding converts the arguments and the result's fields one by one; no logic.
+#[allow(clippy::too_many_lines)]
 fn flip_set_bracket<'py>(
     py: Python<'py>,
     w_up: PyReadonlyArray2<'py, f64>,

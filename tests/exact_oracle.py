@@ -25,16 +25,16 @@ import numpy as np
 
 __all__ = [
     "MAX_WIDTH",
+    "FlipTruth",
+    "SubsetSumTruth",
+    "certificate_bound_sq",
     "dyadic",
     "exact_c",
-    "skip_matrix",
-    "FlipTruth",
     "flip_truth",
-    "certificate_bound_sq",
-    "SubsetSumTruth",
-    "subset_sum_truth",
     "mask_of",
+    "skip_matrix",
     "subset_of",
+    "subset_sum_truth",
 ]
 
 #: Widest block or subset-sum instance the oracle enumerates.

@@ -81,7 +81,7 @@ def test_layer_count_is_checked(tmp_path):
 
 def test_no_activation_is_refused(tmp_path):
     path = save(tmp_path / "neox", *neox_like(np.random.default_rng(4), hidden_act=None))
-    with pytest.raises(CheckpointError, match="activation is unknown.*--activation"):
+    with pytest.raises(CheckpointError, match=r"activation is unknown.*--activation"):
         skipsearch.scan(path)
     # ... and given, it is used.
     with pytest.warns(AutomaticLayoutWarning, match="the activation argument"):
@@ -182,7 +182,7 @@ def test_a_pattern_without_its_prefix_star_is_explained(tmp_path):
     layout = skipsearch.Layout(
         up="*layers.{i}.mlp.upproj.weight", down="*layers.{i}.mlp.down_proj.weight"
     )
-    with pytest.raises(CheckpointError, match="closest names.*mlp.up_proj.weight"):
+    with pytest.raises(CheckpointError, match=r"closest names.*mlp.up_proj.weight"):
         skipsearch.scan(path, layout=layout, activation="silu")
 
 
@@ -199,7 +199,7 @@ def test_a_gate_the_names_leave_out_is_refused(tmp_path):
         "transformer.blocks.0.ffn.down_proj.weight": W_down,
     }
     config = {"model_type": "my_gated", "hidden_act": "silu", "hidden_size": D}
-    with pytest.raises(CheckpointError, match="gate_proj.weight.*a gate\\?"):
+    with pytest.raises(CheckpointError, match=r"gate_proj.weight.*a gate\?"):
         skipsearch.scan(save(tmp_path / "g", t, config))
 
 
@@ -227,7 +227,5 @@ def test_weights_stored_the_other_way_round_are_refused(tmp_path):
 def test_without_a_model_width_the_orientation_is_not_guessed(tmp_path):
     tensors, config = neox_like(np.random.default_rng(13))
     del config["hidden_size"]
-    with pytest.raises(
-        CheckpointError, match="none of hidden_size.*\\(out, in\\) or \\(in, out\\)"
-    ):
+    with pytest.raises(CheckpointError, match=r"none of hidden_size.*\(out, in\) or \(in, out\)"):
         skipsearch.scan(save(tmp_path / "n", tensors, config))

@@ -172,7 +172,7 @@ def test_stale_core_is_refused_at_import(reload_with_core, abi, found):
     fake.__version__ = skipsearch.__version__
     if abi is not None:
         fake.__abi__ = abi
-    with pytest.raises(ImportError, match="compiled core .* is stale") as info:
+    with pytest.raises(ImportError, match=r"compiled core .* is stale") as info:
         reload_with_core(fake)
     message = str(info.value)
     expected = skipsearch._core_abi.CORE_ABI

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch import _core
+from skipsearch import SearchOptions, _core
 
 from tests.conftest import planted_block
 
@@ -214,5 +214,7 @@ def test_the_automatic_bracket_stays_within_time_limit(rng, monkeypatch):
     )
     w = absorption.Weights(U, V, None, None, None, None)
     act = skipsearch.get_activation("relu")
-    absorption._with_bracket(result, w, act, 0.01, None, auto=True, memory_limit=1 << 30)
+    absorption._with_bracket(
+        result, w, act, SearchOptions(time_limit=0.01), auto=True, memory_limit=1 << 30
+    )
     assert seen["time_limit"] == pytest.approx(0.01)

@@ -19,7 +19,7 @@ import skipsearch
 from skipsearch import rounding
 
 sys.path.insert(0, str(Path(__file__).parent))
-from exact_oracle import certificate_bound_sq, flip_truth  # noqa: E402
+from exact_oracle import certificate_bound_sq, flip_truth
 
 U = 2.0**-1074  # the smallest subnormal
 
@@ -88,7 +88,7 @@ def test_bounds_hold_at_extreme_scales(k_skip: int, k_weights: int) -> None:
             if not Y.any():
                 continue
             b = skipsearch.check_certificate(Y, W_up, W_down, skip=A)
-            assert 0.0 <= b and math.isfinite(b)
+            assert b >= 0.0 and math.isfinite(b)
             assert _bound_sq(b) <= truth.min_ratio_sq, (A, W_up, W_down, Y, b)
             assert _bound_sq(b) <= certificate_bound_sq(Y, W_up, W_down, A, 1)
             checked += 1

@@ -34,7 +34,7 @@ def test_registry_classes_hold_numerically():
 
 
 def test_unknown_activation_lists_known_ones():
-    with pytest.raises(ValueError, match="unknown activation 'swishy'.*gelu_new.*relu"):
+    with pytest.raises(ValueError, match=r"unknown activation 'swishy'.*gelu_new.*relu"):
         skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), activation="swishy")
 
 

@@ -140,7 +140,7 @@ def test_memory_guard():
 )
 def test_bad_options(kwargs, error):
     W_up, W_down = trained_like(8, 16)
-    with pytest.raises(error, match="distance|memory_limit"):
+    with pytest.raises(error, match=r"distance|memory_limit"):
         find(W_up, W_down, **kwargs)
 
 

@@ -631,7 +631,7 @@ def test_generic_layout_overrides_a_family(tmp_path):
 
 def test_unknown_model_type_lists_supported(tmp_path):
     path = save(tmp_path / "mixer", *_custom(np.random.default_rng(14)))
-    with pytest.raises(CheckpointError, match="'my_mixer'.*not supported") as info:
+    with pytest.raises(CheckpointError, match=r"'my_mixer'.*not supported") as info:
         scan(path)
     message = str(info.value)
     for model_type in SUPPORTED_MODEL_TYPES:
@@ -651,7 +651,7 @@ def test_unknown_activation_lists_known(tmp_path):
     layout = skipsearch.Layout(
         up="*blocks.{i}.ffn.w_in.weight", down="*blocks.{i}.ffn.w_out.weight", activation="swoosh"
     )
-    with pytest.raises(CheckpointError, match="unknown activation 'swoosh'.*relu"):
+    with pytest.raises(CheckpointError, match=r"unknown activation 'swoosh'.*relu"):
         scan(path, layout=layout)
     with pytest.raises(
         CheckpointError, match=r"it came from the activation argument \(--activation\)$"
@@ -661,7 +661,7 @@ def test_unknown_activation_lists_known(tmp_path):
 
 def test_gate_without_gated_entry(tmp_path):
     path = save(tmp_path / "llama", *llama(np.random.default_rng(17), hidden_act="tanh"))
-    with pytest.raises(CheckpointError, match="no gated entry.*swiglu"):
+    with pytest.raises(CheckpointError, match=r"no gated entry.*swiglu"):
         scan(path)
 
 
@@ -783,7 +783,7 @@ def test_bad_configs_are_checkpoint_errors(tmp_path):
     rng = np.random.default_rng(0)
     tensors, config = bert_like(rng)
     path = save(tmp_path / "list", tensors, {**config, "model_type": ["bert"]})
-    with pytest.raises(CheckpointError, match="model_type .* must be a string"):
+    with pytest.raises(CheckpointError, match=r"model_type .* must be a string"):
         skipsearch.scan(path)
     path = save(tmp_path / "opt", *opt(rng, do_layer_norm_before="false"))
     with pytest.raises(CheckpointError, match="do_layer_norm_before must be true or false"):
@@ -806,7 +806,7 @@ def test_shards_must_stay_in_their_folder(tmp_path):
     shutil.copy(path / "model-00001-of-00001.safetensors", outside)
     index = {"weight_map": {k: "../outside.safetensors" for k in tensors}}
     (path / "model.safetensors.index.json").write_text(json.dumps(index))
-    with pytest.raises(CheckpointError, match="outside its folder: ../outside.safetensors"):
+    with pytest.raises(CheckpointError, match=r"outside its folder: ../outside.safetensors"):
         skipsearch.scan(path)
 
 
@@ -865,7 +865,7 @@ def test_activation_override_and_no_config_with_a_layout(tmp_path, capsys):
     reports = skipsearch.scan(tmp_path / "m", layout=layout)
     assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
     shutil.copy(tmp_path / "m" / "weights.safetensors", tmp_path / "m" / "copy.safetensors")
-    with pytest.raises(FileNotFoundError, match="and 2 .safetensors files: pass"):
+    with pytest.raises(FileNotFoundError, match=r"and 2 .safetensors files: pass"):
         skipsearch.scan(tmp_path / "m", layout=layout)
 
 

@@ -688,7 +688,7 @@ def test_qwen2_moe_step_that_agrees_is_accepted(tmp_path):
 @pytest.mark.parametrize("first", [0, 2])
 def test_deepseek_dense_layers_follow_first_k_dense_replace(tmp_path, first):
     tensors, config, _ = deepseek(np.random.default_rng(33), first_k_dense_replace=first)
-    with pytest.raises(CheckpointError, match="first_k|puts the (mlp|expert) blocks in layer"):
+    with pytest.raises(CheckpointError, match=r"first_k|puts the (mlp|expert) blocks in layer"):
         scan(save(tmp_path / "deepseek", tensors, config))
 
 

@@ -358,7 +358,7 @@ def test_gated_unsupported_gate_and_override(rng):
     with pytest.raises(ValueError, match=r"LlamaMLP\.act_fn: the gate activation Tanh .*'tanh'"):
         from_torch(mlp)
     assert from_torch(mlp, activation="geglu").activation == "geglu"
-    with pytest.raises(ValueError, match="is a gated block .* activation='relu' is not gated"):
+    with pytest.raises(ValueError, match=r"is a gated block .* activation='relu' is not gated"):
         from_torch(mlp, activation="relu")
 
 
@@ -522,9 +522,9 @@ def test_layout_without_activation_attribute(rng):
 
 def test_wrong_number_of_linear_layers(rng):
     W = rng.standard_normal((3, 3))
-    with pytest.raises(ValueError, match="expected exactly 2 Linear layers .* found 3"):
+    with pytest.raises(ValueError, match=r"expected exactly 2 Linear layers .* found 3"):
         from_torch(Sequential(Linear(W), ReLU(), Linear(W), ReLU(), Linear(W)))
-    with pytest.raises(ValueError, match="expected exactly 2 Linear layers .* found 1"):
+    with pytest.raises(ValueError, match=r"expected exactly 2 Linear layers .* found 1"):
         from_torch(Sequential(Linear(W), ReLU()))
 
 
@@ -596,7 +596,7 @@ def test_bfloat16_is_widened_with_a_warning(rng):
         block = from_torch(Sequential(up, ReLU(), Linear(W_down)))
     assert block.W_up.dtype == np.float32
     np.testing.assert_array_equal(block.W_up, W_up32)
-    assert BF16_TOL == pytest.approx(np.sqrt(2.0**-7))
+    assert pytest.approx(np.sqrt(2.0**-7)) == BF16_TOL
 
 
 def test_float16_and_float32_keep_their_dtype(rng):
@@ -722,7 +722,7 @@ def test_load_state_dict_errors(tmp_path, monkeypatch):
     pt = tmp_path / "model.pt"
     pt.write_bytes(b"not read")
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
-    with pytest.raises(ImportError, match="torch is not installed.*safetensors"):
+    with pytest.raises(ImportError, match=r"torch is not installed.*safetensors"):
         load_state_dict(pt)
 
 
@@ -755,7 +755,7 @@ def test_load_torch_checkpoint_uses_weights_only(tmp_path, monkeypatch):
         raise pickle.UnpicklingError("Weights only load failed")
 
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=refuse))
-    with pytest.raises(ValueError, match="torch.load\\(weights_only=True\\) refuses"):
+    with pytest.raises(ValueError, match=r"torch.load\(weights_only=True\) refuses"):
         load_state_dict(path)
 
     def old(path, map_location=None):
@@ -766,7 +766,7 @@ def test_load_torch_checkpoint_uses_weights_only(tmp_path, monkeypatch):
 
     old_torch = types.SimpleNamespace(load=old_load, __version__="1.12")
     monkeypatch.setitem(sys.modules, "torch", old_torch)
-    with pytest.raises(ImportError, match="needs torch >= 1.13"):
+    with pytest.raises(ImportError, match=r"needs torch >= 1.13"):
         load_state_dict(path)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=lambda p, **k: [1, 2]))
     with pytest.raises(ValueError, match="holds a list, expected a dictionary of tensors"):

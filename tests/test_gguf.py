@@ -336,7 +336,7 @@ def test_renamed_and_unknown_files_say_what_they_look_like(tmp_path):
     path = gpt2_file(tmp_path / "m.gguf", np.random.default_rng(6))
     renamed = tmp_path / "weights.dat"
     renamed.write_bytes(path.read_bytes())
-    with pytest.raises(CheckpointError, match="a GGUF file without the .gguf suffix"):
+    with pytest.raises(CheckpointError, match=r"a GGUF file without the .gguf suffix"):
         open_checkpoint(renamed)
     as_bin = tmp_path / "pytorch_model.bin"
     as_bin.write_bytes(path.read_bytes())
@@ -352,7 +352,7 @@ def test_a_gguf_folder_with_several_files_names_them(tmp_path):
     rng = np.random.default_rng(7)
     gpt2_file(tmp_path / "m-Q8_0.gguf", rng)
     gpt2_file(tmp_path / "m-F32.gguf", rng)
-    with pytest.raises(CheckpointError, match="2 GGUF files .*m-F32.gguf, m-Q8_0.gguf"):
+    with pytest.raises(CheckpointError, match=r"2 GGUF files .*m-F32.gguf, m-Q8_0.gguf"):
         skipsearch.scan(tmp_path)
 
 
@@ -367,5 +367,5 @@ def test_gguf_output_scales_are_refused(tmp_path):
         t[f"blk.{i}.ffn_down.weight"] = rng.standard_normal((d, m))
     t["blk.1.ffn_down.scale"] = np.ones(1)
     path = write(tmp_path / "s.gguf", "gpt2", t, sizes("gpt2", d, m, 2))
-    with pytest.raises(CheckpointError, match="blk.1.ffn_down.scale rescales"):
+    with pytest.raises(CheckpointError, match=r"blk.1.ffn_down.scale rescales"):
         skipsearch.scan(path)

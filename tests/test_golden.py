@@ -20,8 +20,8 @@ from tests import golden_table
 from tests.conftest import needs_lattice, planted_block
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
-from families import absorption_int, absorption_split, market_split  # noqa: E402
-from market_split import DATA, read_instance  # noqa: E402
+from families import absorption_int, absorption_split, market_split
+from market_split import DATA, read_instance
 
 
 def subset_sum_instances():

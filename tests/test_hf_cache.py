@@ -279,5 +279,5 @@ def test_a_gguf_repo_in_the_cache(tmp_path, monkeypatch):
     # The blob is gone (an interrupted download): the link names the file.
     blob = (cache / "models--acme--tiny-GGUF" / "snapshots" / COMMIT / "tiny.F32.gguf").resolve()
     os.remove(blob)
-    with pytest.raises(FileNotFoundError, match="tiny.F32.gguf .*download is incomplete"):
+    with pytest.raises(FileNotFoundError, match=r"tiny.F32.gguf .*download is incomplete"):
         skipsearch.scan("acme/tiny-GGUF")

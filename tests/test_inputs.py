@@ -218,7 +218,7 @@ def test_hand_made_activations_are_checked(block):
 
 
 def test_option_errors_are_not_blamed_on_a_block(block):
-    with pytest.raises(ValueError, match="^threads must be"):
+    with pytest.raises(ValueError, match=r"^threads must be"):
         skipsearch.decide_stack([{"W_up": block[0], "W_down": block[1], "skip": 0.0}], threads=0)
 
 

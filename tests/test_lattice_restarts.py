@@ -21,8 +21,8 @@ subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 BENCHES = Path(__file__).resolve().parents[1] / "benches"
 sys.path.insert(0, str(BENCHES))
-from families import market_split  # noqa: E402
-from market_split import DATA, read_instance  # noqa: E402
+from families import market_split
+from market_split import DATA, read_instance
 
 
 def restarts_always(monkeypatch):

@@ -82,7 +82,7 @@ def test_options_and_keywords_together_are_refused():
         baseline.find_absorbing_subset(W_up[:8], W_down[:, :8], options=options, tol=1e-3)
     with pytest.raises(TypeError, match="either options=SearchOptions"):
         skipsearch.decide_stack([{"W_up": W_up, "W_down": W_down}], options=options, threads=1)
-    with pytest.raises(TypeError, match="must be a skipsearch.SearchOptions"):
+    with pytest.raises(TypeError, match=r"must be a skipsearch.SearchOptions"):
         skipsearch.find_absorbing_subset(W_up, W_down, options={"tol": 1e-6})  # type: ignore[arg-type]
     # Keywords at their defaults are not a conflict.
     r = skipsearch.find_absorbing_subset(W_up, W_down, options=options, distance=None)

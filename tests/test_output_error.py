@@ -28,7 +28,7 @@ def test_error_of_any_flip_set_is_the_linear_gap(rng, activation, c):
         X, W_up, W_down, activation=activation, b_up=b_up, b_down=b_down, skip=A
     )
     want = np.linalg.norm(X @ E.T) / np.linalg.norm(target)
-    assert 0.1 < want and err == pytest.approx(want, rel=1e-10)
+    assert want > 0.1 and err == pytest.approx(want, rel=1e-10)
 
 
 def test_absorbable_block_costs_nothing(rng):

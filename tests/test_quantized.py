@@ -29,7 +29,7 @@ def e4m3_bytes(values) -> bytes:
     values = np.asarray(values, dtype=np.float64)
     codes = np.empty(values.shape, dtype=np.uint8)
     for index, v in np.ndenumerate(values):
-        hits = np.flatnonzero(E4M3 == v)
+        hits = np.flatnonzero(v == E4M3)
         assert hits.size, f"{v} is not an E4M3 value"
         codes[index] = hits[0]  # +0 before -0
     return codes.tobytes()
@@ -371,7 +371,7 @@ def test_nonzero_zero_point_is_refused(tmp_path):
     path = write_fp8_bert(
         tmp_path / "q", planted_layers(rng, "channel"), "weight_scale", extra=extra
     )
-    with pytest.raises(CheckpointError, match="nonzero .*weight_zero_point"):
+    with pytest.raises(CheckpointError, match=r"nonzero .*weight_zero_point"):
         scan(path, progress=False)
 
 

@@ -73,5 +73,5 @@ def test_a_zero_width_ffn_is_refused_by_the_scan(tmp_path):
         str(tmp_path / "model.safetensors"),
     )
     layout = skipsearch.Layout(up="blocks.{i}.up.weight", down="blocks.{i}.down.weight")
-    with pytest.raises(CheckpointError, match="m=0 .*needs d >= 1 and m >= 1"):
+    with pytest.raises(CheckpointError, match=r"m=0 .*needs d >= 1 and m >= 1"):
         skipsearch.scan(tmp_path, layout=layout, activation="relu", progress=False)

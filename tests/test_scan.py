@@ -397,7 +397,7 @@ def _assert_one_line_error(err, *words):
 
 def test_missing_config(tmp_path, capsys):
     path = write_checkpoint(tmp_path / "m", config=False)
-    with pytest.raises(FileNotFoundError, match="config.json"):
+    with pytest.raises(FileNotFoundError, match=r"config.json"):
         scan_checkpoint(path)
     code, out, err = run_cli(capsys, "scan", str(path))
     assert code == 2 and out == ""
@@ -406,7 +406,7 @@ def test_missing_config(tmp_path, capsys):
 
 def test_unknown_hidden_act(tmp_path, capsys):
     path = write_checkpoint(tmp_path / "m", hidden_act="wiggle")
-    with pytest.raises(ValueError, match="unknown activation 'wiggle'.*relu"):
+    with pytest.raises(ValueError, match=r"unknown activation 'wiggle'.*relu"):
         scan_checkpoint(path)
     code, out, err = run_cli(capsys, "scan", str(path), "--json")
     assert code == 2 and out == ""

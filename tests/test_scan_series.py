@@ -149,7 +149,7 @@ def test_mixed_names_are_an_error_naming_the_directory(series, capsys):
 
 def test_two_checkpoints_of_one_step_are_an_error(series):
     write_checkpoint(series / "checkpoint-5")
-    with pytest.raises(CheckpointError, match="global_step5 and checkpoint-5|checkpoint-5 and"):
+    with pytest.raises(CheckpointError, match=r"global_step5 and checkpoint-5|checkpoint-5 and"):
         scan(series, progress=False)
 
 

@@ -20,7 +20,7 @@ import pytest
 import skipsearch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from exact_oracle import exact_c, flip_truth  # noqa: E402
+from exact_oracle import exact_c, flip_truth
 
 TOL = 1.5e-8
 

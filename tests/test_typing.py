@@ -99,7 +99,7 @@ def test_user_script_runs():
 
 
 def test_literal_aliases():
-    assert skipsearch.result.VERDICTS == get_args(skipsearch.Verdict)
+    assert get_args(skipsearch.Verdict) == skipsearch.result.VERDICTS
     assert set(get_args(skipsearch.Verdict)) == {"absorbable", "not_absorbable", "undecided"}
     assert "complete" in get_args(skipsearch.Status)
     assert "none" in get_args(skipsearch.Argument)

@@ -100,8 +100,6 @@ from skipsearch.subset_sum import SubsetSumResult, subset_sum
 from skipsearch.torch_adapter import from_torch, load_state_dict
 
 __all__ = [
-    "__version__",
-    "baseline",
     "ACTIVATIONS",
     "AbsorptionResult",
     "Activation",
@@ -133,6 +131,8 @@ __all__ = [
     "SubsetSumStatus",
     "UnindexedShardWarning",
     "Verdict",
+    "__version__",
+    "baseline",
     "build_skip_free_block",
     "check_certificate",
     "decide_stack",

@@ -12,7 +12,7 @@ from typing import Any, Literal, Optional, TypedDict, final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - the module's own order, which tests/test_typing.py compares
     "__version__",
     "__abi__",
     "GramMatrix",

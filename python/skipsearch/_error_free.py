@@ -46,14 +46,14 @@ import numpy.typing as npt
 from skipsearch._types import FloatArray
 
 __all__ = [
-    "two_sum",
-    "two_product",
-    "nearest",
     "exact_dot",
+    "exact_product_slices",
     "exact_sum",
+    "nearest",
     "rounded_flip_sum",
     "rounded_sums",
-    "exact_product_slices",
+    "two_product",
+    "two_sum",
 ]
 
 BoolArray = npt.NDArray[np.bool_]
@@ -393,10 +393,7 @@ def rounded_sums(
     with np.errstate(all="ignore"):
         for lo in range(0, R, rows):
             hi = min(R, lo + rows)
-            if K:
-                major = np.stack([t[lo:hi] for t in terms], axis=1)
-            else:
-                major = np.zeros((hi - lo, 1))
+            major = np.stack([t[lo:hi] for t in terms], axis=1) if K else np.zeros((hi - lo, 1))
             value, decided = _combine(major, None, c_hi, c_lo, extra[lo:hi, None])
             out[lo:hi] = value
             todo[lo:hi] = ~decided

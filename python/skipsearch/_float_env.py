@@ -26,7 +26,7 @@ from typing import Any, Callable, TypeVar, cast
 
 from skipsearch import _core
 
-__all__ = ["standard_float_env", "in_standard_float_env"]
+__all__ = ["in_standard_float_env", "standard_float_env"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

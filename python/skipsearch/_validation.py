@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -437,10 +438,8 @@ def _available_memory() -> list[int]:
     except (ImportError, OSError, ValueError, AttributeError):
         pass
     if not found:
-        try:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
             found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-        except (AttributeError, ValueError, OSError):
-            pass
     return found
 
 

@@ -46,7 +46,7 @@ from skipsearch.result import (
     StackResult,
 )
 
-__all__ = ["find_absorbing_subset", "decide_stack", "MLPBlock"]
+__all__ = ["MLPBlock", "decide_stack", "find_absorbing_subset"]
 
 PAPER = "Mijoski & Karbevski 2026, arXiv:2604.23705"
 
@@ -69,10 +69,7 @@ def _is_integral(x: FloatArray) -> bool:
 
 
 def _rust_search(
-    W_up: FloatArray,
-    W_down: FloatArray,
-    A: FloatArray,
-    b_up: Optional[FloatArray],
+    w: Weights,
     flip: tuple[float, float],
     tol: float,
     check: str,
@@ -83,6 +80,7 @@ def _rust_search(
     """The Rust decision of one flip-linear block (``options.time_limit`` is
     what is left of the call's), and the exact integer engine for an
     integer-valued block that the relaxation leaves open."""
+    W_up, W_down, A, b_up = w.W_up, w.W_down, w.A, w.b_up
     time_limit, node_limit, threads = options.time_limit, options.node_limit, options.threads
     c, c_lo = flip
     integral = (
@@ -147,7 +145,7 @@ def _rust_search(
         threads,
     )
     raw = dict(raw)
-    raw["method"] = list(raw["method"]) + [f"exact integer ({' -> '.join(exact.method)})"]
+    raw["method"] = [*raw["method"], f"exact integer ({' -> '.join(exact.method)})"]
     raw["nodes"] = int(raw["nodes"]) + exact.nodes
     # Wall time of both stages (their own clocks miss the hand-over).
     raw["seconds"] = time.perf_counter() - start
@@ -192,7 +190,7 @@ def _exact_proof(step: str) -> str:
 
 
 @in_standard_float_env
-def find_absorbing_subset(
+def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords (SearchOptions bundles them)
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
     *,
@@ -387,13 +385,7 @@ def find_absorbing_subset(
             _with_bracket, auto=opts.bracket is None, memory_limit=opts.memory_bytes
         )
     return _decide(
-        W_up,
-        W_down,
-        activation=activation,
-        b_up=b_up,
-        b_down=b_down,
-        W_gate=W_gate,
-        skip=skip,
+        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip),
         options=opts,
         # The bracket reuses the decision's Gram matrix when it is left.
         search=functools.partial(_rust_search, keep_gram=finish is not None),
@@ -402,32 +394,16 @@ def find_absorbing_subset(
     )
 
 
-#: The search of a flip-linear block: ``(W_up, W_down, A, b_up, (c, c_lo),
-#: tol, genericity check, options) -> raw record``, ``options.time_limit``
-#: being what is left of the call's (the Rust core, or the baseline's
-#: enumeration).
-_Search = Callable[
-    [
-        FloatArray,
-        FloatArray,
-        FloatArray,
-        Optional[FloatArray],
-        tuple[float, float],
-        float,
-        str,
-        SearchOptions,
-    ],
-    dict[str, Any],
-]
+#: The search of a flip-linear block: ``(weights, (c, c_lo), tol,
+#: genericity check, options) -> raw record``, ``options.time_limit`` being
+#: what is left of the call's (the Rust core, or the baseline's enumeration).
+_Search = Callable[[Weights, tuple[float, float], float, str, SearchOptions], dict[str, Any]]
 
 #: What completes a flip-linear result: ``(result, weights, activation,
-#: seconds_left, threads, gram) -> result``, with ``seconds_left`` what
-#: remains of ``time_limit`` after the decision (None without a limit) and
-#: ``gram`` the Gram matrix the decision kept (``_core.GramMatrix``) or None.
-_Finish = Callable[
-    [AbsorptionResult, Weights, Activation, Optional[float], Optional[int], Any],
-    AbsorptionResult,
-]
+#: options, gram) -> result``, with ``options.time_limit`` what remains of
+#: the call's after the decision (None without a limit) and ``gram`` the
+#: Gram matrix the decision kept (``_core.GramMatrix``) or None.
+_Finish = Callable[[AbsorptionResult, Weights, Activation, SearchOptions, Any], AbsorptionResult]
 
 #: Widest block the automatic bracket takes on when the decision did not
 #: build the Gram matrix itself (the bracket builds it: ``O(m^2 d)``).
@@ -440,16 +416,16 @@ def _with_bracket(
     result: AbsorptionResult,
     w: Weights,
     act: Activation,
-    seconds_left: Optional[float],
-    threads: Optional[int],
+    options: SearchOptions,
     gram: Any = None,
     *,
     auto: bool,
     memory_limit: int,
 ) -> AbsorptionResult:
     """``result`` with ``best_subset`` and ``distance_bracket`` (see
-    ``find_absorbing_subset``'s ``bracket``), within ``seconds_left``, what
-    the decision left of ``time_limit``."""
+    ``find_absorbing_subset``'s ``bracket``), within ``options.time_limit``,
+    what the decision left of the call's."""
+    seconds_left, threads = options.time_limit, options.threads
     m = w.W_up.shape[0]
     c = act.flip_constant
     if c is None or result.status != "complete":
@@ -537,24 +513,18 @@ class _SearchFields(_Common, total=False):
 
 
 def _decide(
-    W_up: npt.ArrayLike,
-    W_down: npt.ArrayLike,
-    *,
-    activation: Union[str, Activation],
-    b_up: Optional[npt.ArrayLike],
-    b_down: Optional[npt.ArrayLike],
-    W_gate: Optional[npt.ArrayLike],
-    skip: Optional[npt.ArrayLike],
+    block: MLPBlock,
     options: SearchOptions,
     search: _Search,
     backend: Backend,
     finish: Optional[_Finish] = None,
 ) -> AbsorptionResult:
     """The decision; ``finish``, when given, completes a flip-linear block's
-    result (the bracket) from the validated weights, the activation, what
-    is left of ``options.time_limit`` and ``options.threads``."""
-    act = get_activation(activation)
-    tol, time_limit, threads = options.tol, options.time_limit, options.threads
+    result (the bracket) from the validated weights, the activation and the
+    options, with what is left of ``options.time_limit``."""
+    act = get_activation(block.activation)
+    tol, time_limit = options.tol, options.time_limit
+    W_up, W_down, W_gate = block.W_up, block.W_down, block.W_gate
     # The limit covers the whole call: validation and the skip's expansion
     # (np.eye at d = 4000 takes a sizeable part of a second) come out of it.
     started = time.perf_counter()
@@ -570,7 +540,7 @@ def _decide(
         )
     if not act.gated and W_gate is not None:
         raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
-    w = Weights(W_up, W_down, b_up, b_down, W_gate, skip)
+    w = Weights(W_up, W_down, block.b_up, block.b_down, W_gate, block.skip)
     tol = w.default_tol() if tol is None else tol
     common = _Common(
         activation=act.name,
@@ -580,9 +550,9 @@ def _decide(
     )
 
     if not np.any(w.A):
-        block = None
+        built = None
         if act.kind == FLIP_LINEAR:
-            block = build_skip_free_block(
+            built = build_skip_free_block(
                 w.W_up, w.W_down, [], activation=act, b_up=w.b_up, b_down=w.b_down
             )
         result = AbsorptionResult(
@@ -592,12 +562,12 @@ def _decide(
             subset=np.zeros(0, dtype=np.int64),
             residual=0.0,
             tolerance=tol,
-            block=block,
+            block=built,
             **common,
         )
         if finish is None or act.kind != FLIP_LINEAR:
             return result
-        return finish(result, w, act, seconds_left(), threads, None)
+        return finish(result, w, act, options.replace(time_limit=seconds_left()), None)
     # The degree argument needs k != 1 (x - relu(x) = -relu(-x) is skip-free);
     # get_activation refuses degree 1, and this branch never relies on it.
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
@@ -654,10 +624,7 @@ def _decide(
             **common,
         )
     raw = search(
-        w.W_up,
-        w.W_down,
-        w.A,
-        w.b_up,
+        w,
         # A flip-linear activation has its constant.
         (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
         tol,
@@ -666,7 +633,9 @@ def _decide(
     )
     gram = raw.pop("gram", None)
     result = _from_search(raw, act, w, tol, common, backend)
-    return result if finish is None else finish(result, w, act, seconds_left(), threads, gram)
+    if finish is None:
+        return result
+    return finish(result, w, act, options.replace(time_limit=seconds_left()), gram)
 
 
 def _no_search(

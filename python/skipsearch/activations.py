@@ -38,13 +38,13 @@ import numpy.typing as npt
 from skipsearch._core import erf as _core_erf
 
 __all__ = [
-    "Activation",
     "ACTIVATIONS",
     "ALIASES",
     "GATED_ENTRIES",
+    "Activation",
     "get_activation",
-    "leaky_relu",
     "known_activations",
+    "leaky_relu",
 ]
 
 #: Activation classes.

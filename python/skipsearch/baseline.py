@@ -21,12 +21,13 @@ import numpy.typing as npt
 from skipsearch import rounding
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import FloatArray, IntArray
-from skipsearch.absorption import _decide
+from skipsearch._validation import Weights
+from skipsearch.absorption import MLPBlock, _decide
 from skipsearch.activations import Activation
 from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 
-__all__ = ["find_absorbing_subset", "MAX_WIDTH"]
+__all__ = ["MAX_WIDTH", "find_absorbing_subset"]
 
 #: Largest hidden width the baseline accepts (2^26 subsets).
 MAX_WIDTH = 26
@@ -81,7 +82,7 @@ def _balanced(
 
     def exponent(x: FloatArray) -> int:
         big = float(np.max(np.abs(x), initial=0.0))
-        return int(round(math.log2(big))) if big > 0 and math.isfinite(big) else 0
+        return round(math.log2(big)) if big > 0 and math.isfinite(big) else 0
 
     k_up = -max(exponent(W_up), exponent(b_up) if b_up is not None else -(10**6))
     k_skip = -exponent(A)
@@ -114,16 +115,14 @@ def _refined_residual(
     return y.reshape(-1)
 
 
-def _enumerate(
-    W_up: FloatArray,
-    W_down: FloatArray,
-    A: FloatArray,
-    b_up: Optional[FloatArray],
+def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
+    w: Weights,
     flip: tuple[float, float],
     tol: float,
     check: str,
     options: SearchOptions,
 ) -> dict[str, Any]:
+    W_up, W_down, A, b_up = w.W_up, w.W_down, w.A, w.b_up
     time_limit, node_limit = options.time_limit, options.node_limit
     c, c_lo = flip
     start = time.perf_counter()
@@ -248,7 +247,7 @@ def _enumerate(
 
 
 @in_standard_float_env
-def find_absorbing_subset(
+def find_absorbing_subset(  # noqa: PLR0913 - find_absorbing_subset's own keywords
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
     *,
@@ -293,13 +292,7 @@ def find_absorbing_subset(
     [0, 1]
     """
     return _decide(
-        W_up,
-        W_down,
-        activation=activation,
-        b_up=b_up,
-        b_down=b_down,
-        W_gate=W_gate,
-        skip=skip,
+        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip),
         options=merged(
             options, tol=tol, time_limit=time_limit, node_limit=node_limit, threads=threads
         ),

@@ -52,9 +52,6 @@ import numpy.typing as npt
 from skipsearch._warnings import UnindexedShardWarning
 
 __all__ = [
-    "Checkpoint",
-    "CheckpointChangedError",
-    "CheckpointError",
     "CONFIG_NAME",
     "FLOAT_DTYPES",
     "GGUF_DTYPES",
@@ -62,8 +59,11 @@ __all__ = [
     "NARROW_TOL",
     "TORCH_INDEX_NAME",
     "TORCH_WEIGHTS_NAME",
-    "TorchCheckpoint",
     "WEIGHTS_NAME",
+    "Checkpoint",
+    "CheckpointChangedError",
+    "CheckpointError",
+    "TorchCheckpoint",
     "hub_name",
     "open_checkpoint",
     "read_safetensors",
@@ -293,7 +293,9 @@ class StoredFile:
         whose header was read, unchanged (``what`` names the tensor)."""
         out = np.empty(size, dtype=np.uint8)
         try:
-            fh = open(self.path, "rb", buffering=0)
+            # Opened apart so that only open() maps FileNotFoundError; the
+            # with block below closes it.
+            fh = open(self.path, "rb", buffering=0)  # noqa: SIM115
         except FileNotFoundError:
             raise self._changed("was deleted or renamed after its header was read") from None
         with fh:
@@ -883,7 +885,7 @@ class _TorchFile(ListedFile):
         """The file's state dict (memory-mapped tensors), checked unchanged."""
         torch = self._torch
         try:
-            fh = open(self.path, "rb")
+            fh = open(self.path, "rb")  # noqa: SIM115 - closed by the with block below
         except FileNotFoundError:
             raise self._changed("was deleted or renamed after its header was read") from None
         with fh:

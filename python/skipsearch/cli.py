@@ -589,7 +589,7 @@ def format_table(reports: Sequence[BlockReport]) -> str:
     if any(markers):
         head += ("notes",)
         right += (False,)
-        rows = [row + (marker or "-",) for row, marker in zip(rows, markers)]
+        rows = [(*row, marker or "-") for row, marker in zip(rows, markers)]
     return "\n".join(_align(head, rows, right) + _footer(reports, notes))
 
 
@@ -749,7 +749,7 @@ def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockRep
         subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
         step = (("-" if r.step is None else str(r.step)),) if series else ()
-        cells = (r.model,) + step + row + (r.form, r.note or "-", result.argument, flip_set)
+        cells = (r.model, *step, *row, r.form, r.note or "-", result.argument, flip_set)
         lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
     lines.append("")
     for info in models:
@@ -824,7 +824,7 @@ def _scope(info: CheckpointInfo) -> str:
 
 
 def _layout(args: argparse.Namespace) -> Optional[Layout]:
-    given = [args.up, args.down, args.gate, args.norm] + [args.transpose or None]
+    given = [args.up, args.down, args.gate, args.norm, args.transpose or None]
     if all(v is None for v in given):
         return None  # --activation alone overrides the family's activation
     if args.up is None or args.down is None:

@@ -30,9 +30,9 @@ from skipsearch.result import FieldEquality
 __all__ = [
     "SkipFreeBlock",
     "build_skip_free_block",
-    "residual_block_output",
     "max_abs_difference",
     "relative_output_error",
+    "residual_block_output",
 ]
 
 
@@ -219,7 +219,7 @@ def _flipped_b_down(
         ) from None
 
 
-def residual_block_output(
+def residual_block_output(  # noqa: PLR0913 - a block's arrays, as find_absorbing_subset takes them
     x: npt.ArrayLike,
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
@@ -255,7 +255,7 @@ def residual_block_output(
     return out + (w.b_down if w.b_down is not None else 0.0)
 
 
-def _original_output(
+def _original_output(  # noqa: PLR0913 - a block's arrays, as find_absorbing_subset takes them
     block: SkipFreeBlock,
     x: npt.ArrayLike,
     W_up: npt.ArrayLike,
@@ -282,7 +282,7 @@ def _original_output(
     )
 
 
-def max_abs_difference(
+def max_abs_difference(  # noqa: PLR0913 - a block's arrays, as find_absorbing_subset takes them
     block: SkipFreeBlock,
     W_up: npt.ArrayLike,
     W_down: npt.ArrayLike,
@@ -342,7 +342,7 @@ def max_abs_difference(
 
 
 @in_standard_float_env
-def relative_output_error(
+def relative_output_error(  # noqa: PLR0913 - a block's arrays, as find_absorbing_subset takes them
     block: SkipFreeBlock,
     X: npt.ArrayLike,
     W_up: npt.ArrayLike,

@@ -52,7 +52,7 @@ from skipsearch.checkpoints import (
     hub_name,
 )
 
-__all__ = ["GGUFCheckpoint", "GGUF_MODEL_TYPE_PREFIX", "import_gguf"]
+__all__ = ["GGUF_MODEL_TYPE_PREFIX", "GGUFCheckpoint", "import_gguf"]
 
 #: ``model_type`` of a GGUF checkpoint: this prefix and its architecture.
 GGUF_MODEL_TYPE_PREFIX = "gguf-"

@@ -34,9 +34,9 @@ from skipsearch.checkpoints import CheckpointError
 __all__ = [
     "FAMILIES",
     "FUSED_LAYOUTS",
+    "NORM_SCOPES",
     "Family",
     "Layout",
-    "NORM_SCOPES",
     "Part",
     "Times",
     "config_flag",
@@ -288,9 +288,9 @@ class Part:
     d_rule: Optional[SizeRule] = field(default=None, repr=False)
     m_rule: Optional[SizeRule] = field(default=None, repr=False)
     experts_keys: tuple[str, ...] = ()
-    norm: Union[Norm, None, Callable[[dict[str, Any]], Optional[Norm]]] = "pre"
+    norm: Union[Norm, Callable[[dict[str, Any]], Optional[Norm]], None] = "pre"
     form: Union[str, Callable[[dict[str, Any]], str]] = "x + f(x)"
-    note: Union[str, None, Callable[[dict[str, Any]], Optional[str]]] = None
+    note: Union[str, Callable[[dict[str, Any]], Optional[str]], None] = None
     undecided: Optional[str] = None
     scale_keys: tuple[str, ...] = ()
     repeat_keys: tuple[str, ...] = ()
@@ -446,7 +446,7 @@ class Family:
     parts: tuple[Part, ...] = ()
     m_rule: Optional[SizeRule] = field(default=None, repr=False)
     form: Union[str, Callable[[dict[str, Any]], str]] = "x + f(x)"
-    note: Union[str, None, Callable[[dict[str, Any]], Optional[str]]] = None
+    note: Union[str, Callable[[dict[str, Any]], Optional[str]], None] = None
 
     def __post_init__(self) -> None:
         if (self.layout is None) == (not self.parts):

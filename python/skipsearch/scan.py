@@ -75,13 +75,13 @@ from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
+    "SCHEMA_VERSION",
+    "SUPPORTED_MODEL_TYPES",
     "BlockReport",
     "CheckpointChangedError",
     "CheckpointError",
     "CheckpointInfo",
     "LayerReport",
-    "SCHEMA_VERSION",
-    "SUPPORTED_MODEL_TYPES",
     "default_checkpoint",
     "describe_checkpoint",
     "report_schema",
@@ -128,7 +128,7 @@ def default_checkpoint() -> Path:
             f"install it with: {INSTALL_HINT}, or pass a checkpoint path",
             name=DEFAULT_PACKAGE,
         )
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def _checkpoint_paths(
@@ -219,7 +219,7 @@ def _show_progress(progress: Optional[bool]) -> bool:
 
 
 @in_standard_float_env
-def scan(
+def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split by stage
     paths: Union[PathLike, Sequence[PathLike], None] = None,
     *,
     layout: Optional[Layout] = None,
@@ -613,7 +613,7 @@ def scan(
 
 
 @in_standard_float_env
-def scan_checkpoint(
+def scan_checkpoint(  # noqa: PLR0913 - scan's keywords, kept from skipsearch 0.1
     path: Optional[PathLike] = None,
     *,
     layout: Optional[Layout] = None,

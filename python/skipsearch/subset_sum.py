@@ -484,7 +484,7 @@ def _component(
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Solve one independent block: Schroeppel-Shamir when it is small,
     else a float heuristic, then the lattice."""
-    k, n = A.shape
+    n = A.shape[1]
     entered = time.perf_counter()
     if n <= _LISTS_MAX:
         x, stop, nodes, memory, step = _lists(A, b, time_limit, node_limit, threads)
@@ -530,7 +530,7 @@ def _component(
         steps.append(step)
         nodes += more
         memory = max(memory, lists_memory)
-    return x, stop, nodes, memory, ["float heuristic"] + steps
+    return x, stop, nodes, memory, ["float heuristic", *steps]
 
 
 def _lists(
@@ -565,7 +565,7 @@ def _lattice(
     # smaller lattice, and no symmetric copies of each solution to visit.
     A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
     where = np.asarray(where).reshape(-1)
-    k, n = A.shape
+    n = A.shape[1]
     steps: list[str] = []
     if n < A_full.shape[1]:
         steps.append(
@@ -687,7 +687,7 @@ def _closest_vector_form(
     """
     from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
-    M = IntegerMatrix.from_matrix([list(r[:-1]) + [int(r[-1]) * weight] for r in rows])
+    M = IntegerMatrix.from_matrix([[*r[:-1], int(r[-1]) * weight] for r in rows])
 
     def run() -> None:
         LLL.reduction(M)
@@ -705,7 +705,7 @@ def _closest_vector_form(
         return None
     out = [[0] * M.ncols for _ in range(M.nrows)]
     M.to_matrix(out)
-    kept = [r[:-1] + [r[-1] // weight] for r in out if any(r)]
+    kept = [[*r[:-1], r[-1] // weight] for r in out if any(r)]
     if len(kept) != want or not _fits_int64(kept):  # pragma: no cover - fplll keeps a basis
         kept = [list(r) for r in rows]
     # Rows that carry the homogenising coordinate go last, in their order.
@@ -737,7 +737,7 @@ class _KernelSearch:
     """The enumerations of one component's kernel lattice: the bounds, the
     decoding of solutions, and the limits and counters they share."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only fields of the search's record
         self,
         *,
         bounds: npt.NDArray[np.int64],
@@ -975,7 +975,7 @@ def _import_fpylll() -> bool:
         return True
     if threading.current_thread() is threading.main_thread():
         try:
-            import fpylll  # type: ignore[import-untyped, unused-ignore]  # noqa: F401
+            import fpylll  # type: ignore[import-untyped, unused-ignore]
         except ImportError:
             return False
         return True

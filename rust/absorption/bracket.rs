@@ -390,7 +390,10 @@ fn subset_of(s: &[f64]) -> Vec<usize> {
 /// bound is below `start`'s lower bound, so it is never replaced by a worse
 /// flip set. `optimal` needs the branch and bound to have completed and the
 /// bracket to be narrow ([`is_narrow`]).
+// Many parameters on purpose: the weights, the flip constant, the known bound, the starting set and the limits, as the binding receives them.
 #[allow(clippy::too_many_arguments)]
+// Long on purpose: input checks, then the bracket's three stages in order; each is a function of its own below.
+#[allow(clippy::too_many_lines)]
 pub fn flip_set_bracket(
     block: &Block,
     known_lower: f64,
@@ -564,6 +567,8 @@ struct Found {
     nodes: u64,
 }
 
+// Long on purpose: the bracket's stages share the box solution and the incumbent; splitting would pass them all around.
+#[allow(clippy::too_many_lines)]
 fn run(
     block: &Block,
     a_up: f64,

@@ -138,6 +138,8 @@ const NULL_COLUMNS: usize = 128;
 /// threads, which changes their last bits). Stops at the
 /// first pivot not above `cutoff`, leaving that (squared) diagonal at
 /// `a[(rank, rank)]`; `None` on a NaN.
+// Long on purpose: one blocked factorisation loop (panel, pivot, update), kept whole as in LAPACK.
+#[allow(clippy::too_many_lines)]
 fn pivoted_llt<T: Real>(
     mut a: MatMut<'_, T>,
     perm: &mut [usize],

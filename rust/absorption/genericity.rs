@@ -615,6 +615,8 @@ fn inverse_cholesky(mut g: Vec<f64>, k: usize) -> Option<Vec<f64>> {
 
 /// The sorted sweep over the regular rows; one entry per block of sorted
 /// positions.
+// Long on purpose: one sweep over sorted rows; its window bookkeeping spans the loop.
+#[allow(clippy::too_many_lines)]
 fn sweep<F>(
     u: &Matrix<'_>,
     b_up: Option<&[f64]>,
@@ -1172,6 +1174,8 @@ mod tests {
     /// the edge of either check, exact multiples, zero and dead rows, and
     /// rows of wildly different scales.
     #[test]
+    // Long on purpose: a test: one fuzz loop and its checks, read together.
+    #[allow(clippy::too_many_lines)]
     fn fuzzed_small_blocks_agree() {
         let mut rng = Rng::new(11);
         let tols = [

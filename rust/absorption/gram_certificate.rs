@@ -59,6 +59,8 @@ pub struct GramCertificate {
 /// are trusted to be what those functions computed, nothing else is.
 /// `None` when something is not finite, the weights are so large that
 /// the underflow allowances could be, or `||Y||^2` cannot be told from 0.
+// Long on purpose: one rigorous bound: every rounding term is derived beside the sum it bounds.
+#[allow(clippy::too_many_lines)]
 pub fn gram_certificate(
     block: &Block,
     gram: &[f64],

@@ -768,12 +768,23 @@ struct Relaxed {
     refined: bool,
 }
 
+/// The relaxed solution refined against the weights, with its certificate
+/// and the certificate's inner products `<R_i, Y>`.
+struct Refined {
+    s_star: Vec<f64>,
+    cert: certificate::Certificate,
+    inner: Vec<f64>,
+    refined: bool,
+    /// A limit reached during the refinement: the last complete
+    /// certificate (with its inner products) is kept.
+    stopped: Option<Stop>,
+}
+
 /// From `s0`, a least-squares solution of `G s = h` by `solve` (a factor of
 /// `G`, in either precision), refine against residuals of the weights and
 /// check both certificates rigorously in float64: any `Y` is a proof, so
 /// the precision of `solve` decides only how close the proof comes to the
 /// least-squares distance, never whether it holds.
-#[allow(clippy::too_many_arguments)]
 fn certify_relaxation(
     block: &Block,
     minus_h: &[f64],
@@ -783,61 +794,13 @@ fn certify_relaxation(
     budget: &Budget,
     laps: &mut Outcome,
 ) -> Result<Relaxed, Stop> {
-    let m = block.width();
-    // The normal equations square the condition number, so the solution is
-    // refined against residuals computed from the weights themselves
-    // (corrected semi-normal equations): s += G^+ <R_i, Y(s)>.
-    let mut s_star = s0;
-    let mut cert = certificate_within(block, &s_star, budget)?;
-    let mut inner = block.inner_products_within(&cert.y, budget)?;
-    laps.lap("solve", budget);
-    let mut refined = false;
-    // A limit reached during the refinement keeps the last complete
-    // certificate (with its inner products): if it proves the answer, the
-    // proof is used; otherwise the limit ends the search below.
-    let mut refinement_stopped = None;
-    for _ in 0..REFINEMENT_STEPS {
-        if let Err(stop) = budget.check() {
-            refinement_stopped = Some(stop);
-            break;
-        }
-        let step = solve(&inner);
-        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        // The distance moves by the square of the correction (the gradient
-        // vanishes at the solution): below 1e-8 relative it cannot change.
-        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
-            break;
-        }
-        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
-        let trial_cert = match certificate_within(block, &trial, budget) {
-            Ok(c) => c,
-            Err(stop) => {
-                refinement_stopped = Some(stop);
-                break;
-            }
-        };
-        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
-            || !trial_cert.distance.is_finite()
-        {
-            break;
-        }
-        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
-        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
-            Ok(g) => g,
-            Err(stop) => {
-                refinement_stopped = Some(stop);
-                break;
-            }
-        };
-        refined = true;
-        s_star = trial;
-        cert = trial_cert;
-        inner = trial_inner;
-        laps.lap("refinement", budget);
-        if converged {
-            break;
-        }
-    }
+    let Refined {
+        mut s_star,
+        mut cert,
+        inner,
+        refined,
+        stopped: mut refinement_stopped,
+    } = refine_against_weights(block, s0, solve, budget, laps)?;
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
     let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
@@ -846,34 +809,16 @@ fn certify_relaxation(
     if refinement_stopped.is_none()
         && confirmed_distance(cert.distance, &relaxed, tol).is_none()
         && cert.distance > tol
-        && m.saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
+        && block.width().saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
     {
-        // A small distance between large terms: the float64 residual, and
-        // float64 weights, are too coarse for Y to be orthogonal to them.
-        // Refine with weights in double-double and residuals summed exactly
-        // (iterative refinement in extended precision).
-        let mut s_lo = vec![0.0; m];
-        for _ in 0..3 {
-            if let Err(stop) = budget.check() {
-                // relaxed and cert.y are updated together: keep them.
-                refinement_stopped = Some(stop);
-                break;
-            }
-            let mut y = exact_flip_residual(block, &s_star, &s_lo);
-            y.data_mut().iter_mut().for_each(|x| *x = -*x);
-            let g = block.inner_products(&y);
-            let sharper = interval_bound(block, &y, Some(&g));
-            if sharper.bound > relaxed.bound {
-                relaxed = sharper;
-                cert.y = y;
-            }
-            let step = solve(&g);
-            for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
-                let (s, e) = two_sum(*hi, *lo + d);
-                *hi = s;
-                *lo = e;
-            }
-        }
+        refinement_stopped = refine_in_extended_precision(
+            block,
+            &mut s_star,
+            solve,
+            budget,
+            &mut relaxed,
+            &mut cert,
+        );
     }
     // A refinement cut short by a limit leaves a residual that may be far
     // from the least-squares one: it may still prove the verdict, but it
@@ -897,6 +842,114 @@ fn certify_relaxation(
         refinement_stopped,
         refined,
     })
+}
+
+/// The normal equations square the condition number, so the solution is
+/// refined against residuals computed from the weights themselves
+/// (corrected semi-normal equations): `s += G^+ <R_i, Y(s)>`, up to
+/// [`REFINEMENT_STEPS`] times, while the distance falls.
+fn refine_against_weights(
+    block: &Block,
+    s0: Vec<f64>,
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    budget: &Budget,
+    laps: &mut Outcome,
+) -> Result<Refined, Stop> {
+    let mut s_star = s0;
+    let mut cert = certificate_within(block, &s_star, budget)?;
+    let mut inner = block.inner_products_within(&cert.y, budget)?;
+    laps.lap("solve", budget);
+    let mut refined = false;
+    // A limit reached during the refinement keeps the last complete
+    // certificate (with its inner products): if it proves the answer, the
+    // proof is used; otherwise the limit ends the search.
+    let mut stopped = None;
+    for _ in 0..REFINEMENT_STEPS {
+        if let Err(stop) = budget.check() {
+            stopped = Some(stop);
+            break;
+        }
+        let step = solve(&inner);
+        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        // The distance moves by the square of the correction (the gradient
+        // vanishes at the solution): below 1e-8 relative it cannot change.
+        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
+            break;
+        }
+        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
+        let trial_cert = match certificate_within(block, &trial, budget) {
+            Ok(c) => c,
+            Err(stop) => {
+                stopped = Some(stop);
+                break;
+            }
+        };
+        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
+            || !trial_cert.distance.is_finite()
+        {
+            break;
+        }
+        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
+        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
+            Ok(g) => g,
+            Err(stop) => {
+                stopped = Some(stop);
+                break;
+            }
+        };
+        refined = true;
+        s_star = trial;
+        cert = trial_cert;
+        inner = trial_inner;
+        laps.lap("refinement", budget);
+        if converged {
+            break;
+        }
+    }
+    Ok(Refined {
+        s_star,
+        cert,
+        inner,
+        refined,
+        stopped,
+    })
+}
+
+/// A small distance between large terms: the float64 residual, and float64
+/// weights, are too coarse for `Y` to be orthogonal to them. Refine with
+/// weights in double-double and residuals summed exactly (iterative
+/// refinement in extended precision): `s_star` becomes the high part of
+/// the refined solution, and `relaxed` and `cert` keep the sharpest bound
+/// found, updated together; the limit that stopped it, if any.
+fn refine_in_extended_precision(
+    block: &Block,
+    s_star: &mut [f64],
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    budget: &Budget,
+    relaxed: &mut IntervalBound,
+    cert: &mut certificate::Certificate,
+) -> Option<Stop> {
+    let mut s_lo = vec![0.0; s_star.len()];
+    for _ in 0..3 {
+        if let Err(stop) = budget.check() {
+            return Some(stop);
+        }
+        let mut y = exact_flip_residual(block, s_star, &s_lo);
+        y.data_mut().iter_mut().for_each(|x| *x = -*x);
+        let g = block.inner_products(&y);
+        let sharper = interval_bound(block, &y, Some(&g));
+        if sharper.bound > relaxed.bound {
+            *relaxed = sharper;
+            cert.y = y;
+        }
+        let step = solve(&g);
+        for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
+            let (s, e) = two_sum(*hi, *lo + d);
+            *hi = s;
+            *lo = e;
+        }
+    }
+    None
 }
 
 /// Stage 2's conjugate-gradient certificates (see `krylov`): the finding
@@ -1049,7 +1102,10 @@ fn listed_search(
 
 /// The complete search: rigorous windows, every allowed assignment of every
 /// component, every combination verified rigorously.
+// Many parameters on purpose: the products the earlier stages built (factor, null basis, components), handed over rather than recomputed.
 #[allow(clippy::too_many_arguments)]
+// Long on purpose: the complete search's listing, verification and proof, one pass whose invariants span it.
+#[allow(clippy::too_many_lines)]
 fn complete_search(
     block: &Block,
     rhs: &[f64],

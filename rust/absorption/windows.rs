@@ -72,6 +72,8 @@ impl Row {
 /// `gram` is the unscaled Gram matrix as the relaxation computed it, `rhs`
 /// the right-hand side `h`, `coupled[k]` the free neurons coupled to the
 /// `k`-th pivot (from the null basis).
+// Long on purpose: the windows and their rigorous widths, derived together.
+#[allow(clippy::too_many_lines)]
 pub fn windows(
     block: &Block,
     gram: &Matrix,

@@ -54,6 +54,8 @@ impl Rng {
 ///
 /// The caller keeps every partial sum of `|A|` plus `|b|` below `2^62`, so
 /// the residual never overflows.
+// Long on purpose: one local-search loop, kept whole as in Luteberget & Sartor.
+#[allow(clippy::too_many_lines)]
 pub fn feasibility_jump(
     columns: &[Vec<i64>],
     b: &[i64],

@@ -504,6 +504,36 @@ impl<'a, 'b> Walker<'a, 'b> {
         self.cut = false;
     }
 
+    /// Search job `index` (its prefix set up top down, each projection
+    /// building on the one above it), depth first or with `budget`
+    /// discrepancies left; `true` when its whole subtree was searched.
+    fn search_job(&mut self, job: &Job, index: usize, budget: Option<u32>) -> bool {
+        let shared = self.shared;
+        let (gso, d) = (&shared.lattice.gso, shared.lattice.basis.len());
+        self.reset(index);
+        for t in (job.level..d).rev() {
+            self.set(t, job.coeffs[t]);
+            let center: f64 = -(t + 1..d)
+                .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
+                .sum::<f64>();
+            self.project(t, job.coeffs[t] as f64 - center, 0.0);
+        }
+        if job.level > 0 {
+            return self.walk(job.level - 1, job.partial, job.free, budget);
+        }
+        if !job.free && budget.is_none_or(|k| k == 0) {
+            if let Some(y) = self.exact_vector() {
+                if y.iter()
+                    .zip(&shared.lattice.bounds)
+                    .all(|(&v, &c)| admissible(v, c))
+                {
+                    self.found.push(y);
+                }
+            }
+        }
+        true
+    }
+
     #[inline(always)]
     fn tick(&mut self) -> bool {
         self.local_nodes += 1;
@@ -1162,8 +1192,6 @@ fn run_jobs(
     discrepancy: Option<u32>,
     searched: &[bool],
 ) -> (Vec<JobResult>, bool) {
-    let gso = &shared.lattice.gso;
-    let d = shared.lattice.basis.len();
     let cut = AtomicBool::new(false);
     // Workers take the jobs in search order from a shared counter: the
     // most promising prefixes first, and a solution found in job i only
@@ -1194,34 +1222,10 @@ fn run_jobs(
         if shared.done_below.load(Ordering::Relaxed) < index {
             return JobResult::default();
         }
-        w.reset(index);
-        // Top down: each projection builds on the one above it.
-        for t in (job.level..d).rev() {
-            w.set(t, job.coeffs[t]);
-            let center: f64 = -(t + 1..d)
-                .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
-                .sum::<f64>();
-            w.project(t, job.coeffs[t] as f64 - center, 0.0);
+        let complete = w.search_job(job, index, budget);
+        if w.cut {
+            cut.store(true, Ordering::Relaxed);
         }
-        let complete = if job.level == 0 {
-            if !job.free && budget.is_none_or(|k| k == 0) {
-                if let Some(y) = w.exact_vector() {
-                    if y.iter()
-                        .zip(&shared.lattice.bounds)
-                        .all(|(&v, &c)| admissible(v, c))
-                    {
-                        w.found.push(y);
-                    }
-                }
-            }
-            true
-        } else {
-            let complete = w.walk(job.level - 1, job.partial, job.free, budget);
-            if w.cut {
-                cut.store(true, Ordering::Relaxed);
-            }
-            complete
-        };
         if w.found.len() >= shared.max_solutions {
             shared.done_below.fetch_min(index, Ordering::Relaxed);
         }

@@ -52,6 +52,8 @@ pub fn meet_in_the_middle(
 /// that it cannot tell (`None`). The search goes on past rejected subsets
 /// and returns the first accepted one; the flag says whether some subset was
 /// left undecided (then an empty search proves nothing).
+// Long on purpose: the two lists and their merge with verification, one pass.
+#[allow(clippy::too_many_lines)]
 pub fn meet_in_the_middle_verified(
     columns: &[Vec<f64>],
     b: &[f64],

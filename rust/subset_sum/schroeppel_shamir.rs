@@ -155,6 +155,8 @@ impl Buckets {
 
 /// Solve `sum_j x_j columns[j] = b` over `x` in `{0,1}^n`, `n <= 52`, on
 /// the current rayon pool. Nodes are the pair sums formed.
+// Long on purpose: the four lists and their residue loop, kept whole as in Howgrave-Graham & Joux.
+#[allow(clippy::too_many_lines)]
 pub fn schroeppel_shamir(
     columns: &[Vec<i64>],
     b: &[i64],

@@ -121,7 +121,7 @@ class _DeepseekSparseLayers:
         return frozenset(sparse if self.sparse else set(range(layers)) - sparse)
 
 
-def _experts(
+def _experts(  # noqa: PLR0913 - the keyword-only fields of a registry entry
     kind: str,
     base: str,
     names: tuple[str, str, str],

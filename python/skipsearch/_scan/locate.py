@@ -45,11 +45,11 @@ from skipsearch.quantization import (
 )
 
 __all__ = [
+    "STEP_NAME",
+    "SUPPORTED_MODEL_TYPES",
     "BlockKeys",
     "CheckpointInfo",
     "PartInfo",
-    "STEP_NAME",
-    "SUPPORTED_MODEL_TYPES",
     "checkpoint_step",
     "expand_paths",
     "locate",
@@ -704,7 +704,9 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
                     )
             # The module path shared by the projections: "h.0.mlp" for
             # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
-            common = os.path.commonprefix([k for k in (key, down, gate) if k is not None])
+            common = os.path.commonprefix(  # noqa: RUF071 - dotted names, not paths
+                [k for k in (key, down, gate) if k is not None]
+            )
             name = common[: common.rfind(".")] if "." in common else common
             stars = tuple(
                 ("decoder" in v, v)
@@ -737,9 +739,9 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
                         "[experts, out, in]"
                     )
                 for e in range(shape[0]):
-                    blocks.append((order + (e,), _with(block, name=f"{name}.{e}", expert=e)))
+                    blocks.append(((*order, e), _with(block, name=f"{name}.{e}", expert=e)))
             else:
-                blocks.append((order + (block.expert or 0,), block))
+                blocks.append(((*order, block.expert or 0), block))
     blocks.sort(key=lambda item: item[0])
     return [b for _, b in blocks]
 
