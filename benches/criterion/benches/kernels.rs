@@ -1,0 +1,103 @@
+//! The core's dense kernels at MiniLM's FFN shape (d = 384, m = 1536) and
+//! the lattice enumeration on a fixed basis: the Gram matrix (stage 3), the
+//! pivoted Cholesky factor (stage 4), the genericity checks (stage 1) and
+//! a depth-first enumeration of a small kernel lattice.
+
+use std::hint::black_box;
+use std::sync::atomic::AtomicBool;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use skipsearch::absorption::block::Block;
+use skipsearch::absorption::cholesky::PivotedCholesky;
+use skipsearch::absorption::genericity::{dead_neurons, proportional_pairs, GenericityCheck};
+use skipsearch::absorption::relaxation::gram_lower;
+use skipsearch::limits::Budget;
+use skipsearch::subset_sum::lattice::enumerate_bounded;
+use skipsearch::{Limits, Matrix};
+
+/// SplitMix64 uniforms in [-1, 1): the benchmark needs no random crate.
+fn uniform(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+fn block(d: usize, m: usize) -> Block<'static> {
+    let w_up = Matrix::from_vec("W_up", m, d, uniform(1, m * d)).unwrap();
+    let w_down = Matrix::from_vec("W_down", d, m, uniform(2, d * m)).unwrap();
+    Block::new(w_up, w_down, None, Matrix::identity(d), 1.0).unwrap()
+}
+
+fn dense(c: &mut Criterion) {
+    let (d, m) = (384, 1536);
+    let b = block(d, m);
+    let budget = Budget::unlimited();
+    c.bench_function("gram 384x1536", |bench| {
+        bench.iter(|| black_box(gram_lower(&b, &budget).unwrap()))
+    });
+    let gram = gram_lower(&b, &budget).unwrap();
+    c.bench_function("pivoted cholesky 1536", |bench| {
+        bench.iter(|| black_box(PivotedCholesky::factor(gram.clone(), m, &budget).unwrap()))
+    });
+    let up_sq: Vec<f64> = (0..m)
+        .map(|i| b.w_up.row(i).iter().map(|x| x * x).sum())
+        .collect();
+    let down_sq: Vec<f64> = (0..m)
+        .map(|i| (0..d).map(|r| b.w_down.row(r)[i].powi(2)).sum())
+        .collect();
+    c.bench_function("genericity 384x1536", |bench| {
+        bench.iter(|| {
+            let dead = dead_neurons(&up_sq, &down_sq, 1e-8);
+            let mut is_dead = vec![false; m];
+            dead.iter().for_each(|&i| is_dead[i] = true);
+            black_box(proportional_pairs(
+                &b.w_up,
+                None,
+                &is_dead,
+                GenericityCheck::Proportional,
+                1e-8,
+            ))
+        })
+    });
+}
+
+/// The even-sum lattice in dimension 24: every +-1 vector lies in it, so
+/// the depth-first search visits a tree of a few million nodes.
+fn lattice(c: &mut Criterion) {
+    let dim = 24;
+    let mut basis = vec![vec![0i64; dim]; dim];
+    basis[0][0] = 2;
+    for (j, row) in basis.iter_mut().enumerate().skip(1) {
+        row[j] = 1;
+        row[0] = -1;
+    }
+    let bounds = vec![1i64; dim];
+    let cancel = AtomicBool::new(false);
+    let limits = Limits {
+        time_limit: None,
+        node_limit: Some(4_000_000),
+    };
+    c.bench_function("enumeration 4M nodes", |bench| {
+        bench.iter(|| {
+            black_box(
+                enumerate_bounded(&basis, &bounds, dim as f64, 1 << 30, 0, limits, &cancel)
+                    .unwrap(),
+            )
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = dense, lattice
+}
+criterion_main!(benches);
