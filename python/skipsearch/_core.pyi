@@ -1,4 +1,4 @@
-"""Type stub of the compiled Rust core (``rust/python.rs``).
+"""Type stub of the compiled Rust core (``rust/python/``).
 
 Checked against the built module by ``python -m mypy.stubtest skipsearch``.
 Every array argument must already have the stated dtype (the bindings do not

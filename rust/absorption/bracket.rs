@@ -59,8 +59,9 @@
 //! residual can be zero.
 
 use crate::absorption::block::Block;
-use crate::absorption::relaxation::{gram_lower, mirror_lower};
+use crate::absorption::relaxation::{self, gram_lower, mirror_lower};
 use crate::absorption::verification::residual_bounds;
+use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
 use crate::rounding::{down, gamma, norm_lower, norm_upper, up, TINY};
 use std::sync::atomic::AtomicBool;
@@ -369,6 +370,95 @@ impl Search<'_, '_> {
 
 fn subset_of(s: &[f64]) -> Vec<usize> {
     (0..s.len()).filter(|&i| s[i] > 0.5).collect()
+}
+
+/// What a caller asks of the bracket of a block as it gave it.
+pub struct Request {
+    /// A proven lower bound on every flip set's relative residual (0 when
+    /// none is known).
+    pub known_lower: f64,
+    /// A flip set to start from (the decision's), any order, duplicates
+    /// allowed.
+    pub start: Vec<usize>,
+    /// A verified upper bound on `start`'s relative residual, if known.
+    pub start_residual: Option<f64>,
+    /// The branch and bound's own limits.
+    pub search: Limits,
+}
+
+/// The bracket of `block` as the caller gave it: the block balanced by
+/// exact powers of two ([`Block::balanced`]), the decision's Gram matrix
+/// (`gram`: its lower triangle and the fingerprint of the block it was built
+/// from) used when it is this block's, memory reserved for the rest; then
+/// [`flip_set_bracket`]. When the bracket cannot run (no room, or a rescaling
+/// that is not exact, or a limit) the result is the trivial bracket, or the
+/// caller's verified flip set. A start neuron out of range is an error.
+pub fn bracket_of_block(
+    block: &Block,
+    request: Request,
+    gram: Option<(Vec<f64>, u64)>,
+    limits: Limits,
+    cancel: &AtomicBool,
+) -> Result<Bracket, Error> {
+    let m = block.width();
+    let mut start = request.start;
+    if let Some(&i) = start.iter().find(|&&i| i >= m) {
+        return Err(Error::InvalidOption {
+            option: "start",
+            message: format!(
+                "start holds neuron {i}, but the block has {m} neurons (W_up has {m} rows)"
+            ),
+        });
+    }
+    start.sort_unstable();
+    start.dedup();
+    let trivial = match request.start_residual.filter(|r| *r < 1.0) {
+        Some(r) => (start.clone(), request.known_lower.min(r), r),
+        None => (Vec::new(), request.known_lower.min(1.0), 1.0),
+    };
+    let (balanced, _, exact) = block.balanced();
+    // A decision's Gram matrix serves only the block it was built from.
+    let gram = gram
+        .filter(|(_, fingerprint)| *fingerprint == relaxation::gram_fingerprint(&balanced))
+        .map(|(lower, _)| lower);
+    let gram_bytes = if gram.is_some() {
+        0
+    } else {
+        8 * (m as u128).pow(2)
+    };
+    // The Gram matrix (8 m^2 bytes, unless the decision's is reused)
+    // besides the block's arrays. Without room for them, or when the
+    // rescaling under- or overflowed, the bracket stays trivial.
+    let room = crate::limits::reserve_for(
+        rayon::current_num_threads(),
+        crate::absorption::working_bytes(block, false) + gram_bytes,
+        crate::absorption::dense_products(block),
+    );
+    let bracket = if room.is_ok() && exact {
+        flip_set_bracket(
+            &balanced,
+            request.known_lower,
+            &start,
+            request.start_residual,
+            limits,
+            request.search,
+            gram,
+            cancel,
+        )
+        .ok()
+    } else {
+        None
+    };
+    Ok(bracket.unwrap_or_else(|| {
+        let (best_subset, lower, upper) = trivial;
+        Bracket {
+            best_subset,
+            lower,
+            upper,
+            optimal: false,
+            nodes: 0,
+        }
+    }))
 }
 
 /// Bracket the least relative residual over all flip sets of `block`.
