@@ -689,7 +689,51 @@ def _genericity(raw: Optional[dict[str, Any]]) -> Optional[GenericityChecks]:
 def _from_search(
     raw: dict[str, Any], act: Activation, w: Weights, tol: float, common: _Common, backend: Backend
 ) -> AbsorptionResult:
-    stats = SearchStats(
+    """The result of a search record (the Rust core's, the baseline's or the
+    exact integer route's: the same keys): the record's fields, then the
+    verdict and the reason its finding gives (one builder per finding)."""
+    genericity = _genericity(raw.get("genericity"))
+    fields: _SearchFields = {
+        "residual": raw.get("residual"),
+        "relaxation_distance": raw.get("relaxation_distance"),
+        "distance_bound": raw.get("distance_bound"),
+        "rounding_bound": raw.get("rounding_bound"),
+        "tolerance": tol,
+        "genericity": genericity,
+        "activation": common["activation"],
+        "activation_class": common["activation_class"],
+        "flip_constant": common["flip_constant"],
+        "stats": _search_stats(raw, backend),
+    }
+    finding = raw["finding"]
+    if finding == "subset":
+        return _absorbable(raw, act, w, fields)
+    if finding == "stopped":
+        why = _stop_reason(raw, genericity)
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=f"Undecided: {why}.",
+            argument="none",
+            status=raw["stop"],
+            **fields,
+        )
+    if finding == "inconclusive":
+        why = _NUMERICS_REASONS[raw["numerics"]](raw, tol)
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=f"Undecided: {why}.",
+            argument="none",
+            status=raw["numerics"],
+            **fields,
+        )
+    argument, no_set = _EVIDENCE[raw["evidence"]]
+    if raw.get("certificate") is not None:
+        fields["certificate"] = np.asarray(raw["certificate"])
+    return _no_flip_set(act, genericity, argument, no_set(raw), fields)
+
+
+def _search_stats(raw: dict[str, Any], backend: Backend) -> SearchStats:
+    return SearchStats(
         method=tuple(raw["method"]),
         nodes=int(raw["nodes"]),
         seconds=float(raw["seconds"]),
@@ -705,139 +749,145 @@ def _from_search(
         kernel=raw.get("kernel"),
         exact_seconds_estimate=raw.get("exact_estimate"),
     )
-    genericity = _genericity(raw.get("genericity"))
-    fields: _SearchFields = {
-        "residual": raw.get("residual"),
-        "relaxation_distance": raw.get("relaxation_distance"),
-        "distance_bound": raw.get("distance_bound"),
-        "rounding_bound": raw.get("rounding_bound"),
-        "tolerance": tol,
-        "genericity": genericity,
-        "activation": common["activation"],
-        "activation_class": common["activation_class"],
-        "flip_constant": common["flip_constant"],
-        "stats": stats,
-    }
-    finding = raw["finding"]
-    if finding == "subset":
-        subset = np.asarray(raw["subset"], dtype=np.int64)
-        # The block's b_down is the float64 nearest b_down + c W_down[:, S]
-        # b_up[S], the rest exact: when that bias overflows float64 the
-        # verdict stands but no block is given.
-        block: Optional[SkipFreeBlock] = None
-        built = "which builds a skip-free block of the same width"
-        try:
-            block = build_skip_free_block(
-                w.W_up, w.W_down, subset, activation=act, b_up=w.b_up, b_down=w.b_down
-            )
-        except ValueError as e:
-            built = f"so a skip-free block of the same width exists, but none is returned: {e}"
-        return AbsorptionResult(
-            verdict="absorbable",
-            reason=(
-                f"Absorbable: flipping the {len(subset)} neuron(s) of S gives "
-                f"c W_down[:, S] W_up[S, :] = -A to relative residual at most "
-                f"{raw['residual']:.2e} (a rigorous bound), {built} ({PAPER}, the flip "
-                "construction)."
-            ),
-            argument="flip_construction",
-            subset=subset,
-            block=block,
-            **fields,
+
+
+def _absorbable(
+    raw: dict[str, Any], act: Activation, w: Weights, fields: _SearchFields
+) -> AbsorptionResult:
+    """A verified flip set: the verdict and the block it builds."""
+    subset = np.asarray(raw["subset"], dtype=np.int64)
+    # The block's b_down is the float64 nearest b_down + c W_down[:, S]
+    # b_up[S], the rest exact: when that bias overflows float64 the verdict
+    # stands but no block is given.
+    block: Optional[SkipFreeBlock] = None
+    built = "which builds a skip-free block of the same width"
+    try:
+        block = build_skip_free_block(
+            w.W_up, w.W_down, subset, activation=act, b_up=w.b_up, b_down=w.b_down
         )
-    if finding == "stopped":
-        if raw["stop"] == "memory_limit":
-            why = (
-                "no cheap certificate (Y = A, then conjugate-gradient steps) proves a bound "
-                f"above the tolerance (best proven: {raw.get('distance_bound') or 0.0:.3g}), and "
-                "the exact Gram path needs more than memory_limit allows (raise memory_limit, "
-                "or run where 16 m^2 bytes fit)"
-            )
-        elif raw["stop"] == "incomplete":
-            why = (
-                "the exact integer engine could not complete its search "
-                f"({raw.get('detail', 'no complete method applies')})"
-            )
-        else:
-            why = f"the search stopped at its {raw['stop'].replace('_', ' ')}"
-        if genericity is not None and not genericity.passed:
-            # Finishing the search could only prove absorbable then.
-            why += (
-                f"; the genericity check failed ({genericity.describe()}), so a finished "
-                "search that found no flip set would leave the verdict undecided too"
-            )
-        return AbsorptionResult(
-            verdict="undecided",
-            reason=f"Undecided: {why}.",
-            argument="none",
-            status=raw["stop"],
-            **fields,
+    except ValueError as e:
+        built = f"so a skip-free block of the same width exists, but none is returned: {e}"
+    return AbsorptionResult(
+        verdict="absorbable",
+        reason=(
+            f"Absorbable: flipping the {len(subset)} neuron(s) of S gives "
+            f"c W_down[:, S] W_up[S, :] = -A to relative residual at most "
+            f"{raw['residual']:.2e} (a rigorous bound), {built} ({PAPER}, the flip "
+            "construction)."
+        ),
+        argument="flip_construction",
+        subset=subset,
+        block=block,
+        **fields,
+    )
+
+
+def _stop_reason(raw: dict[str, Any], genericity: Optional[GenericityChecks]) -> str:
+    """Why a search that stopped early leaves the block undecided."""
+    stop = raw["stop"]
+    if stop == "memory_limit":
+        why = (
+            "no cheap certificate (Y = A, then conjugate-gradient steps) proves a bound "
+            f"above the tolerance (best proven: {raw.get('distance_bound') or 0.0:.3g}), and "
+            "the exact Gram path needs more than memory_limit allows (raise memory_limit, "
+            "or run where 16 m^2 bytes fit)"
         )
-    if finding == "inconclusive":
-        why = {
-            "overflow": (
-                "products of the weights overflow float64 even at the best exact rescaling of "
-                "the block by powers of two: the skip and W_down @ W_up differ in scale by "
-                "more than float64 can hold, or they are too large together, or entries near "
-                "float64's smallest (subnormal) values keep a matrix from being scaled down "
-                "exactly (rescale the block)"
-            ),
-            "ill_conditioned": (
-                "no certificate proves impossibility once its rounding is accounted for, and "
-                "the complete search's rigorous windows on the relaxed values are too wide "
-                "(or the block too large) to list every candidate flip set"
-                + _rank_words(raw.get("rank"), raw.get("rank_decision"))
-            ),
-            "unresolved": (
-                "a candidate flip set's residual could not be placed on either side of the "
-                f"tolerance {tol:.2e}, even with exact sums"
-            ),
-        }[raw["numerics"]]
-        return AbsorptionResult(
-            verdict="undecided",
-            reason=f"Undecided: {why}.",
-            argument="none",
-            status=raw["numerics"],
-            **fields,
+    elif stop == "incomplete":
+        why = (
+            "the exact integer engine could not complete its search "
+            f"({raw.get('detail', 'no complete method applies')})"
         )
-    evidence = raw["evidence"]
-    argument: Argument
-    if evidence == "certificate":
-        unformed = "gram certificate" in raw["method"] and raw.get("certificate") is None
-        no_set = (
-            f"a certificate Y{' (bounded from the Gram matrix, not formed)' if unformed else ''} "
-            "proves that every flip set has relative residual at least "
-            f"{raw['distance_bound']:.3g} > tol (its interval bound, with the rounding of its "
-            f"own evaluation, {raw['rounding_bound']:.2g}, subtracted)"
-        )
-        argument = "certificate"
-    elif evidence == "relaxation":
-        neuron, value = raw["conflict"]
-        no_set = (
-            f"the relaxation's rigorous window forces neuron {neuron} near weight {value:.9g}, "
-            "neither 0 nor 1, so no flip set exists"
-        )
-        argument = "relaxation"
-    elif evidence == "exact_integer":
-        no_set = f"the exact integer subset-sum engine proves no flip set exists ({_exact_proof(raw['proof'])})"
-        argument = "exact_integer"
-    elif evidence == "enumeration":
-        no_set = "enumerating all 2^m subsets found no flip set"
-        argument = "enumeration"
-    elif "meet in the middle" in raw["method"]:
-        no_set = (
-            "a complete meet in the middle on the flattened flip condition, every subset in its "
-            "window verified with rigorous bounds, found no flip set"
-        )
-        argument = "branch_and_bound"
     else:
-        no_set = (
+        why = f"the search stopped at its {stop.replace('_', ' ')}"
+    if genericity is not None and not genericity.passed:
+        # Finishing the search could only prove absorbable then.
+        why += (
+            f"; the genericity check failed ({genericity.describe()}), so a finished "
+            "search that found no flip set would leave the verdict undecided too"
+        )
+    return why
+
+
+#: Why float64 could not settle the block, by the record's ``numerics``.
+_NUMERICS_REASONS: dict[str, Callable[[dict[str, Any], float], str]] = {
+    "overflow": lambda raw, tol: (
+        "products of the weights overflow float64 even at the best exact rescaling of "
+        "the block by powers of two: the skip and W_down @ W_up differ in scale by "
+        "more than float64 can hold, or they are too large together, or entries near "
+        "float64's smallest (subnormal) values keep a matrix from being scaled down "
+        "exactly (rescale the block)"
+    ),
+    "ill_conditioned": lambda raw, tol: (
+        "no certificate proves impossibility once its rounding is accounted for, and "
+        "the complete search's rigorous windows on the relaxed values are too wide "
+        "(or the block too large) to list every candidate flip set"
+        + _rank_words(raw.get("rank"), raw.get("rank_decision"))
+    ),
+    "unresolved": lambda raw, tol: (
+        "a candidate flip set's residual could not be placed on either side of the "
+        f"tolerance {tol:.2e}, even with exact sums"
+    ),
+}
+
+
+def _certificate_words(raw: dict[str, Any]) -> str:
+    unformed = "gram certificate" in raw["method"] and raw.get("certificate") is None
+    return (
+        f"a certificate Y{' (bounded from the Gram matrix, not formed)' if unformed else ''} "
+        "proves that every flip set has relative residual at least "
+        f"{raw['distance_bound']:.3g} > tol (its interval bound, with the rounding of its "
+        f"own evaluation, {raw['rounding_bound']:.2g}, subtracted)"
+    )
+
+
+def _relaxation_words(raw: dict[str, Any]) -> str:
+    neuron, value = raw["conflict"]
+    return (
+        f"the relaxation's rigorous window forces neuron {neuron} near weight {value:.9g}, "
+        "neither 0 nor 1, so no flip set exists"
+    )
+
+
+#: What proved that no flip set exists, by the record's ``evidence``: the
+#: result's ``argument`` and the words of its reason.
+_EVIDENCE: dict[str, tuple[Argument, Callable[[dict[str, Any]], str]]] = {
+    "certificate": ("certificate", _certificate_words),
+    "relaxation": ("relaxation", _relaxation_words),
+    "exact_integer": (
+        "exact_integer",
+        lambda raw: (
+            "the exact integer subset-sum engine proves no flip set exists "
+            f"({_exact_proof(raw['proof'])})"
+        ),
+    ),
+    "enumeration": ("enumeration", lambda raw: "enumerating all 2^m subsets found no flip set"),
+    "meet_in_the_middle": (
+        "branch_and_bound",
+        lambda raw: (
+            "a complete meet in the middle on the flattened flip condition, every subset in "
+            "its window verified with rigorous bounds, found no flip set"
+        ),
+    ),
+    "branch_and_bound": (
+        "branch_and_bound",
+        lambda raw: (
             "a complete branch and bound under rigorous windows on the relaxed values, with "
             "every candidate verified with rigorous bounds, found no flip set"
-        )
-        argument = "branch_and_bound"
-    if raw.get("certificate") is not None:
-        fields["certificate"] = np.asarray(raw["certificate"])
+        ),
+    ),
+}
+
+
+def _no_flip_set(
+    act: Activation,
+    genericity: Optional[GenericityChecks],
+    argument: Argument,
+    no_set: str,
+    fields: _SearchFields,
+) -> AbsorptionResult:
+    """No flip set exists: "not absorbable" when the activation's theorem
+    makes the condition necessary and its hypotheses were checked on the
+    weights (docs/theory.md §3), else undecided, saying which failed."""
     if act.necessity not in ("genericity_checked", "generic_weights"):
         return AbsorptionResult(
             verdict="undecided",

@@ -229,6 +229,9 @@ pub enum Evidence {
     /// The complete search under rigorous windows found no candidate in a
     /// component, or every candidate failed rigorous verification.
     Exhausted { component: usize },
+    /// The complete meet in the middle on the flattened condition found no
+    /// subset in its window that passes rigorous verification.
+    Listed,
 }
 
 /// What the flip-set search established.
@@ -1089,7 +1092,7 @@ fn listed_search(
         return Ok(if unresolved {
             Finding::Inconclusive(Numerics::Unresolved)
         } else {
-            Finding::NoSubset(Evidence::Exhausted { component: 0 })
+            Finding::NoSubset(Evidence::Listed)
         });
     };
     let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
@@ -1707,10 +1710,7 @@ mod tests {
         });
         let found = listed_search(&doubled, 1e-9, None, &mut budget, &mut out).unwrap();
         assert!(out_all, "no flip set is within 1e-9 of -2I");
-        assert_eq!(
-            found,
-            Finding::NoSubset(Evidence::Exhausted { component: 0 })
-        );
+        assert_eq!(found, Finding::NoSubset(Evidence::Listed));
     }
 
     #[test]

@@ -138,6 +138,7 @@ pub(super) fn search_flip_set<'py>(
                     d.set_item("evidence", "branch_and_bound")?;
                     d.set_item("conflict", *component)?;
                 }
+                Evidence::Listed => d.set_item("evidence", "meet_in_the_middle")?,
             }
         }
         Finding::Inconclusive(why) => {
