@@ -9,20 +9,19 @@
 //! - [`subset_sum`]: exact 0/1 subset sum, for integer instances and for the
 //!   small float systems the absorption engine hands over.
 //!
-//! Shared pieces sit at the top: [`matrix`] (row-major storage and the
-//! bridge to faer's dense kernels), [`rounding`] (rigorous error bounds and
-//! exact expansions), [`float_env`] (the IEEE environment those bounds
-//! assume), [`limits`] (deadlines, cancellation, worker pools) and [`error`].
+//! Shared pieces: [`linalg`] (row-major matrices and the bridge to faer,
+//! the SIMD kernels chosen at run time, the pivoted Cholesky factor),
+//! [`rigor`] (rigorous rounding bounds, exact expansions and the IEEE
+//! environment they assume), [`limits`] (deadlines, cancellation, worker
+//! pools) and [`error`].
 //! The PyO3 bindings live in their own module, `python`, built only with the
 //! `python` feature.
 
 pub mod absorption;
 pub mod error;
-pub mod float_env;
-pub mod kernels;
 pub mod limits;
-pub mod matrix;
-pub mod rounding;
+pub mod linalg;
+pub mod rigor;
 pub mod subset_sum;
 
 #[cfg(feature = "python")]
@@ -33,4 +32,4 @@ pub use absorption::genericity::{GenericityCheck, GenericityReport};
 pub use absorption::{decide, Evidence, Finding, Numerics, Options, Outcome};
 pub use error::Error;
 pub use limits::{Limits, Stop};
-pub use matrix::Matrix;
+pub use linalg::matrix::Matrix;

@@ -110,7 +110,7 @@ impl<'a> Budget<'a> {
     /// read of the monotonic clock, some 20 ns); shared by parallel loops.
     /// The long kernels call it between tiles of their GEMMs, so a limit or
     /// a cancel takes effect within one tile's work (see
-    /// [`crate::matrix::gemm_polled`]).
+    /// [`crate::linalg::matrix::gemm_polled`]).
     pub fn check(&self) -> Result<(), Stop> {
         #[cfg(test)]
         if let Some(left) = &self.checks_left {
@@ -191,7 +191,7 @@ impl<'a> Budget<'a> {
 /// that is dropped when it returns.
 ///
 /// Every worker starts in the standard floating-point environment
-/// ([`crate::float_env`]), whatever the thread that built the pool had.
+/// ([`crate::rigor::float_env`]), whatever the thread that built the pool had.
 pub fn worker_pool(
     threads: Option<usize>,
 ) -> Result<std::sync::Arc<rayon::ThreadPool>, crate::error::Error> {
@@ -231,7 +231,7 @@ pub fn worker_pool(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .stack_size(16 << 20)
-        .start_handler(|_| crate::float_env::set_standard())
+        .start_handler(|_| crate::rigor::float_env::set_standard())
         .build()
         .map_err(|e| crate::error::Error::ThreadPool(e.to_string()))?;
     let pool = Arc::new(pool);
@@ -283,7 +283,7 @@ pub fn kernel_scratch_bytes() -> u128 {
 /// (fallibly) and releasing them at once: under an address-space limit
 /// (`ulimit -v`) or with overcommit off, a call that would run out of
 /// memory inside a dependency's infallible allocation (which aborts the
-/// process) gets [`Error::OutOfMemory`] (Python's `MemoryError`) instead,
+/// process) gets [`crate::Error::OutOfMemory`] (Python's `MemoryError`) instead,
 /// before it starts. The pages are never touched, so this costs no memory.
 ///
 /// Only where an allocation can fail at all: on Linux under an

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use crate::error::Error;
 use crate::limits::{Budget, Stop};
-use crate::matrix::{gemm_polled, par, Matrix};
+use crate::linalg::matrix::{gemm_polled, par, Matrix};
 
 /// Neurons per step in the products below: temporaries stay at
 /// `NEURON_BLOCK x d`, never `m x d`. 2048 keeps the GEMMs' inner
@@ -186,7 +186,7 @@ impl<'a> Block<'a> {
     /// `|v_i|^2` for every neuron (the squared columns of `W_down`), summed
     /// over the rows in order.
     pub fn down_squares(&self) -> Vec<f64> {
-        crate::matrix::column_fold(&self.w_down, 0.0, |a, _, v| a + v * v)
+        crate::linalg::matrix::column_fold(&self.w_down, 0.0, |a, _, v| a + v * v)
     }
 
     /// The diagonal of the Gram matrix, `c^2 |v_i|^2 |u_i|^2` (`O(m d)`).
@@ -198,7 +198,7 @@ impl<'a> Block<'a> {
             .into_par_iter()
             .map(|i| {
                 let u = self.w_up.row(i);
-                c2 * down[i] * crate::matrix::dot(u, u)
+                c2 * down[i] * crate::linalg::matrix::dot(u, u)
             })
             .collect()
     }
@@ -423,9 +423,9 @@ pub fn ldexp(mut x: f64, mut k: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::gemm;
+    use crate::linalg::matrix::gemm;
 
-    use crate::matrix::testing::noise;
+    use crate::linalg::matrix::testing::noise;
 
     #[test]
     fn polled_products_give_the_bits_of_whole_gemms() {
@@ -544,12 +544,12 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Block;
-    use crate::matrix::Matrix;
+    use crate::linalg::matrix::Matrix;
 
     /// `W_up` (`m x d`) then `W_down` (`d x m`) of uniform numbers from one
     /// stream, an identity skip and `c = 1`.
     pub(crate) fn random_block(m: usize, d: usize, seed: u64) -> Block<'static> {
-        let mut next = crate::matrix::testing::uniform(seed);
+        let mut next = crate::linalg::matrix::testing::uniform(seed);
         let u: Vec<f64> = (0..m * d).map(|_| next()).collect();
         let v: Vec<f64> = (0..d * m).map(|_| next()).collect();
         Block::new(

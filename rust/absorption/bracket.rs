@@ -63,7 +63,7 @@ use crate::absorption::relaxation::{self, gram_lower, mirror_lower};
 use crate::absorption::verification::residual_bounds;
 use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
-use crate::rounding::{down, gamma, norm_lower, norm_upper, up, TINY};
+use crate::rigor::rounding::{down, gamma, norm_lower, norm_upper, up, TINY};
 use std::sync::atomic::AtomicBool;
 
 /// Widest block the branch and bound runs on (a node costs `O(m^2)` per
@@ -782,7 +782,7 @@ fn tighter<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::Matrix;
+    use crate::linalg::matrix::Matrix;
 
     /// The bracket without limits, from `start` (with its verified upper end).
     fn unlimited(

@@ -9,18 +9,22 @@
 //! closed once by the caller.
 
 use crate::absorption::block::Block;
-use crate::absorption::branch_and_bound::search_component;
-use crate::absorption::certificate::interval_bound;
-use crate::absorption::cholesky::{NullBasis, PivotedCholesky};
-use crate::absorption::null_space::{components, Component};
-use crate::absorption::relaxation::{self, gram_lower, rhs as normal_rhs};
-use crate::absorption::{
-    certify_relaxation, complete_search, conjugate_gradient_relaxation, float32_relaxation,
-    genericity_report, gram_certified, krylov_certificate, listed_search,
-    overflow_unless_skip_certifies, record_bound, value_tolerance, verify, Distance, Evidence,
-    Finding, Normal, Numerics, Options, Outcome, Relaxed, LISTED_FREE, MITM_ENTRIES,
+use crate::absorption::certificates::gram::gram_certified;
+use crate::absorption::certificates::interval_bound;
+use crate::absorption::certificates::krylov::krylov_certificate;
+use crate::absorption::certificates::{overflow_unless_skip_certifies, record_bound};
+use crate::absorption::genericity::genericity_report;
+use crate::absorption::relaxation::certified::{
+    certify_relaxation, conjugate_gradient_relaxation, float32_relaxation, Normal, Relaxed,
 };
+use crate::absorption::relaxation::{self, gram_lower, rhs as normal_rhs};
+use crate::absorption::search::branch_and_bound::search_component;
+use crate::absorption::search::null_space::{components, Component};
+use crate::absorption::search::{complete_search, listed_search, LISTED_FREE, MITM_ENTRIES};
+use crate::absorption::verification::verify;
+use crate::absorption::{value_tolerance, Distance, Evidence, Finding, Numerics, Options, Outcome};
 use crate::limits::{Budget, Stop};
+use crate::linalg::cholesky::{NullBasis, PivotedCholesky};
 use crate::subset_sum::meet_in_the_middle::MAX_HALF;
 
 /// How a stage ends the decision before the last one.

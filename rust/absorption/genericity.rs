@@ -17,7 +17,8 @@ use rayon::prelude::*;
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use crate::matrix::{dot, gemm, Matrix};
+use crate::absorption::block::Block;
+use crate::linalg::matrix::{dot, gemm, Matrix};
 
 /// Which pair test the activation's theorem needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +81,7 @@ pub fn dead_neurons(up_sq: &[f64], down_sq: &[f64], tol: f64) -> Vec<usize> {
 /// entries' a-priori rounding (Higham 2002, ch. 3) with room to spare, so an
 /// exactly proportional (or equal) pair is always flagged, whatever `tol`.
 pub fn resolution(n: usize) -> f64 {
-    GRAM_RESOLUTION.max(8.0 * crate::rounding::gamma(n + 4))
+    GRAM_RESOLUTION.max(8.0 * crate::rigor::rounding::gamma(n + 4))
 }
 
 /// Does the pair with augmented inner product `a_ij` and squared norms
@@ -169,7 +170,7 @@ impl PairSearchStats {
 /// The result is exactly what the quadratic rule gives: over every pair
 /// `j < i` of rows that are not dead, `offending_pair(check, dot(u_i, u_j) +
 /// b_i b_j, |a_i|^2, |a_j|^2, tol, resolution(d + 1))` with `|a_i|^2 =
-/// dot(u_i, u_i) + b_i^2` (all in float64 with [`dot`](crate::matrix::dot)'s
+/// dot(u_i, u_i) + b_i^2` (all in float64 with [`crate::linalg::matrix::dot`]'s
 /// fixed order). It returns the number of offending pairs and the first
 /// [`MAX_REPORTED_PAIRS`] of them as `(j, i)`, ordered by `i`, then `j`.
 ///
@@ -347,7 +348,7 @@ impl Radii {
     /// exact one (`gamma(n)` for any summation order, plus the underflow of
     /// `n` terms, at most `n 2^-1022 / 2^-801` relative).
     fn new(check: GenericityCheck, tol: f64, res: f64, n: usize) -> Radii {
-        use crate::rounding::{gamma, up, UNIT};
+        use crate::rigor::rounding::{gamma, up, UNIT};
         let u = UNIT;
         let rho = up(gamma(n + 2) + (n + 2) as f64 * 2f64.powi(-200), 2);
         match check {
@@ -471,7 +472,7 @@ impl Projection {
     }
 
     fn new(n: usize, delta: f64) -> Projection {
-        use crate::rounding::{gamma, norm_upper, up, TINY};
+        use crate::rigor::rounding::{gamma, norm_upper, up, TINY};
         let k = Self::count(n, delta);
         if k >= n {
             return Projection {
@@ -629,7 +630,7 @@ fn sweep<F>(
 where
     F: Fn(usize, usize) -> bool + Sync,
 {
-    use crate::rounding::{gamma, up, TINY, UNIT};
+    use crate::rigor::rounding::{gamma, up, TINY, UNIT};
     let m = u.rows();
     let d = u.cols();
     let n = d + 1;
@@ -764,7 +765,7 @@ where
             }
             // g[p - b0][q - b0] = y_p . y_q for p in the block, q in b0..hi.
             let mut g = vec![0f32; (b1 - b0) * cols];
-            crate::matrix::gemm_f32(
+            crate::linalg::matrix::gemm_f32(
                 MatMut::from_row_major_slice_mut(&mut g, b1 - b0, cols),
                 MatRef::from_row_major_slice(&ys[b0 * k..b1 * k], b1 - b0, k),
                 MatRef::from_row_major_slice(&ys[b0 * k..hi * k], cols, k).transpose(),
@@ -801,7 +802,7 @@ where
 /// The unit roundoff of float32, `2^-24`.
 const F32_UNIT: f64 = 5.960464477539063e-8;
 
-/// [`gamma`](crate::rounding::gamma) for float32: `n 2^-24 / (1 - n 2^-24)`
+/// [`gamma`](crate::rigor::rounding::gamma) for float32: `n 2^-24 / (1 - n 2^-24)`
 /// with a 1% margin, infinite when `n 2^-24 >= 1/2`.
 fn gamma32(n: usize) -> f64 {
     let nu = n as f64 * F32_UNIT;
@@ -809,6 +810,44 @@ fn gamma32(n: usize) -> f64 {
         f64::INFINITY
     } else {
         1.01 * nu / (1.0 - nu)
+    }
+}
+
+/// Dead neurons and offending pairs of rows `(u_i, b_i)` (see `genericity`).
+pub(crate) fn genericity_report(
+    block: &Block,
+    check: GenericityCheck,
+    tol: f64,
+) -> GenericityReport {
+    let m = block.width();
+    let u = &block.w_up;
+    let up_sq: Vec<f64> = (0..m)
+        .into_par_iter()
+        .map(|i| dot(u.row(i), u.row(i)))
+        .collect();
+    let down_sq = block.down_squares();
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    let dead = if finite(&up_sq) && finite(&down_sq) {
+        dead_neurons(&up_sq, &down_sq, tol)
+    } else {
+        // A square overflowed (a huge neuron): compare the norms, scaled so
+        // they do not, against `tol` times the largest (tol = sqrt(tol)^2).
+        let up_n: Vec<f64> = (0..m)
+            .map(|i| crate::linalg::matrix::scaled_norm(u.row(i)))
+            .collect();
+        let down_n = crate::absorption::certificates::column_norms_upper(&block.w_down);
+        dead_neurons(&up_n, &down_n, tol.sqrt())
+    };
+    let mut is_dead = vec![false; m];
+    for &i in &dead {
+        is_dead[i] = true;
+    }
+    let (pairs, pair_count) = proportional_pairs(u, block.b_up.as_deref(), &is_dead, check, tol);
+    GenericityReport {
+        check,
+        dead,
+        pairs,
+        pair_count,
     }
 }
 
@@ -1466,7 +1505,7 @@ mod tests {
                     MatRef::from_row_major_slice(u.data(), m, d).transpose(),
                     MatRef::from_row_major_slice(u.data(), m, d),
                     1.0,
-                    crate::matrix::par(),
+                    crate::linalg::matrix::par(),
                 );
                 println!(
                     "m {m} d {d} one GEMM d x m x d: {:.3} s",

@@ -8,43 +8,51 @@
 //! flipping the neurons in `S` absorbs the skip exactly iff
 //! `c W_down[:, S] W_up[S, :] = -A` (Mijoski & Karbevski 2026,
 //! arXiv:2604.23705). With `R_i = c v_i u_i^T` this is a 0/1 subset sum
-//! in `d_out * d_in` dimensions. The pipeline, one file per stage:
+//! in `d_out * d_in` dimensions. The pipeline, one file (or folder) per
+//! stage:
 //!
 //! 1. `genericity`: dead neurons and proportional rows, sub-quadratic.
-//! 2. `certificate` with `Y = A` (`O(m d)` for an identity skip), then
-//!    `krylov`: a few matrix-free conjugate-gradient steps on the normal
-//!    equations (`O(m d^2)` each). When the caller does not need the exact
-//!    distance, the first `Y` whose rigorous interval bound exceeds the
-//!    tolerance ends the search here.
+//! 2. `certificates` with `Y = A` (`O(m d)` for an identity skip), then
+//!    `certificates::krylov`: a few matrix-free conjugate-gradient steps on
+//!    the normal equations (`O(m d^2)` each). When the caller does not need
+//!    the exact distance, the first `Y` whose rigorous interval bound
+//!    exceeds the tolerance ends the search here.
 //! 3. `relaxation`: real least squares through the `m x m` Gram matrix
 //!    (`O(m^2 d + m^3)`), never the `(d_out d_in) x m` system, assembled by
 //!    faer's GEMM into one column-major buffer.
-//! 4. `gram_conjugate_gradients`: from 4096 neurons, Jacobi-preconditioned
-//!    conjugate gradients on the Gram matrix propose the relaxed solution
-//!    first (`O(m^2)` a step); stage 5 certifies it, and when that does not
-//!    settle the block the factors below run on the intact Gram matrix.
-//!    `cholesky`: a blocked, pivoted Cholesky in that buffer gives the rank,
-//!    the least-squares solution and a reduced null basis. From 2048
-//!    neurons an unpivoted float32 factor of a rounded copy is tried first
-//!    (`relaxation::float32_solution`, refined on the float64 normal
-//!    equations); it keeps the float64 Gram matrix intact, for the bracket,
-//!    and gives way to the float64 factor whenever stage 5 cannot settle
-//!    the block from its solution.
-//! 5. `certificate`: if `||Y||_F / ||A||_F` exceeds the tolerance at the
-//!    relaxed solution, `Y` proves that no flip set exists. For generic
-//!    weights this ends the search in polynomial time. When the caller
-//!    keeps no certificate, `gram_certificate` first bounds `Y` from the
-//!    Gram matrix without forming it (`O(m^2)` instead of `O(m d^2)`).
-//! 6. `null_space`: otherwise, the affine solution set splits into
+//! 4. `relaxation::conjugate_gradients`: from 4096 neurons,
+//!    Jacobi-preconditioned conjugate gradients on the Gram matrix propose
+//!    the relaxed solution first (`O(m^2)` a step); stage 5 certifies it,
+//!    and when that does not settle the block the factors below run on the
+//!    intact Gram matrix. `linalg::cholesky`: a blocked, pivoted Cholesky in
+//!    that buffer gives the rank, the least-squares solution and a reduced
+//!    null basis. From 2048 neurons an unpivoted float32 factor of a rounded
+//!    copy is tried first (`relaxation::float32_solution`, refined on the
+//!    float64 normal equations); it keeps the float64 Gram matrix intact,
+//!    for the bracket, and gives way to the float64 factor whenever stage 5
+//!    cannot settle the block from its solution.
+//! 5. `relaxation::certified` and `certificates`: if `||Y||_F / ||A||_F`
+//!    exceeds the tolerance at the relaxed solution, `Y` proves that no flip
+//!    set exists. For generic weights this ends the search in polynomial
+//!    time. When the caller keeps no certificate, `certificates::gram` first
+//!    bounds `Y` from the Gram matrix without forming it (`O(m^2)` instead
+//!    of `O(m d^2)`).
+//! 6. `search::null_space`: otherwise, the affine solution set splits into
 //!    independent components (duplicate or split neurons give tiny ones).
-//! 7. `windows` and `branch_and_bound`: each component is searched exactly
-//!    under rigorous windows on the relaxed values.
+//! 7. `search::windows` and `search::branch_and_bound`: each component is
+//!    searched exactly under rigorous windows on the relaxed values; small
+//!    blocks are listed whole by the meet in the middle (`search`).
 //! 8. `verification`: every subset reported is bracketed rigorously on the
 //!    original weights.
 //!
 //! `decision` runs them in this order, one method per stage, each ending the
 //! decision early when it settles the block (a zero skip is settled before
 //! stage 1). The mathematics is in `docs/theory.md` §3, §5 and §6.
+//!
+//! To change one stage, read `decision` (where the stage is called, what it
+//! receives and what it hands on) and the stage's own file; the record they
+//! fill is [`Outcome`], below. `bracket` is not a stage: it bounds the
+//! residual of the best flip set after a "no" (§7).
 //!
 //! `block` holds the weights (borrowed from the caller, never copied) and
 //! the products every stage uses: `E(s) = A + c W_down diag(s) W_up` and the
@@ -62,38 +70,23 @@
 
 pub mod block;
 pub mod bracket;
-pub mod branch_and_bound;
-pub mod certificate;
-pub mod cholesky;
+pub mod certificates;
 mod decision;
 pub mod genericity;
-pub mod gram_certificate;
-pub mod gram_conjugate_gradients;
-pub mod krylov;
-pub mod null_space;
 pub mod relaxation;
+pub mod search;
 pub mod verification;
-pub mod windows;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use rayon::prelude::*;
-
 use crate::absorption::block::Block;
-use crate::absorption::branch_and_bound::{enumerate_component, Enumeration};
-use crate::absorption::certificate::{interval_bound, IntervalBound};
-use crate::absorption::cholesky::{NullBasis, PivotedCholesky, RankDecision};
 use crate::absorption::genericity::{GenericityCheck, GenericityReport};
-use crate::absorption::null_space::Component;
-use crate::absorption::relaxation::{exact_path_bytes, gram_full};
-use crate::absorption::verification::{exact_flip_residual, residual_bounds};
-use crate::absorption::windows::{windows, MAX_ENTRIES};
+use crate::absorption::relaxation::exact_path_bytes;
 use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
-use crate::matrix::{dot, Matrix};
-use crate::rounding::{gamma, norm_upper, two_sum, up};
-use crate::subset_sum::meet_in_the_middle::meet_in_the_middle_verified;
+use crate::linalg::cholesky::RankDecision;
+use crate::linalg::matrix::Matrix;
 
 /// Options of one decision.
 #[derive(Debug, Clone, Copy)]
@@ -113,7 +106,7 @@ pub struct Options {
     /// [`relaxation::float32_solution`]); narrower ones factor in float64.
     pub float32_min_width: usize,
     /// Narrowest block whose relaxation is solved by conjugate gradients
-    /// on the Gram matrix first (see [`gram_conjugate_gradients`]).
+    /// on the Gram matrix first (see [`relaxation::conjugate_gradients`]).
     pub cg_min_width: usize,
     /// Hand the float64 Gram matrix back in [`Outcome::gram`] when the
     /// decision ends with it intact (for the bracket, which needs it too).
@@ -125,7 +118,7 @@ pub struct Options {
     pub exact_seconds: Option<f64>,
     /// Whether a certificate must be handed back as the matrix `Y`. When
     /// false, the exact path first tries to prove its bound from the Gram
-    /// matrix alone ([`gram_certificate`]), skipping the two
+    /// matrix alone ([`certificates::gram`]), skipping the two
     /// `O(m d_out d_in)` passes that forming `Y` takes; `Outcome::certificate`
     /// is then `None` unless `Y = A` proves more.
     pub keep_certificate: bool,
@@ -159,7 +152,7 @@ impl Options {
             distance: Distance::Auto,
             memory_limit: None,
             float32_min_width: FLOAT32_MIN_WIDTH,
-            cg_min_width: gram_conjugate_gradients::MIN_WIDTH,
+            cg_min_width: relaxation::conjugate_gradients::MIN_WIDTH,
             keep_gram: false,
             exact_seconds: None,
             keep_certificate: true,
@@ -280,7 +273,7 @@ pub struct Outcome {
     pub residual_lower: Option<f64>,
     pub residual_exact: bool,
     /// `||Y||_F / ||A||_F` at the least-squares solution, as its own
-    /// certificate proves it (see [`confirmed_distance`]): a lower bound on
+    /// certificate proves it (see [`certificates::confirmed_distance`]): a lower bound on
     /// every flip set's residual; `None` when float64 cannot resolve it.
     pub relaxation_distance: Option<f64>,
     /// The best rigorous lower bound on every flip set's relative residual
@@ -329,20 +322,6 @@ impl Outcome {
         self.timings.push((step, budget.seconds()));
     }
 }
-
-/// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
-const REFINEMENT_STEPS: usize = 3;
-
-/// Largest `m * d_out * d_in` for which the relaxation's residual is
-/// recomputed in exact sums when float64 cannot confirm its distance.
-const EXACT_RESIDUAL_TERMS: usize = 1 << 25;
-
-/// Most assignments one component may list in the complete search.
-const COMPONENT_CAP: usize = 4096;
-
-/// Work (entries of `E` summed) the complete search may spend verifying
-/// candidates before it calls the windows too wide.
-const VERIFY_WORK: f64 = 4e9;
 
 fn value_tolerance(tol: f64) -> f64 {
     (1e3 * tol).clamp(1e-6, 0.25)
@@ -447,7 +426,14 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         exact_estimate: None,
         seconds: 0.0,
     };
-    out.finding = match stages(block, options, &mut budget, &mut out) {
+    let finding = decision::Decision {
+        block,
+        options,
+        budget: &mut budget,
+        out: &mut out,
+    }
+    .run();
+    out.finding = match finding {
         Ok(finding) => finding,
         Err(stop) => Finding::Stopped(stop),
     };
@@ -465,786 +451,14 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
     out
 }
 
-/// Dead neurons and offending pairs of rows `(u_i, b_i)` (see `genericity`).
-fn genericity_report(block: &Block, check: GenericityCheck, tol: f64) -> GenericityReport {
-    let m = block.width();
-    let u = &block.w_up;
-    let up_sq: Vec<f64> = (0..m)
-        .into_par_iter()
-        .map(|i| dot(u.row(i), u.row(i)))
-        .collect();
-    let down_sq = block.down_squares();
-    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-    let dead = if finite(&up_sq) && finite(&down_sq) {
-        genericity::dead_neurons(&up_sq, &down_sq, tol)
-    } else {
-        // A square overflowed (a huge neuron): compare the norms, scaled so
-        // they do not, against `tol` times the largest (tol = sqrt(tol)^2).
-        let up_n: Vec<f64> = (0..m)
-            .map(|i| crate::matrix::scaled_norm(u.row(i)))
-            .collect();
-        let down_n = crate::absorption::certificate::column_norms_upper(&block.w_down);
-        genericity::dead_neurons(&up_n, &down_n, tol.sqrt())
-    };
-    let mut is_dead = vec![false; m];
-    for &i in &dead {
-        is_dead[i] = true;
-    }
-    let (pairs, pair_count) =
-        genericity::proportional_pairs(u, block.b_up.as_deref(), &is_dead, check, tol);
-    GenericityReport {
-        check,
-        dead,
-        pairs,
-        pair_count,
-    }
-}
-
-/// The relaxation distance as reported: the rigorous bound `relaxed` proved
-/// by the relaxation's own residual `Y`, when it confirms the float64
-/// `estimate` (they differ by no more than twice the rounding allowance, or
-/// 1e-6 relative), or when the estimate is within the tolerance (then the
-/// bound, often 0, is all that holds); `None` when float64 cannot resolve
-/// it, which includes a rounding allowance above both the tolerance and
-/// 1e-6 of the estimate (terms so large that the bound is 0 whatever the
-/// distance: the two then "agree" only by proving nothing). So it never
-/// exceeds the residual of any flip set, and it is never a 0 that stands
-/// for "unknown".
-pub fn confirmed_distance(estimate: f64, relaxed: &IntervalBound, tol: f64) -> Option<f64> {
-    // False for a NaN allowance too.
-    let resolved = 2.0 * relaxed.rounding <= (1e-6 * estimate).max(tol);
-    if !estimate.is_finite() || !resolved {
-        return None;
-    }
-    let slack = (2.0 * relaxed.rounding).max(1e-6 * estimate);
-    let bound = relaxed.bound;
-    (bound >= estimate - slack || estimate <= tol).then_some(bound.min(estimate))
-}
-
-/// The relaxation's residual certificate at `s` (see
-/// [`certificate::certificate`]), its GEMMs polling `budget`.
-fn certificate_within(
-    block: &Block,
-    s: &[f64],
-    budget: &Budget,
-) -> Result<certificate::Certificate, Stop> {
-    let mut y = block.residual_within(s, budget)?;
-    y.data_mut().iter_mut().for_each(|x| *x = -*x);
-    let a_norm = block.skip.frobenius_norm();
-    let norm = y.frobenius_norm();
-    Ok(certificate::Certificate {
-        distance: if a_norm == 0.0 { norm } else { norm / a_norm },
-        y,
-    })
-}
-
-/// Verify `subset` rigorously and record its residual bracket; `Some(true)`
-/// when it is within the tolerance, `Some(false)` when provably not, `None`
-/// when the bracket straddles it.
-fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Option<bool> {
-    let b = residual_bounds(block, subset, tol);
-    out.candidates += 1;
-    out.residual = Some(b.upper);
-    out.residual_lower = Some(b.lower);
-    out.residual_exact = b.exact;
-    let within = b.within_tolerance(tol);
-    if within == Some(true) && b.upper > tol {
-        // On the tolerance to rounding, settled by exact squares.
-        out.residual = Some(tol);
-    }
-    within
-}
-
-/// The Gram matrix overflowed: on the exact path (which skipped the cheap
-/// certificates) the certificate `Y = A` may still prove impossibility,
-/// since it needs no Gram matrix; otherwise the overflow is the answer.
-fn overflow_unless_skip_certifies(
-    block: &Block,
-    minus_h: &[f64],
-    tol: f64,
-    exact: bool,
-    out: &mut Outcome,
-) -> Finding {
-    if exact {
-        out.method.push("certificate Y = A");
-        let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
-        if skip_cert.bound > tol {
-            out.distance_bound = Some(skip_cert.bound);
-            out.rounding_bound = Some(skip_cert.rounding);
-            out.certificate = Some(block.skip.clone().into_owned());
-            return Finding::NoSubset(Evidence::Certificate);
-        }
-    }
-    Finding::Inconclusive(Numerics::Overflow)
-}
-
-/// The relaxation solved through a float32 factor (`relaxation::
-/// float32_solution`) and certified in float64: the finding when that
-/// settles the block (the certificate proves a bound above the tolerance
-/// and confirms the distance), `None` otherwise, with `out` untouched but
-/// for its timings; the float64 factor then takes over from the same Gram
-/// matrix.
-fn float32_relaxation(
-    block: &Block,
-    normal: &Normal,
-    options: &Options,
-    budget: &Budget,
-    out: &mut Outcome,
-) -> Result<Option<Finding>, Stop> {
-    let m = block.width();
-    let Some((factor, s0)) = relaxation::float32_solution(normal.gram, m, normal.rhs, budget)?
-    else {
-        return Ok(None);
-    };
-    out.lap("float32 factor", budget);
-    let solver = Solver {
-        solve: &|r| factor.solve(r),
-        record: &|out: &mut Outcome| {
-            out.relaxation_precision = Some("float32");
-            out.rank = Some(factor.rank());
-            out.rank_decision = Some(factor.rank_decision());
-        },
-    };
-    settle_from_solution(block, normal, s0, &solver, options, budget, out)
-}
-
-/// The relaxation solved by conjugate gradients on the Gram matrix
-/// ([`gram_conjugate_gradients`]) and certified in float64, as
-/// [`float32_relaxation`] does with its factor: the finding when that
-/// settles the block, `None` otherwise (the factors then take over from
-/// the same, intact, Gram matrix). No factor means no rank: `rank` stays
-/// `None`.
-fn conjugate_gradient_relaxation(
-    block: &Block,
-    normal: &Normal,
-    options: &Options,
-    budget: &Budget,
-    out: &mut Outcome,
-) -> Result<Option<Finding>, Stop> {
-    let m = block.width();
-    let a_norm = block.skip.frobenius_norm();
-    let Some(found) = gram_conjugate_gradients::relaxed_solution(
-        normal.gram,
-        m,
-        normal.rhs,
-        (a_norm * a_norm, (options.tol * a_norm).powi(2)),
-        options.keep_certificate,
-        budget,
-    )?
-    else {
-        return Ok(None);
-    };
-    out.lap("gram conjugate gradients", budget);
-    out.method.push("gram conjugate gradients");
-    out.gram_cg_steps = found.steps;
-    let solver = Solver {
-        // A correction that cannot be computed is a zero step: the
-        // refinement then stops where it is.
-        solve: &|r| {
-            gram_conjugate_gradients::correction(normal.gram, m, r).unwrap_or_else(|| vec![0.0; m])
-        },
-        record: &|out: &mut Outcome| out.relaxation_precision = Some("float64"),
-    };
-    let settled = settle_from_solution(block, normal, found.s, &solver, options, budget, out)?;
-    if settled.is_none() {
-        // The factor will solve it: the record names that path only.
-        out.method.pop();
-        out.gram_cg_steps = 0;
-    }
-    Ok(settled)
-}
-
-/// The normal equations of the relaxation: the lower triangle of `G`, `h`
-/// and `-h` (the inner products of the certificate `Y = A`).
-struct Normal<'a> {
-    gram: &'a [f64],
-    rhs: &'a [f64],
-    minus_h: &'a [f64],
-}
-
-/// How a candidate solution was found: a solve of `G x = r` for the
-/// refinement, and what to record in the outcome when it settles the block.
-struct Solver<'a> {
-    solve: &'a dyn Fn(&[f64]) -> Vec<f64>,
-    record: &'a dyn Fn(&mut Outcome),
-}
-
-/// Stage 5 from a candidate `s0` found without the float64 factor: the
-/// Gram certificate first when no `Y` is kept, else the formed one, each
-/// rigorous in float64. The finding when the bound exceeds the tolerance
-/// and confirms the distance; `None` otherwise, with `out` untouched but
-/// for its timings.
-fn settle_from_solution(
-    block: &Block,
-    normal: &Normal,
-    s0: Vec<f64>,
-    solver: &Solver,
-    options: &Options,
-    budget: &Budget,
-    out: &mut Outcome,
-) -> Result<Option<Finding>, Stop> {
-    let tol = options.tol;
-    if !options.keep_certificate {
-        let Normal { gram, rhs, minus_h } = *normal;
-        if let Some(found) = gram_certified(block, gram, rhs, minus_h, &s0, tol, out) {
-            (solver.record)(out);
-            out.lap("gram certificate", budget);
-            return Ok(Some(found));
-        }
-    }
-    let relaxed = certify_relaxation(block, normal.minus_h, s0, solver.solve, tol, budget, out)?;
-    if relaxed.refinement_stopped.is_some()
-        || relaxed.relaxation_distance.is_none()
-        || relaxed.best.bound <= tol
-    {
-        return Ok(None);
-    }
-    (solver.record)(out);
-    out.method.push("certificate");
-    if relaxed.refined {
-        out.method.push("refinement");
-    }
-    out.relaxation_distance = relaxed.relaxation_distance;
-    record_bound(out, &relaxed.best);
-    out.certificate = Some(relaxed.best_y);
-    Ok(Some(Finding::NoSubset(Evidence::Certificate)))
-}
-
-/// Raise `distance_bound` (and its rounding) to what `bound` proved.
-fn record_bound(out: &mut Outcome, bound: &IntervalBound) {
-    if out.distance_bound.is_none_or(|b| bound.bound >= b) {
-        out.distance_bound = Some(bound.bound);
-        out.rounding_bound = Some(bound.rounding);
-    }
-}
-
-/// Stage 5 without forming `Y` (see [`gram_certificate`]): the finding when
-/// the residual at `s`, bounded from `gram`, proves a bound above `tol` and
-/// confirms its own distance; recorded in `out`. `None` leaves `out` as it
-/// was, and the caller forms `Y`.
-fn gram_certified(
-    block: &Block,
-    gram: &[f64],
-    rhs: &[f64],
-    minus_h: &[f64],
-    s: &[f64],
-    tol: f64,
-    out: &mut Outcome,
-) -> Option<Finding> {
-    let proved = gram_certificate::gram_certificate(block, gram, rhs, s)?;
-    // Its allowance is larger than the formed certificate's: it must
-    // confirm the distance to 1e-6 of itself (not only to the tolerance,
-    // which near -A is far coarser), else Y is formed.
-    let close = 2.0 * proved.bound.rounding <= 1e-6 * proved.distance; // false for NaN
-    if !close {
-        return None;
-    }
-    let distance = confirmed_distance(proved.distance, &proved.bound, tol)?;
-    if proved.bound.bound <= tol {
-        return None;
-    }
-    out.method.push("gram certificate");
-    out.relaxation_distance = Some(distance);
-    let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
-    if skip_cert.bound > proved.bound.bound {
-        record_bound(out, &skip_cert);
-        out.certificate = Some(block.skip.clone().into_owned());
-    } else {
-        record_bound(out, &proved.bound);
-    }
-    Some(Finding::NoSubset(Evidence::Certificate))
-}
-
-/// What the relaxation's own certificate proves (stage 5).
-struct Relaxed {
-    /// The refined least-squares solution.
-    s_star: Vec<f64>,
-    /// The better of the two certificates (the relaxation's residual and
-    /// `Y = A`), and its `Y`.
-    best: IntervalBound,
-    best_y: Matrix<'static>,
-    /// The distance as reported (see [`confirmed_distance`]).
-    relaxation_distance: Option<f64>,
-    /// A limit reached during the refinement.
-    refinement_stopped: Option<Stop>,
-    /// Whether a refinement step was taken.
-    refined: bool,
-}
-
-/// The relaxed solution refined against the weights, with its certificate
-/// and the certificate's inner products `<R_i, Y>`.
-struct Refined {
-    s_star: Vec<f64>,
-    cert: certificate::Certificate,
-    inner: Vec<f64>,
-    refined: bool,
-    /// A limit reached during the refinement: the last complete
-    /// certificate (with its inner products) is kept.
-    stopped: Option<Stop>,
-}
-
-/// From `s0`, a least-squares solution of `G s = h` by `solve` (a factor of
-/// `G`, in either precision), refine against residuals of the weights and
-/// check both certificates rigorously in float64: any `Y` is a proof, so
-/// the precision of `solve` decides only how close the proof comes to the
-/// least-squares distance, never whether it holds.
-fn certify_relaxation(
-    block: &Block,
-    minus_h: &[f64],
-    s0: Vec<f64>,
-    solve: &dyn Fn(&[f64]) -> Vec<f64>,
-    tol: f64,
-    budget: &Budget,
-    laps: &mut Outcome,
-) -> Result<Relaxed, Stop> {
-    let Refined {
-        mut s_star,
-        mut cert,
-        inner,
-        refined,
-        stopped: mut refinement_stopped,
-    } = refine_against_weights(block, s0, solve, budget, laps)?;
-    // Two certificates, each checked rigorously: the relaxation's residual,
-    // and Y = A, whose inner products are -h (already computed).
-    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
-    laps.lap("interval bound", budget);
-    let (d_out, d_in) = block.skip.shape();
-    if refinement_stopped.is_none()
-        && confirmed_distance(cert.distance, &relaxed, tol).is_none()
-        && cert.distance > tol
-        && block.width().saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
-    {
-        refinement_stopped = refine_in_extended_precision(
-            block,
-            &mut s_star,
-            solve,
-            budget,
-            &mut relaxed,
-            &mut cert,
-        );
-    }
-    // A refinement cut short by a limit leaves a residual that may be far
-    // from the least-squares one: it may still prove the verdict, but it
-    // is not reported as the relaxation distance.
-    let relaxation_distance = if refinement_stopped.is_none() {
-        confirmed_distance(cert.distance, &relaxed, tol)
-    } else {
-        None
-    };
-    let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
-    let (best, best_y) = if skip_cert.bound > relaxed.bound {
-        (skip_cert, block.skip.clone().into_owned())
-    } else {
-        (relaxed, cert.y)
-    };
-    Ok(Relaxed {
-        s_star,
-        best,
-        best_y,
-        relaxation_distance,
-        refinement_stopped,
-        refined,
-    })
-}
-
-/// The normal equations square the condition number, so the solution is
-/// refined against residuals computed from the weights themselves
-/// (corrected semi-normal equations): `s += G^+ <R_i, Y(s)>`, up to
-/// [`REFINEMENT_STEPS`] times, while the distance falls.
-fn refine_against_weights(
-    block: &Block,
-    s0: Vec<f64>,
-    solve: &dyn Fn(&[f64]) -> Vec<f64>,
-    budget: &Budget,
-    laps: &mut Outcome,
-) -> Result<Refined, Stop> {
-    let mut s_star = s0;
-    let mut cert = certificate_within(block, &s_star, budget)?;
-    let mut inner = block.inner_products_within(&cert.y, budget)?;
-    laps.lap("solve", budget);
-    let mut refined = false;
-    // A limit reached during the refinement keeps the last complete
-    // certificate (with its inner products): if it proves the answer, the
-    // proof is used; otherwise the limit ends the search.
-    let mut stopped = None;
-    for _ in 0..REFINEMENT_STEPS {
-        if let Err(stop) = budget.check() {
-            stopped = Some(stop);
-            break;
-        }
-        let step = solve(&inner);
-        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        // The distance moves by the square of the correction (the gradient
-        // vanishes at the solution): below 1e-8 relative it cannot change.
-        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
-            break;
-        }
-        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
-        let trial_cert = match certificate_within(block, &trial, budget) {
-            Ok(c) => c,
-            Err(stop) => {
-                stopped = Some(stop);
-                break;
-            }
-        };
-        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
-            || !trial_cert.distance.is_finite()
-        {
-            break;
-        }
-        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
-        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
-            Ok(g) => g,
-            Err(stop) => {
-                stopped = Some(stop);
-                break;
-            }
-        };
-        refined = true;
-        s_star = trial;
-        cert = trial_cert;
-        inner = trial_inner;
-        laps.lap("refinement", budget);
-        if converged {
-            break;
-        }
-    }
-    Ok(Refined {
-        s_star,
-        cert,
-        inner,
-        refined,
-        stopped,
-    })
-}
-
-/// A small distance between large terms: the float64 residual, and float64
-/// weights, are too coarse for `Y` to be orthogonal to them. Refine with
-/// weights in double-double and residuals summed exactly (iterative
-/// refinement in extended precision): `s_star` becomes the high part of
-/// the refined solution, and `relaxed` and `cert` keep the sharpest bound
-/// found, updated together; the limit that stopped it, if any.
-fn refine_in_extended_precision(
-    block: &Block,
-    s_star: &mut [f64],
-    solve: &dyn Fn(&[f64]) -> Vec<f64>,
-    budget: &Budget,
-    relaxed: &mut IntervalBound,
-    cert: &mut certificate::Certificate,
-) -> Option<Stop> {
-    let mut s_lo = vec![0.0; s_star.len()];
-    for _ in 0..3 {
-        if let Err(stop) = budget.check() {
-            return Some(stop);
-        }
-        let mut y = exact_flip_residual(block, s_star, &s_lo);
-        y.data_mut().iter_mut().for_each(|x| *x = -*x);
-        let g = block.inner_products(&y);
-        let sharper = interval_bound(block, &y, Some(&g));
-        if sharper.bound > relaxed.bound {
-            *relaxed = sharper;
-            cert.y = y;
-        }
-        let step = solve(&g);
-        for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
-            let (s, e) = two_sum(*hi, *lo + d);
-            *hi = s;
-            *lo = e;
-        }
-    }
-    None
-}
-
-/// Stage 2's conjugate-gradient certificates (see `krylov`): the finding
-/// when one proves a bound above the tolerance; `distance_bound` raised to
-/// the best bound they proved. A limit reached during the steps ends the
-/// search, keeping what the completed steps proved.
-fn krylov_certificate(
-    block: &Block,
-    rhs: &[f64],
-    tol: f64,
-    budget: &Budget,
-    out: &mut Outcome,
-) -> Result<Option<Finding>, Stop> {
-    out.method.push("conjugate gradients");
-    let krylov = krylov::certify(block, rhs, tol, krylov::MAX_STEPS, budget);
-    out.krylov_steps = krylov.steps;
-    if let Some((bound, y)) = krylov.best {
-        if out.distance_bound.is_none_or(|b| bound.bound > b) {
-            out.distance_bound = Some(bound.bound);
-            out.rounding_bound = Some(bound.rounding);
-        }
-        if bound.bound > tol {
-            out.certificate = Some(y);
-            return Ok(Some(Finding::NoSubset(Evidence::Certificate)));
-        }
-    }
-    match krylov.stopped {
-        Some(stop) => Err(stop),
-        None => Ok(None),
-    }
-}
-
-/// Every stage of one decision, in order (see [`decision`]).
-fn stages(
-    block: &Block,
-    options: &Options,
-    budget: &mut Budget<'_>,
-    out: &mut Outcome,
-) -> Result<Finding, Stop> {
-    decision::Decision {
-        block,
-        options,
-        budget,
-        out,
-    }
-    .run()
-}
-
-/// Bytes the meet in the middle may take for width `m`: its two lists of
-/// `2^(m/2)` subset sums with their indices, and room for the window's
-/// candidates (a generous estimate, so the guard never underestimates).
-pub fn listed_search_bytes(m: usize) -> u128 {
-    64u128 << (m - m / 2).min(100)
-}
-
-/// Free neurons in one component beyond which a block small enough for the
-/// meet in the middle goes there directly.
-const LISTED_FREE: usize = 16;
-
-/// Largest `m * d_out * d_in` handed to the meet in the middle (the flattened
-/// rank-one terms are held in memory).
-const MITM_ENTRIES: usize = 1 << 22;
-
-/// When the windows are too wide: the complete meet in the middle on the
-/// flattened system `sum_i s_i vec(R_i) = -vec(A)`, within
-/// `tol ||A||_F` (rounded up), every subset it returns verified here.
-fn listed_search(
-    block: &Block,
-    tol: f64,
-    memory_limit: Option<u128>,
-    budget: &mut Budget<'_>,
-    out: &mut Outcome,
-) -> Result<Finding, Stop> {
-    let m = block.width();
-    if memory_limit.is_some_and(|limit| listed_search_bytes(m) > limit) {
-        return Err(Stop::MemoryLimit);
-    }
-    // Its two lists alone take 2^(m/2) nodes each: a smaller node budget
-    // stops it before it starts.
-    let lists = (1u64 << (m / 2)) + (1u64 << (m - m / 2));
-    if budget
-        .remaining()
-        .node_limit
-        .is_some_and(|left| left < lists)
-    {
-        return Err(Stop::NodeLimit);
-    }
-    out.method.push("meet in the middle");
-    let (d_out, d_in) = block.skip.shape();
-    let c = block.flip_constant;
-    // vec(R_i) in float64: the meet in the middle's window counts only the
-    // rounding of its own sums, so the rounding of these products (and of
-    // the flip constant) goes into the radius: at most gamma(4) |R_i|
-    // entrywise, so gamma(4) sum_i ||R_i||_F over any flip set.
-    let columns: Vec<Vec<f64>> = (0..block.width())
-        .map(|i| {
-            let mut col = Vec::with_capacity(d_out * d_in);
-            for p in 0..d_out {
-                let v = c * block.w_down.get(p, i);
-                col.extend(block.w_up.row(i).iter().map(|&u| v * u));
-            }
-            col
-        })
-        .collect();
-    let slack: f64 = columns.iter().map(|col| gamma(4) * norm_upper(col)).sum();
-    let target: Vec<f64> = block.skip.data().iter().map(|x| -x).collect();
-    let radius = up(
-        tol * norm_upper(block.skip.data()) + up(slack, columns.len() + 1),
-        2,
-    );
-    // Every subset in the window is verified rigorously; the search goes
-    // on past those provably outside the tolerance.
-    let checked = std::sync::atomic::AtomicU64::new(0);
-    let accept = |x: &[u8]| -> Option<bool> {
-        checked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
-        residual_bounds(block, &subset, tol).within_tolerance(tol)
-    };
-    let (result, unresolved) = match meet_in_the_middle_verified(
-        &columns,
-        &target,
-        radius,
-        budget.remaining(),
-        budget.cancel_flag(),
-        &accept,
-    ) {
-        Ok(found) => found,
-        Err(_) => return Ok(Finding::Inconclusive(Numerics::IllConditioned)),
-    };
-    budget.add_nodes(result.nodes);
-    // The accepted subset is counted again by `verify` below.
-    out.candidates += checked.into_inner() - u64::from(result.solution.is_some());
-    if let Some(stop) = result.stopped {
-        return Err(stop);
-    }
-    let Some(x) = result.solution else {
-        return Ok(if unresolved {
-            Finding::Inconclusive(Numerics::Unresolved)
-        } else {
-            Finding::NoSubset(Evidence::Listed)
-        });
-    };
-    let subset: Vec<usize> = (0..x.len()).filter(|&i| x[i] == 1).collect();
-    // Accepted above; record its bracket (and the exact tie, if any).
-    match verify(block, &subset, tol, out) {
-        Some(true) => Ok(Finding::Subset(subset)),
-        _ => Ok(Finding::Inconclusive(Numerics::Unresolved)),
-    }
-}
-
-/// The complete search: rigorous windows, every allowed assignment of every
-/// component, every combination verified rigorously.
-// Many parameters on purpose: the products the earlier stages built (factor, null basis, components), handed over rather than recomputed.
-#[allow(clippy::too_many_arguments)]
-// Long on purpose: the complete search's listing, verification and proof, one pass whose invariants span it.
-#[allow(clippy::too_many_lines)]
-fn complete_search(
-    block: &Block,
-    rhs: &[f64],
-    factor: &PivotedCholesky,
-    null: Option<&NullBasis>,
-    comps: &[Component],
-    tol: f64,
-    budget: &mut Budget<'_>,
-    out: &mut Outcome,
-) -> Result<Finding, Stop> {
-    let m = block.width();
-    let r = factor.rank();
-    if m.saturating_mul(r) > MAX_ENTRIES {
-        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
-    }
-    // The Gram matrix again, unscaled (the factorisation consumed it).
-    let gram = gram_full(block, budget)?;
-    let pos_of: std::collections::HashMap<usize, usize> = factor
-        .pivots()
-        .iter()
-        .enumerate()
-        .map(|(k, &p)| (p, k))
-        .collect();
-    let mut coupled: Vec<Vec<usize>> = vec![Vec::new(); r];
-    if let Some(null) = null {
-        for (k, &f) in null.free.iter().enumerate() {
-            for &(b, _) in &null.coefficients[k] {
-                coupled[pos_of[&b]].push(f);
-            }
-        }
-    }
-    let Some(rows) = windows(block, &gram, rhs, factor, &coupled, tol, budget)? else {
-        return Ok(Finding::Inconclusive(Numerics::Overflow));
-    };
-    drop(gram);
-    let row_of = |neuron: usize| &rows[pos_of[&neuron]];
-    let inert = |f: usize| {
-        block.w_up.row(f).iter().all(|&x| x == 0.0)
-            || (0..block.w_down.rows()).all(|p| block.w_down.get(p, f) == 0.0)
-    };
-
-    // Choices: per component the assignments it allows; per fixed basic
-    // neuron the values its window allows.
-    let mut choices: Vec<Vec<Vec<usize>>> = Vec::new();
-    let mut in_comp = vec![false; m];
-    for (k, comp) in comps.iter().enumerate() {
-        let null = null.expect("components come from a null basis");
-        let mut frees: Vec<usize> = comp.free.iter().map(|&q| null.free[q]).collect();
-        frees.sort_unstable();
-        let comp_rows: Vec<&crate::absorption::windows::Row> =
-            comp.basic.iter().map(|&b| row_of(b)).collect();
-        for &i in frees.iter().chain(&comp.basic) {
-            in_comp[i] = true;
-        }
-        let inert_flags: Vec<bool> = frees.iter().map(|&f| inert(f)).collect();
-        match enumerate_component(&comp_rows, &frees, &inert_flags, COMPONENT_CAP, budget)? {
-            Enumeration::TooMany => return Ok(Finding::Inconclusive(Numerics::IllConditioned)),
-            Enumeration::Solutions(list) if list.is_empty() => {
-                return Ok(Finding::NoSubset(Evidence::Exhausted { component: k }))
-            }
-            Enumeration::Solutions(list) => choices.push(list),
-        }
-    }
-    for &p in factor.pivots() {
-        if in_comp[p] {
-            continue;
-        }
-        let row = row_of(p);
-        let list: Vec<Vec<usize>> = [0u8, 1]
-            .iter()
-            .filter(|&&b| row.allows(b))
-            .map(|&b| if b == 1 { vec![p] } else { Vec::new() })
-            .collect();
-        if list.is_empty() {
-            return Ok(Finding::NoSubset(Evidence::FixedNeuron {
-                neuron: p,
-                value: row.center(),
-            }));
-        }
-        // A single "0" choice adds nothing; "1" or both are recorded.
-        if list.len() > 1 || !list[0].is_empty() {
-            choices.push(list);
-        }
-    }
-    // Free neurons outside every component (no basic neuron moves with them)
-    // can take either value unless their term is exactly zero.
-    if let Some(null) = null {
-        for &f in &null.free {
-            if !in_comp[f] && !inert(f) {
-                choices.push(vec![Vec::new(), vec![f]]);
-            }
-        }
-    }
-    let total = choices
-        .iter()
-        .try_fold(1f64, |acc, c| Some(acc * c.len() as f64))
-        .unwrap_or(f64::INFINITY);
-    let (d_out, d_in) = block.skip.shape();
-    let per_candidate = (2 * m.max(1) * d_out * d_in) as f64;
-    if total * per_candidate > VERIFY_WORK && total > 1.0 {
-        return Ok(Finding::Inconclusive(Numerics::IllConditioned));
-    }
-    out.method.push("exhaustive verification");
-    let total = total as u64;
-    let mut unresolved = false;
-    for code in 0..total {
-        budget.check()?;
-        let mut rest = code;
-        let mut subset: Vec<usize> = Vec::new();
-        for c in &choices {
-            let n = c.len() as u64;
-            subset.extend_from_slice(&c[(rest % n) as usize]);
-            rest /= n;
-        }
-        subset.sort_unstable();
-        match verify(block, &subset, tol, out) {
-            Some(true) => return Ok(Finding::Subset(subset)),
-            Some(false) => {}
-            None => unresolved = true,
-        }
-    }
-    if unresolved {
-        return Ok(Finding::Inconclusive(Numerics::Unresolved));
-    }
-    out.residual = None;
-    out.residual_lower = None;
-    Ok(Finding::NoSubset(Evidence::Exhausted {
-        component: comps.len(),
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::absorption::certificate::lower_bound;
+    use crate::absorption::certificates::lower_bound;
     use crate::absorption::relaxation::gram_lower;
+    use crate::absorption::search::listed_search;
+    use crate::absorption::verification::residual_bounds;
+    use crate::linalg::matrix::dot;
 
     /// Small deterministic generator (SplitMix64), so the core needs no
     /// random-number dependency.
@@ -1775,7 +989,13 @@ mod tests {
         out.distance_bound = None;
         out.relaxation_distance = None;
         out.krylov_steps = 0;
-        let finding = stages(block, options, &mut budget, &mut out);
+        let finding = decision::Decision {
+            block,
+            options,
+            budget: &mut budget,
+            out: &mut out,
+        }
+        .run();
         let made = budget.checks_made(n);
         (finding, out, made)
     }

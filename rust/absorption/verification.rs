@@ -15,8 +15,11 @@
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
-use crate::matrix::{axpy, Matrix};
-use crate::rounding::{div_down, div_up, gamma, norm_lower, norm_upper, up, Expansion, TINY};
+use crate::absorption::Outcome;
+use crate::linalg::matrix::{axpy, Matrix};
+use crate::rigor::rounding::{
+    div_down, div_up, gamma, norm_lower, norm_upper, up, Expansion, TINY,
+};
 
 const OUT_ROWS: usize = 8;
 
@@ -115,7 +118,7 @@ pub fn exact_flip_residual(block: &Block, s: &[f64], t: &[f64]) -> Matrix<'stati
         .enumerate()
         .filter(|(_, (&hi, &lo))| hi != 0.0 || lo != 0.0)
         .map(|(i, (&hi, &lo))| {
-            let (p, e) = crate::rounding::two_prod(c, hi);
+            let (p, e) = crate::rigor::rounding::two_prod(c, hi);
             (i, p, e + c * lo)
         })
         .collect();
@@ -274,6 +277,23 @@ fn squares_within(block: &Block, entries: &[Expansion], tol: f64) -> Option<bool
     t.add_product(tol, tol);
     diff.add_expansion(&a_sq.mul(&t).neg());
     (diff.is_finite() && diff.slack() == 0.0).then(|| diff.sign() <= 0.0)
+}
+
+/// Verify `subset` rigorously and record its residual bracket; `Some(true)`
+/// when it is within the tolerance, `Some(false)` when provably not, `None`
+/// when the bracket straddles it.
+pub(crate) fn verify(block: &Block, subset: &[usize], tol: f64, out: &mut Outcome) -> Option<bool> {
+    let b = residual_bounds(block, subset, tol);
+    out.candidates += 1;
+    out.residual = Some(b.upper);
+    out.residual_lower = Some(b.lower);
+    out.residual_exact = b.exact;
+    let within = b.within_tolerance(tol);
+    if within == Some(true) && b.upper > tol {
+        // On the tolerance to rounding, settled by exact squares.
+        out.residual = Some(tol);
+    }
+    within
 }
 
 #[cfg(test)]

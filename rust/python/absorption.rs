@@ -203,7 +203,7 @@ pub(super) fn search_flip_set<'py>(
     d.set_item("timings", outcome.timings.clone())?;
     d.set_item("relaxation_precision", outcome.relaxation_precision)?;
     d.set_item("exact_estimate", outcome.exact_estimate)?;
-    d.set_item("kernel", crate::kernels::gemm_kernel())?;
+    d.set_item("kernel", crate::linalg::kernels::gemm_kernel())?;
     match gram {
         Some(g) => d.set_item("gram", Py::new(py, g)?)?,
         None => d.set_item("gram", py.None())?,

@@ -30,9 +30,9 @@ use crate::absorption::bracket;
 use crate::absorption::genericity::GenericityCheck;
 use crate::absorption::{decide, Distance, Evidence, Finding, Options};
 use crate::error::Error;
-use crate::float_env::{self, FloatEnv};
 use crate::limits::Limits;
-use crate::matrix::Matrix;
+use crate::linalg::matrix::Matrix;
+use crate::rigor::float_env::{self, FloatEnv};
 use crate::subset_sum::lattice;
 
 mod absorption;
@@ -140,7 +140,7 @@ pub(super) fn seconds(name: &str, t: Option<f64>) -> PyResult<Option<Duration>> 
 
 /// Run `work(limits, cancel)` on a fresh rayon pool of `threads` workers
 /// (all cores when None), interruptibly, as the exact-engine bindings do,
-/// in the standard floating-point environment (`crate::float_env`).
+/// in the standard floating-point environment (`crate::rigor::float_env`).
 pub(super) fn run_on_pool<T: Send>(
     py: Python<'_>,
     threads: Option<usize>,

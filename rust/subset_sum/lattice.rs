@@ -52,10 +52,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::Error;
-#[cfg(target_arch = "x86_64")]
-use crate::kernels::{Avx2, Avx512};
-use crate::kernels::{AxpyL1, AxpyL1Kernel, Portable, LANES};
 use crate::limits::{Limits, Stop};
+#[cfg(target_arch = "x86_64")]
+use crate::linalg::kernels::{Avx2, Avx512};
+use crate::linalg::kernels::{AxpyL1, AxpyL1Kernel, Portable, LANES};
 
 /// The enumeration tree is cut into at least this many parallel subtrees:
 /// enough that the last one to finish is short (1.89x on two threads for a
@@ -313,11 +313,11 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
     for i in 0..d {
         let mut v = f[i].clone();
         for j in 0..i {
-            let m = crate::matrix::dot(&f[i], &star[j]) / norms[j];
+            let m = crate::linalg::matrix::dot(&f[i], &star[j]) / norms[j];
             mu[i][j] = m;
-            crate::matrix::axpy(&mut v, -m, &star[j]);
+            crate::linalg::matrix::axpy(&mut v, -m, &star[j]);
         }
-        norms[i] = crate::matrix::dot(&v, &v);
+        norms[i] = crate::linalg::matrix::dot(&v, &v);
         if norms[i].is_nan() || norms[i] <= 1e-9 {
             return Err(Error::InvalidOption {
                 option: "basis",
@@ -980,7 +980,7 @@ pub fn enumerate_bounded(
 /// other work loses only the prefixes it was cut in.
 ///
 /// The cut depends only on the lattice: the first depth with at least
-/// [`PREFIXES`] nodes, in search order. So a complete search visits the same
+/// `PREFIXES` nodes, in search order. So a complete search visits the same
 /// nodes and reports the same solution at any thread count (a node limit
 /// cuts it within FLUSH nodes per thread, so the count of a limited search
 /// can differ by that much). A level of very wide branching (a huge

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use crate::error::{check_columns, Error};
 use crate::limits::Limits;
-use crate::rounding::{gamma, norm_lower, up, TINY};
+use crate::rigor::rounding::{gamma, norm_lower, up, TINY};
 use crate::subset_sum::schroeppel_shamir::{subset_sums, SearchResult};
 
 /// Largest half: `2^22` entries of 16 bytes, 64 MiB per side.

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use skipsearch::absorption::block::Block;
-use skipsearch::absorption::cholesky::PivotedCholesky;
+use skipsearch::linalg::cholesky::PivotedCholesky;
 use skipsearch::absorption::genericity::{dead_neurons, proportional_pairs, GenericityCheck};
 use skipsearch::absorption::relaxation::gram_lower;
 use skipsearch::limits::Budget;

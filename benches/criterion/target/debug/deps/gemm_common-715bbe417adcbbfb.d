@@ -1,0 +1,13 @@
+/work/main/benches/criterion/target/debug/deps/gemm_common-715bbe417adcbbfb.d: /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/lib.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/cache.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemm.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemv.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gevv.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/horizontal_microkernel.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/microkernel.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/pack_operands.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/simd.rs
+
+/work/main/benches/criterion/target/debug/deps/libgemm_common-715bbe417adcbbfb.rmeta: /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/lib.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/cache.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemm.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemv.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gevv.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/horizontal_microkernel.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/microkernel.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/pack_operands.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/simd.rs
+
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/lib.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/cache.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemm.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gemv.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/gevv.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/horizontal_microkernel.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/microkernel.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/pack_operands.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/gemm-common-0.19.0/src/simd.rs:

@@ -1,0 +1,358 @@
+//! Stages 4 and 5 joined: a relaxed solution, from whichever solver found
+//! it (the float64 or float32 factor, or conjugate gradients on the Gram
+//! matrix), refined against the weights and certified rigorously in
+//! float64 (docs/theory.md §5.2, §5.3, §6). Any `Y` is a proof, so the
+//! solver's precision decides only how close the proof comes to the
+//! least-squares distance, never whether it holds.
+
+use crate::absorption::block::Block;
+use crate::absorption::certificates::gram::gram_certified;
+use crate::absorption::certificates::{
+    self, certificate_within, confirmed_distance, interval_bound, record_bound, IntervalBound,
+};
+use crate::absorption::relaxation;
+use crate::absorption::verification::exact_flip_residual;
+use crate::absorption::{Evidence, Finding, Options, Outcome};
+use crate::limits::{Budget, Stop};
+use crate::linalg::matrix::Matrix;
+use crate::rigor::rounding::two_sum;
+
+/// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
+pub(crate) const REFINEMENT_STEPS: usize = 3;
+
+/// Largest `m * d_out * d_in` for which the relaxation's residual is
+/// recomputed in exact sums when float64 cannot confirm its distance.
+pub(crate) const EXACT_RESIDUAL_TERMS: usize = 1 << 25;
+
+/// The normal equations of the relaxation: the lower triangle of `G`, `h`
+/// and `-h` (the inner products of the certificate `Y = A`).
+pub(crate) struct Normal<'a> {
+    pub(crate) gram: &'a [f64],
+    pub(crate) rhs: &'a [f64],
+    pub(crate) minus_h: &'a [f64],
+}
+
+/// How a candidate solution was found: a solve of `G x = r` for the
+/// refinement, and what to record in the outcome when it settles the block.
+pub(crate) struct Solver<'a> {
+    pub(crate) solve: &'a dyn Fn(&[f64]) -> Vec<f64>,
+    pub(crate) record: &'a dyn Fn(&mut Outcome),
+}
+
+/// The relaxation solved through a float32 factor (`relaxation::
+/// float32_solution`) and certified in float64: the finding when that
+/// settles the block (the certificate proves a bound above the tolerance
+/// and confirms the distance), `None` otherwise, with `out` untouched but
+/// for its timings; the float64 factor then takes over from the same Gram
+/// matrix.
+pub(crate) fn float32_relaxation(
+    block: &Block,
+    normal: &Normal,
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let m = block.width();
+    let Some((factor, s0)) = relaxation::float32_solution(normal.gram, m, normal.rhs, budget)?
+    else {
+        return Ok(None);
+    };
+    out.lap("float32 factor", budget);
+    let solver = Solver {
+        solve: &|r| factor.solve(r),
+        record: &|out: &mut Outcome| {
+            out.relaxation_precision = Some("float32");
+            out.rank = Some(factor.rank());
+            out.rank_decision = Some(factor.rank_decision());
+        },
+    };
+    settle_from_solution(block, normal, s0, &solver, options, budget, out)
+}
+
+/// The relaxation solved by conjugate gradients on the Gram matrix
+/// ([`gram_conjugate_gradients`]) and certified in float64, as
+/// [`float32_relaxation`] does with its factor: the finding when that
+/// settles the block, `None` otherwise (the factors then take over from
+/// the same, intact, Gram matrix). No factor means no rank: `rank` stays
+/// `None`.
+pub(crate) fn conjugate_gradient_relaxation(
+    block: &Block,
+    normal: &Normal,
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let m = block.width();
+    let a_norm = block.skip.frobenius_norm();
+    let Some(found) = relaxation::conjugate_gradients::relaxed_solution(
+        normal.gram,
+        m,
+        normal.rhs,
+        (a_norm * a_norm, (options.tol * a_norm).powi(2)),
+        options.keep_certificate,
+        budget,
+    )?
+    else {
+        return Ok(None);
+    };
+    out.lap("gram conjugate gradients", budget);
+    out.method.push("gram conjugate gradients");
+    out.gram_cg_steps = found.steps;
+    let solver = Solver {
+        // A correction that cannot be computed is a zero step: the
+        // refinement then stops where it is.
+        solve: &|r| {
+            relaxation::conjugate_gradients::correction(normal.gram, m, r)
+                .unwrap_or_else(|| vec![0.0; m])
+        },
+        record: &|out: &mut Outcome| out.relaxation_precision = Some("float64"),
+    };
+    let settled = settle_from_solution(block, normal, found.s, &solver, options, budget, out)?;
+    if settled.is_none() {
+        // The factor will solve it: the record names that path only.
+        out.method.pop();
+        out.gram_cg_steps = 0;
+    }
+    Ok(settled)
+}
+
+/// Stage 5 from a candidate `s0` found without the float64 factor: the
+/// Gram certificate first when no `Y` is kept, else the formed one, each
+/// rigorous in float64. The finding when the bound exceeds the tolerance
+/// and confirms the distance; `None` otherwise, with `out` untouched but
+/// for its timings.
+pub(crate) fn settle_from_solution(
+    block: &Block,
+    normal: &Normal,
+    s0: Vec<f64>,
+    solver: &Solver,
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let tol = options.tol;
+    if !options.keep_certificate {
+        let Normal { gram, rhs, minus_h } = *normal;
+        if let Some(found) = gram_certified(block, gram, rhs, minus_h, &s0, tol, out) {
+            (solver.record)(out);
+            out.lap("gram certificate", budget);
+            return Ok(Some(found));
+        }
+    }
+    let relaxed = certify_relaxation(block, normal.minus_h, s0, solver.solve, tol, budget, out)?;
+    if relaxed.refinement_stopped.is_some()
+        || relaxed.relaxation_distance.is_none()
+        || relaxed.best.bound <= tol
+    {
+        return Ok(None);
+    }
+    (solver.record)(out);
+    out.method.push("certificate");
+    if relaxed.refined {
+        out.method.push("refinement");
+    }
+    out.relaxation_distance = relaxed.relaxation_distance;
+    record_bound(out, &relaxed.best);
+    out.certificate = Some(relaxed.best_y);
+    Ok(Some(Finding::NoSubset(Evidence::Certificate)))
+}
+
+/// What the relaxation's own certificate proves (stage 5).
+pub(crate) struct Relaxed {
+    /// The refined least-squares solution.
+    pub(crate) s_star: Vec<f64>,
+    /// The better of the two certificates (the relaxation's residual and
+    /// `Y = A`), and its `Y`.
+    pub(crate) best: IntervalBound,
+    pub(crate) best_y: Matrix<'static>,
+    /// The distance as reported (see [`confirmed_distance`]).
+    pub(crate) relaxation_distance: Option<f64>,
+    /// A limit reached during the refinement.
+    pub(crate) refinement_stopped: Option<Stop>,
+    /// Whether a refinement step was taken.
+    pub(crate) refined: bool,
+}
+
+/// The relaxed solution refined against the weights, with its certificate
+/// and the certificate's inner products `<R_i, Y>`.
+pub(crate) struct Refined {
+    pub(crate) s_star: Vec<f64>,
+    pub(crate) cert: certificates::Certificate,
+    pub(crate) inner: Vec<f64>,
+    pub(crate) refined: bool,
+    /// A limit reached during the refinement: the last complete
+    /// certificate (with its inner products) is kept.
+    pub(crate) stopped: Option<Stop>,
+}
+
+/// From `s0`, a least-squares solution of `G s = h` by `solve` (a factor of
+/// `G`, in either precision), refine against residuals of the weights and
+/// check both certificates rigorously in float64: any `Y` is a proof, so
+/// the precision of `solve` decides only how close the proof comes to the
+/// least-squares distance, never whether it holds.
+pub(crate) fn certify_relaxation(
+    block: &Block,
+    minus_h: &[f64],
+    s0: Vec<f64>,
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    tol: f64,
+    budget: &Budget,
+    laps: &mut Outcome,
+) -> Result<Relaxed, Stop> {
+    let Refined {
+        mut s_star,
+        mut cert,
+        inner,
+        refined,
+        stopped: mut refinement_stopped,
+    } = refine_against_weights(block, s0, solve, budget, laps)?;
+    // Two certificates, each checked rigorously: the relaxation's residual,
+    // and Y = A, whose inner products are -h (already computed).
+    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
+    laps.lap("interval bound", budget);
+    let (d_out, d_in) = block.skip.shape();
+    if refinement_stopped.is_none()
+        && confirmed_distance(cert.distance, &relaxed, tol).is_none()
+        && cert.distance > tol
+        && block.width().saturating_mul(d_out * d_in) <= EXACT_RESIDUAL_TERMS
+    {
+        refinement_stopped = refine_in_extended_precision(
+            block,
+            &mut s_star,
+            solve,
+            budget,
+            &mut relaxed,
+            &mut cert,
+        );
+    }
+    // A refinement cut short by a limit leaves a residual that may be far
+    // from the least-squares one: it may still prove the verdict, but it
+    // is not reported as the relaxation distance.
+    let relaxation_distance = if refinement_stopped.is_none() {
+        confirmed_distance(cert.distance, &relaxed, tol)
+    } else {
+        None
+    };
+    let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
+    let (best, best_y) = if skip_cert.bound > relaxed.bound {
+        (skip_cert, block.skip.clone().into_owned())
+    } else {
+        (relaxed, cert.y)
+    };
+    Ok(Relaxed {
+        s_star,
+        best,
+        best_y,
+        relaxation_distance,
+        refinement_stopped,
+        refined,
+    })
+}
+
+/// The normal equations square the condition number, so the solution is
+/// refined against residuals computed from the weights themselves
+/// (corrected semi-normal equations): `s += G^+ <R_i, Y(s)>`, up to
+/// [`REFINEMENT_STEPS`] times, while the distance falls.
+pub(crate) fn refine_against_weights(
+    block: &Block,
+    s0: Vec<f64>,
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    budget: &Budget,
+    laps: &mut Outcome,
+) -> Result<Refined, Stop> {
+    let mut s_star = s0;
+    let mut cert = certificate_within(block, &s_star, budget)?;
+    let mut inner = block.inner_products_within(&cert.y, budget)?;
+    laps.lap("solve", budget);
+    let mut refined = false;
+    // A limit reached during the refinement keeps the last complete
+    // certificate (with its inner products): if it proves the answer, the
+    // proof is used; otherwise the limit ends the search.
+    let mut stopped = None;
+    for _ in 0..REFINEMENT_STEPS {
+        if let Err(stop) = budget.check() {
+            stopped = Some(stop);
+            break;
+        }
+        let step = solve(&inner);
+        let size = step.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        // The distance moves by the square of the correction (the gradient
+        // vanishes at the solution): below 1e-8 relative it cannot change.
+        if size <= 1e-8 * s_star.iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs())) {
+            break;
+        }
+        let trial: Vec<f64> = s_star.iter().zip(&step).map(|(s, d)| s + d).collect();
+        let trial_cert = match certificate_within(block, &trial, budget) {
+            Ok(c) => c,
+            Err(stop) => {
+                stopped = Some(stop);
+                break;
+            }
+        };
+        if trial_cert.distance.partial_cmp(&cert.distance) == Some(std::cmp::Ordering::Greater)
+            || !trial_cert.distance.is_finite()
+        {
+            break;
+        }
+        let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
+        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
+            Ok(g) => g,
+            Err(stop) => {
+                stopped = Some(stop);
+                break;
+            }
+        };
+        refined = true;
+        s_star = trial;
+        cert = trial_cert;
+        inner = trial_inner;
+        laps.lap("refinement", budget);
+        if converged {
+            break;
+        }
+    }
+    Ok(Refined {
+        s_star,
+        cert,
+        inner,
+        refined,
+        stopped,
+    })
+}
+
+/// A small distance between large terms: the float64 residual, and float64
+/// weights, are too coarse for `Y` to be orthogonal to them. Refine with
+/// weights in double-double and residuals summed exactly (iterative
+/// refinement in extended precision): `s_star` becomes the high part of
+/// the refined solution, and `relaxed` and `cert` keep the sharpest bound
+/// found, updated together; the limit that stopped it, if any.
+pub(crate) fn refine_in_extended_precision(
+    block: &Block,
+    s_star: &mut [f64],
+    solve: &dyn Fn(&[f64]) -> Vec<f64>,
+    budget: &Budget,
+    relaxed: &mut IntervalBound,
+    cert: &mut certificates::Certificate,
+) -> Option<Stop> {
+    let mut s_lo = vec![0.0; s_star.len()];
+    for _ in 0..3 {
+        if let Err(stop) = budget.check() {
+            return Some(stop);
+        }
+        let mut y = exact_flip_residual(block, s_star, &s_lo);
+        y.data_mut().iter_mut().for_each(|x| *x = -*x);
+        let g = block.inner_products(&y);
+        let sharper = interval_bound(block, &y, Some(&g));
+        if sharper.bound > relaxed.bound {
+            *relaxed = sharper;
+            cert.y = y;
+        }
+        let step = solve(&g);
+        for ((hi, lo), d) in s_star.iter_mut().zip(s_lo.iter_mut()).zip(&step) {
+            let (s, e) = two_sum(*hi, *lo + d);
+            *hi = s;
+            *lo = e;
+        }
+    }
+    None
+}
