@@ -122,7 +122,7 @@ def write_checkpoint(folder: Path, d: int, m: int, layers: int) -> int:
 
 _READ = """
 import sys, time
-from skipsearch.checkpoints import open_checkpoint
+from skipsearch.io.checkpoints import open_checkpoint
 import numpy as np
 start = time.perf_counter()
 ckpt = open_checkpoint(sys.argv[1])

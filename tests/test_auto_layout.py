@@ -12,7 +12,7 @@ import pytest
 import skipsearch
 from skipsearch import AutomaticLayoutWarning, cli
 from skipsearch._scan.auto import candidate_patterns
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 
 from tests.test_families import D, M, generic, planted, save
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 from skipsearch import Layout, cli
-from skipsearch.layouts import POST_LN
+from skipsearch.io.layouts import POST_LN
 from skipsearch.scan import BlockReport, scan
 
 from tests.test_scan import write_checkpoint

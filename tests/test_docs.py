@@ -39,7 +39,7 @@ def test_readme_api_example(capsys):
 def test_readme_lists_every_family():
     # The supported-families table names every model_type of the registry
     # (GGUF architectures as gguf-<arch>, listed in their own paragraph).
-    from skipsearch.layouts import FAMILIES
+    from skipsearch.io.layouts import FAMILIES
 
     text = README.read_text()
     table = text[text.index("### Supported families") : text.index("### Where models live")]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import skipsearch
 from safetensors.numpy import save_file
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 
 
 def test_an_absorbable_result_has_no_certificate_to_check():

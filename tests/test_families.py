@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import skipsearch
 from safetensors.numpy import save_file
-from skipsearch.checkpoints import Checkpoint, CheckpointError
-from skipsearch.layouts import NORM_SCOPES
+from skipsearch.io.checkpoints import Checkpoint, CheckpointError
+from skipsearch.io.layouts import NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES, describe_checkpoint
 
 from tests.conftest import write_bf16_safetensors

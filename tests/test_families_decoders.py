@@ -93,8 +93,8 @@ import re
 
 import numpy as np
 import pytest
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import FAMILIES, NORM_SCOPES
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import FAMILIES, NORM_SCOPES
 from skipsearch.scan import SUPPORTED_MODEL_TYPES
 
 from tests.family_builders import biased_pair, small

@@ -52,9 +52,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from skipsearch._families.encoders import POST_LN, PRE_LN
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import FAMILIES
+from skipsearch.io._families.encoders import POST_LN, PRE_LN
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import FAMILIES
 from skipsearch.scan import describe_checkpoint
 
 from tests.family_builders import biased_pair

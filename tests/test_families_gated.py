@@ -1,5 +1,5 @@
 """skipsearch.scan on tiny checkpoints of the dense gated decoders of
-:mod:`skipsearch._families.gated`: Phi-3, OLMo, OLMo 2, StableLM, Granite,
+:mod:`skipsearch.io._families.gated`: Phi-3, OLMo, OLMo 2, StableLM, Granite,
 InternLM2 and Qwen (v1).
 
 Each builder writes the family's real tensor names (its MLP and a few
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import NORM_SCOPES, supported_model_types
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import NORM_SCOPES, supported_model_types
 from skipsearch.scan import describe_checkpoint
 
 from tests.family_builders import assert_weights

@@ -31,7 +31,7 @@ import pytest
 import skipsearch
 from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.scan import describe_checkpoint
 
 from tests.family_builders import assert_weights
@@ -651,7 +651,7 @@ def test_moe_families_registered():
         "deepseek_v3",
         "granitemoe",
         "gpt_oss",
-    } <= set(skipsearch.layouts.FAMILIES)
+    } <= set(skipsearch.io.layouts.FAMILIES)
 
 
 # -- which layers are dense and which sparse, by the config --------------------------------------

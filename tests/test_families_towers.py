@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import FAMILIES
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import FAMILIES
 
 from tests.family_builders import biased_pair
 from tests.test_families import generic, planted, save, scan

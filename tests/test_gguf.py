@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch.checkpoints import (
+from skipsearch.io.checkpoints import (
     FLOAT_DTYPES,
     NARROW_TOL,
     CheckpointError,
@@ -291,7 +291,7 @@ def test_phi3_gguf_fused_gate_up(tmp_path):
 def test_gguf_family_names_are_the_gguf_constants():
     """Every tensor a gguf family reads is one of its architecture's GGUF tensors."""
     from gguf.constants import MODEL_ARCH_NAMES, MODEL_TENSORS, TENSOR_NAMES
-    from skipsearch._families.gguf import FAMILIES, FFN_TENSORS
+    from skipsearch.io._families.gguf import FAMILIES, FFN_TENSORS
 
     for member, pattern in FFN_TENSORS.items():
         assert TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, member)] + ".weight" == pattern.replace(

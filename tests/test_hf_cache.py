@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch.checkpoints import CheckpointError, open_checkpoint
+from skipsearch.io.checkpoints import CheckpointError, open_checkpoint
 from skipsearch.scan import describe_checkpoint
 
 from tests.test_families import bert_like, save

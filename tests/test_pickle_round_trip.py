@@ -220,7 +220,7 @@ def test_layouts_round_trip_equal():
             up="a.{i}.w", down="b.{i}.w", activation=skipsearch.leaky_relu(0.3), transpose=True
         ),
     ]
-    from skipsearch.layouts import FAMILIES
+    from skipsearch.io.layouts import FAMILIES
 
     for obj in [*layouts, *FAMILIES.values()]:
         for copy in _round_trips(obj):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import skipsearch
 from skipsearch import find_absorbing_subset
-from skipsearch.checkpoints import NARROW_TOL, CheckpointError, _float8
-from skipsearch.quantization import config_quantization, dequantize, scale_layout
+from skipsearch.io.checkpoints import NARROW_TOL, CheckpointError, _float8
+from skipsearch.io.quantization import config_quantization, dequantize, scale_layout
 from skipsearch.scan import describe_checkpoint, scan
 
 D, M = 4, 6

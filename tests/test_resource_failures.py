@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import skipsearch
 from safetensors.numpy import save_file
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 
 SCRIPT = textwrap.dedent(
     """

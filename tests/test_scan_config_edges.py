@@ -14,7 +14,7 @@ import pytest
 import skipsearch
 from safetensors.numpy import save_file
 from skipsearch import cli
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.scan import describe_checkpoint
 
 D, M = 4, 6
@@ -201,7 +201,7 @@ def test_a_fused_tensor_is_read_once_per_block(tmp_path, monkeypatch):
     # Phi-3's gate_up_proj holds W_gate and W_up: one read gives both halves.
     from collections import Counter
 
-    from skipsearch.checkpoints import Checkpoint
+    from skipsearch.io.checkpoints import Checkpoint
 
     rng = np.random.default_rng(6)
     tensors = {}

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save, save_file
 from skipsearch import cli
-from skipsearch.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
+from skipsearch.io.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
 
 from tests.test_scan import _config, _tensors, write_checkpoint
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from skipsearch._scan import decide as decide_module
-from skipsearch.checkpoints import Checkpoint, _float8
+from skipsearch.io.checkpoints import Checkpoint, _float8
 from skipsearch.scan import describe_checkpoint, scan
 
 D, M, LAYERS = 4, 6, 4

@@ -10,7 +10,7 @@ import zipfile
 import numpy as np
 import pytest
 import skipsearch
-from skipsearch.checkpoints import CheckpointError, TorchCheckpoint, open_checkpoint
+from skipsearch.io.checkpoints import CheckpointError, TorchCheckpoint, open_checkpoint
 
 from tests.test_families import bert_like, save
 

@@ -92,7 +92,7 @@ from skipsearch.construction import (
     relative_output_error,
     residual_block_output,
 )
-from skipsearch.layouts import Layout
+from skipsearch.io.layouts import Layout
 from skipsearch.options import DistanceMode, SearchOptions
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint

@@ -62,7 +62,7 @@ class UnindexedShardWarning(SkipsearchWarning):
 
     Emitted when a checkpoint is opened (by :func:`skipsearch.scan`,
     :func:`skipsearch.scan.describe_checkpoint` and
-    :class:`skipsearch.checkpoints.Checkpoint`): the index's
+    :class:`skipsearch.io.checkpoints.Checkpoint`): the index's
     ``weight_map`` is authoritative, so a stale or stray shard beside it is
     never read. The message lists the ignored files.
 

@@ -30,14 +30,14 @@ from tqdm import tqdm
 from skipsearch import __version__
 from skipsearch._validation import DISTANCE_BUDGET, check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
-from skipsearch.checkpoints import CheckpointChangedError
-from skipsearch.layouts import supported_model_types
+from skipsearch.io.checkpoints import CheckpointChangedError
+from skipsearch.io.layouts import supported_model_types
 from skipsearch.result import VERDICTS
 
 if TYPE_CHECKING:  # pragma: no cover
     from skipsearch._scan.locate import CheckpointInfo
     from skipsearch._scan.report import BlockReport
-    from skipsearch.layouts import Layout
+    from skipsearch.io.layouts import Layout
 
 __all__ = ["main"]
 
@@ -818,7 +818,7 @@ def format_csv(reports: Sequence[BlockReport]) -> str:
 
 
 def _scope(info: CheckpointInfo) -> str:
-    from skipsearch.layouts import NORM_SCOPES
+    from skipsearch.io.layouts import NORM_SCOPES
 
     return NORM_SCOPES[info.norm]
 
@@ -832,7 +832,7 @@ def _layout(args: argparse.Namespace) -> Optional[Layout]:
             "the generic mapping needs both --up and --down key patterns (--gate, --norm and "
             "--transpose only go with them; --activation alone overrides a family's activation)"
         )
-    from skipsearch.layouts import Layout
+    from skipsearch.io.layouts import Layout
 
     return Layout(
         up=args.up,

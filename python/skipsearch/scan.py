@@ -12,7 +12,7 @@ input. A verdict on a single block says nothing about the whole stack:
 per-block absorption is sufficient for the stack, and deep ReLU/GELU stacks
 are an open problem (Mijoski & Karbevski 2026, arXiv:2604.23705).
 
-The families are listed in :data:`skipsearch.layouts.FAMILIES`; any other
+The families are listed in :data:`skipsearch.io.layouts.FAMILIES`; any other
 model is scanned through a :class:`skipsearch.Layout` (the generic mapping).
 The scan runs in stages (:mod:`skipsearch._scan`): every checkpoint is
 located and checked from its headers first; then, one block at a time, the
@@ -23,7 +23,7 @@ Blocks that share their weights (tied layers) are decided once and reported
 once, with the names of the blocks that share them. FP8 weights with a
 ``weight_scale_inv`` or ``weight_scale`` beside them are dequantized as
 their format defines; every other quantized format is refused, never decided
-on its codes (:mod:`skipsearch.quantization`).
+on its codes (:mod:`skipsearch.io.quantization`).
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ from skipsearch._validation import (
     check_flag,
 )
 from skipsearch.activations import Activation
-from skipsearch.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
-from skipsearch.layouts import Layout
+from skipsearch.io.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
+from skipsearch.io.layouts import Layout
 from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 

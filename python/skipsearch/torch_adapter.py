@@ -107,7 +107,7 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         it (Hugging Face ``FP8Linear``, DeepSeek-V3, compressed-tensors,
         FBGEMM FP8) is dequantized as its format defines, per tensor, per
         output channel or in blocks (``block_size``, default 128 x 128), to
-        float64 (see :mod:`skipsearch.quantization`).
+        float64 (see :mod:`skipsearch.io.quantization`).
 
     Raises
     ------
@@ -232,7 +232,7 @@ def load_state_dict(path: Union[str, os.PathLike[str]]) -> dict[str, np.ndarray]
         float32 exactly; other dtypes (bool and integer buffers included) are kept.
         Quantized tensors come back as stored, codes and scales side by
         side (e.g. ``...weight`` and ``...weight_scale_inv``): dequantize
-        them before deciding (:func:`skipsearch.quantization.dequantize`),
+        them before deciding (:func:`skipsearch.io.quantization.dequantize`),
         or use :func:`skipsearch.scan`, which does.
         Weight names follow the checkpoint,
         e.g. ``model.layers.0.mlp.up_proj.weight`` of shape ``(m, d_in)``.
@@ -271,7 +271,7 @@ def load_state_dict(path: Union[str, os.PathLike[str]]) -> dict[str, np.ndarray]
 
 
 def _load_safetensors(path: str) -> dict[str, np.ndarray]:
-    from skipsearch.checkpoints import CheckpointError, read_safetensors
+    from skipsearch.io.checkpoints import CheckpointError, read_safetensors
 
     try:
         return read_safetensors(path)

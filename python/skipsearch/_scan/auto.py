@@ -4,7 +4,7 @@ Most new architectures reuse the tensor names of an older one (LLaMA's
 ``mlp.up_proj``/``gate_proj``/``down_proj``, GPT-2's ``mlp.c_fc``/``c_proj``,
 BERT's ``intermediate.dense``/``output.dense``, ...). The automatic layout
 tries every dense FFN pattern of the registry's families
-(:data:`skipsearch.layouts.FAMILIES`) on the checkpoint's tensor names and
+(:data:`skipsearch.io.layouts.FAMILIES`) on the checkpoint's tensor names and
 keeps those whose tensors have an FFN's shapes: ``W_up`` ``(m, d)`` into
 ``W_down`` ``(d, m)`` within one layer prefix (``(in, out)`` for a transposed
 layout), ``W_gate`` like ``W_up`` when the pattern has one. The activation
@@ -32,8 +32,8 @@ from typing import Any, Optional, Union
 
 from skipsearch._warnings import AutomaticLayoutWarning
 from skipsearch.activations import Activation
-from skipsearch.checkpoints import Checkpoint, CheckpointError
-from skipsearch.layouts import FAMILIES, Layout, Part, config_activation
+from skipsearch.io.checkpoints import Checkpoint, CheckpointError
+from skipsearch.io.layouts import FAMILIES, Layout, Part, config_activation
 
 __all__ = [
     "ACTIVATION_KEYS",

@@ -1,6 +1,6 @@
 """Locate a checkpoint's FFN blocks, without reading a weight.
 
-:func:`locate` opens a checkpoint (:class:`skipsearch.checkpoints.Checkpoint`),
+:func:`locate` opens a checkpoint (:class:`skipsearch.io.checkpoints.Checkpoint`),
 chooses its layout and activation (the family of its ``model_type``, or a
 user :class:`~skipsearch.Layout`), finds the tensor names of every FFN
 block, and checks shapes, dtypes and quantization against the config from
@@ -8,7 +8,7 @@ the safetensors headers alone. Everything that can be wrong with a
 checkpoint, except NaN/Inf in its weights, is found here, before any block
 is decided. The identity of every file is recorded as its header is read,
 so that a file changed afterwards is refused when a block is read
-(:class:`~skipsearch.checkpoints.CheckpointChangedError`).
+(:class:`~skipsearch.io.checkpoints.CheckpointChangedError`).
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from skipsearch._scan import hub
 from skipsearch._types import Norm
 from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.activations import Activation, get_activation
-from skipsearch.checkpoints import (
+from skipsearch.io.checkpoints import (
     CONFIG_NAME,
     FLOAT_DTYPES,
     Checkpoint,
     CheckpointError,
     open_checkpoint,
 )
-from skipsearch.layouts import FAMILIES, Layout, Part, config_activation, supported_model_types
-from skipsearch.quantization import (
+from skipsearch.io.layouts import FAMILIES, Layout, Part, config_activation, supported_model_types
+from skipsearch.io.quantization import (
     SCALE_NAMES,
     Quantization,
     config_quantization,
@@ -184,7 +184,7 @@ class CheckpointInfo:
         How quantized FFN weights are dequantized, e.g. ``"F8_E4M3 x
         weight_scale_inv, blocks of 128 x 128"``; None when they are not
         quantized. Other quantized formats are refused (see
-        :mod:`skipsearch.quantization`).
+        :mod:`skipsearch.io.quantization`).
     step : int or None
         The training step its directory's name carries (``checkpoint-2000``,
         ``step1000``, ``global_step500``, ``step_1000``; any case), else None.

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
 from skipsearch._types import BlockReportDict, BracketStatus, DistanceKind, Norm, Verdict
-from skipsearch.layouts import NORM_SCOPES
+from skipsearch.io.layouts import NORM_SCOPES
 from skipsearch.result import VERDICTS, AbsorptionResult
 
 __all__ = [

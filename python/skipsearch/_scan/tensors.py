@@ -1,13 +1,13 @@
 """Read one FFN block's tensors, and recognise blocks with the same weights.
 
-Each tensor is read on its own (:meth:`skipsearch.checkpoints.Checkpoint.get`
+Each tensor is read on its own (:meth:`skipsearch.io.checkpoints.Checkpoint.get`
 reads only its bytes), widened to float32 (float16, bfloat16, float8) or
 dequantized with its FP8 scale (float64), and transposed for layouts stored
 ``(in, out)``. Nothing but the current block is held: the scan drops a
 block's tensors before it reads the next one, and compares a possible twin
 (tied layers) one tensor at a time. A file that changes after its header
 was read (a checkpoint saved again while it is scanned) stops the read with
-:class:`~skipsearch.checkpoints.CheckpointChangedError`.
+:class:`~skipsearch.io.checkpoints.CheckpointChangedError`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo
-from skipsearch.checkpoints import Checkpoint, CheckpointError, stored_tolerance
-from skipsearch.quantization import dequantize
+from skipsearch.io.checkpoints import Checkpoint, CheckpointError, stored_tolerance
+from skipsearch.io.quantization import dequantize
 
 __all__ = [
     "ROLES",
@@ -48,7 +48,7 @@ _KEYS = {
 
 def _split(array: npt.NDArray[Any], fused: str, m: int) -> tuple[Any, Any]:
     """``(gate, up)`` from a fused gate/up array (its first axis is the
-    output axis; see :data:`skipsearch.layouts.FUSED_LAYOUTS`)."""
+    output axis; see :data:`skipsearch.io.layouts.FUSED_LAYOUTS`)."""
     if fused == "gate_up":
         gate, up = array[:m], array[m:]
     elif fused == "up_gate":
@@ -129,7 +129,7 @@ def read_block(
     """The block's tensors by role (:data:`ROLES`), read one at a time.
 
     Each read checks its file before and after (see
-    :meth:`skipsearch.checkpoints.Checkpoint.get`), and once all are read
+    :meth:`skipsearch.io.checkpoints.Checkpoint.get`), and once all are read
     every file they came from is checked again, so that a block never mixes
     tensors from before and after a checkpoint was saved again.
 

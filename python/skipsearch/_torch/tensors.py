@@ -4,7 +4,7 @@
 widened to float32 exactly) or an array-like. :func:`read_linear` reads the
 weight and bias of a Linear-like layer: a transformers ``Conv1D`` is
 transposed, an FP8 weight with its ``weight_scale_inv`` or ``weight_scale``
-is dequantized (:func:`skipsearch.quantization.dequantize`), and every other
+is dequantized (:func:`skipsearch.io.quantization.dequantize`), and every other
 quantized layer is refused with its format named (:func:`refuse_quantized`).
 :class:`Widened` records what was widened or dequantized, for the warning
 about the default tolerance.
@@ -18,8 +18,8 @@ from typing import Any, Optional, cast
 import numpy as np
 
 from skipsearch._validation import reject_masked
-from skipsearch.checkpoints import NARROW_TOL, stored_tolerance
-from skipsearch.quantization import SCALE_NAMES, dequantize
+from skipsearch.io.checkpoints import NARROW_TOL, stored_tolerance
+from skipsearch.io.quantization import SCALE_NAMES, dequantize
 
 __all__ = [
     "BF16_TOL",

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from skipsearch._types import Norm
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part, Times, config_flag, config_number, integer
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import Family, Part, Times, config_flag, config_number, integer
 
 __all__ = ["FAMILIES"]
 
@@ -372,7 +372,7 @@ _MPT = Family(
 )
 
 
-#: ``model_type`` -> :class:`~skipsearch.layouts.Family`.
+#: ``model_type`` -> :class:`~skipsearch.io.layouts.Family`.
 FAMILIES: dict[str, Family] = {
     "gpt_neox": _GPT_NEOX,
     "falcon": _FALCON,

@@ -4,7 +4,7 @@ A GGUF file holds a whole model: its metadata (architecture, sizes) and its
 tensors, each stored as a float type (``F32``, ``F16``, ``BF16``) or a
 block-quantized one (``Q8_0``, ``Q4_K``, the ``IQ`` types, ``MXFP4``, ...).
 :class:`GGUFCheckpoint` presents it through the interface of
-:class:`skipsearch.checkpoints.Checkpoint`:
+:class:`skipsearch.io.checkpoints.Checkpoint`:
 
 - ``config`` is synthesized from the metadata: ``model_type`` is
   ``"gguf-<general.architecture>"`` and every ``<arch>.*`` key is kept
@@ -13,13 +13,13 @@ block-quantized one (``Q8_0``, ``Q4_K``, the ``IQ`` types, ``MXFP4``, ...).
   ``"llama.expert_count"``, ...), with the scalar ``general.*`` keys;
 - tensor names stay GGUF's own (``blk.{i}.ffn_up.weight``,
   ``blk.{i}.ffn_up_exps.weight``, ...), whose families are in
-  :mod:`skipsearch._families.gguf`;
+  :mod:`skipsearch.io._families.gguf`;
 - shapes are numpy's (row-major): GGUF lists dimensions fastest first, so a
   2-D weight of ggml shape ``{in, out}`` is ``(out, in)`` here, as
   ``torch.nn.Linear`` stores it, and a 3-D expert tensor ``{in, out, E}``
   is ``(E, out, in)``;
 - ``dtype`` is the GGML type name (``"Q4_K"``); its default tolerance is in
-  :data:`skipsearch.checkpoints.NARROW_TOL`;
+  :data:`skipsearch.io.checkpoints.NARROW_TOL`;
 - ``get`` reads the tensor's bytes (one expert's with ``index``) from a
   descriptor checked, before and after, to be the file whose header was
   read, and dequantizes them with the package's own
@@ -39,7 +39,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from skipsearch.checkpoints import (
+from skipsearch.io.checkpoints import (
     GGUF_DTYPES,
     Checkpoint,
     CheckpointChangedError,
@@ -178,7 +178,7 @@ class _GGUFFile(ListedFile):
 
 class GGUFCheckpoint(Checkpoint):
     """A GGUF checkpoint (llama.cpp), with the interface of
-    :class:`~skipsearch.checkpoints.Checkpoint`.
+    :class:`~skipsearch.io.checkpoints.Checkpoint`.
 
     Parameters
     ----------

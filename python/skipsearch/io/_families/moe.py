@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from skipsearch.layouts import Family, Part, config_int, config_number, integer, llama_names
+from skipsearch.io.layouts import Family, Part, config_int, config_number, integer, llama_names
 
 __all__ = ["FAMILIES"]
 
@@ -398,7 +398,7 @@ _GPT_OSS = Family(
     ),
 )
 
-#: ``model_type`` -> :class:`~skipsearch.layouts.Family` for the MoE models.
+#: ``model_type`` -> :class:`~skipsearch.io.layouts.Family` for the MoE models.
 FAMILIES: dict[str, Family] = {
     "mixtral": _MIXTRAL,
     "qwen2_moe": _QWEN2_MOE,

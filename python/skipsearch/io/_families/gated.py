@@ -48,8 +48,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import Family, Part, config_flag, integer, llama_names
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import Family, Part, config_flag, integer, llama_names
 
 __all__ = ["FAMILIES"]
 
@@ -218,7 +218,7 @@ _QWEN = Family(
     ),
 )
 
-#: ``model_type`` -> :class:`~skipsearch.layouts.Family`.
+#: ``model_type`` -> :class:`~skipsearch.io.layouts.Family`.
 FAMILIES: dict[str, Family] = {
     "phi3": _PHI3,
     "olmo": _OLMO,

@@ -1,7 +1,7 @@
 """Text and vision towers (CLIP, SigLIP) and multimodal models with their
 language models (LLaVA, Gemma 3, Qwen2-VL, Qwen2.5-VL).
 
-Each tower is its own :class:`~skipsearch.layouts.Part` with its own stack
+Each tower is its own :class:`~skipsearch.io.layouts.Part` with its own stack
 (``"vision"``, ``"text"``) and sizes, read from the tower's sub-config
 (``vision_config``, ``text_config``). Real configs often write only the
 values that differ from the transformers config class's defaults, so the
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
-from skipsearch.checkpoints import CheckpointError
-from skipsearch.layouts import (
+from skipsearch.io.checkpoints import CheckpointError
+from skipsearch.io.layouts import (
     SANDWICH_FORM,
     SANDWICH_NOTE,
     Family,
@@ -138,7 +138,7 @@ def _by_type(table: dict[str, dict[str, Any]], absent: str) -> Defaults:
 
 @dataclass(frozen=True)
 class TowerPart(Part):
-    """A :class:`~skipsearch.layouts.Part` whose sub-config is completed with
+    """A :class:`~skipsearch.io.layouts.Part` whose sub-config is completed with
     the transformers config class's defaults.
 
     Parameters
@@ -407,7 +407,7 @@ _QWEN2_5_VL = Family(
     ),
 )
 
-#: ``model_type`` -> :class:`~skipsearch.layouts.Family`.
+#: ``model_type`` -> :class:`~skipsearch.io.layouts.Family`.
 FAMILIES: dict[str, Family] = {
     "clip": _clip(CLIP_TEXT, CLIP_VISION, "clip", legacy=True),
     "siglip": _clip(SIGLIP_TEXT, SIGLIP_VISION, "siglip", legacy=False),

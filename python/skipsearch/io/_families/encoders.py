@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from skipsearch._types import Norm
-from skipsearch.layouts import NORM_FORMS, POST_LN, PRE_LN, Family, Part, config_int
+from skipsearch.io.layouts import NORM_FORMS, POST_LN, PRE_LN, Family, Part, config_int
 
 # POST_LN and PRE_LN, the forms by LayerNorm placement, are named here too.
 __all__ = ["FAMILIES", "POST_LN", "PRE_LN"]

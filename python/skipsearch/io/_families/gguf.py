@@ -1,6 +1,6 @@
 """GGUF checkpoints (llama.cpp): families keyed by ``"gguf-<architecture>"``.
 
-A GGUF file is read by :class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`,
+A GGUF file is read by :class:`skipsearch.io.gguf.GGUFCheckpoint`,
 whose config holds the file's metadata under GGUF's own keys
 (``<arch>.embedding_length``, ``<arch>.feed_forward_length``,
 ``<arch>.block_count``, ``<arch>.expert_count``, ...) and whose tensors
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from skipsearch.layouts import Family, Part
+from skipsearch.io.layouts import Family, Part
 
 __all__ = ["FAMILIES", "FFN_TENSORS"]
 
@@ -148,7 +148,7 @@ def _family(arch: str, *parts: Part) -> tuple[str, Family]:
 
 _FORM: Callable[[dict[str, Any]], str] = _neox_form
 
-#: ``"gguf-<architecture>"`` -> :class:`~skipsearch.layouts.Family`.
+#: ``"gguf-<architecture>"`` -> :class:`~skipsearch.io.layouts.Family`.
 FAMILIES: dict[str, Family] = dict(
     [
         # Dense llama, or Mixtral's MoE (3-D experts: llama.cpp's llama graph

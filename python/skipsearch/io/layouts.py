@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Union
 
 from skipsearch._types import Norm
 from skipsearch.activations import GATED_ENTRIES, Activation, get_activation
-from skipsearch.checkpoints import CheckpointError
+from skipsearch.io.checkpoints import CheckpointError
 
 __all__ = [
     "FAMILIES",
@@ -802,9 +802,9 @@ def supported_model_types() -> list[str]:
 
 
 def _merge_families() -> None:
-    """Add the families of :mod:`skipsearch._families`; a ``model_type``
+    """Add the families of :mod:`skipsearch.io._families`; a ``model_type``
     defined twice is a bug."""
-    from skipsearch._families import decoders, encoders, gated, gguf, moe, towers
+    from skipsearch.io._families import decoders, encoders, gated, gguf, moe, towers
 
     for module in (decoders, encoders, gated, gguf, moe, towers):
         twice = sorted(set(FAMILIES) & set(module.FAMILIES))

@@ -26,7 +26,7 @@ reader by what the files are (their first bytes, not only their names):
 safetensors (:class:`Checkpoint`), PyTorch ``pytorch_model.bin`` single or
 sharded (:class:`TorchCheckpoint`, through ``torch.load(...,
 weights_only=True)``, the ``torch`` extra) and GGUF (llama.cpp;
-:class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`, the ``gguf`` extra). A
+:class:`skipsearch.io.gguf.GGUFCheckpoint`, the ``gguf`` extra). A
 file renamed to another format's suffix, or of no known format, is refused
 with what it looks like.
 
@@ -1133,7 +1133,7 @@ def open_checkpoint(path: PathLike, config_required: bool = True) -> Checkpoint:
     -------
     Checkpoint
         A :class:`Checkpoint` (safetensors), :class:`TorchCheckpoint` or
-        :class:`skipsearch.gguf_checkpoint.GGUFCheckpoint`; all have the
+        :class:`skipsearch.io.gguf.GGUFCheckpoint`; all have the
         same interface.
 
     Raises
@@ -1155,7 +1155,7 @@ def open_checkpoint(path: PathLike, config_required: bool = True) -> Checkpoint:
             f"cannot resolve the checkpoint path {os.fspath(path)!r}: {e}"
         ) from None
     if fmt == "gguf":
-        from skipsearch.gguf_checkpoint import GGUFCheckpoint
+        from skipsearch.io.gguf import GGUFCheckpoint
 
         return GGUFCheckpoint(path, config_required=config_required)
     if fmt == "torch":
