@@ -605,3 +605,83 @@ def test_find_absorbing_subset_reaches_the_lattice_engine_on_market_split_blocks
     g = r.block
     want = x @ skip.T + np.maximum(x @ W_up.T, 0) @ W_down.T
     np.testing.assert_allclose(g(x), want, rtol=1e-9, atol=1e-6)
+
+
+def _rank_fooling_instance(planted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two rows in the lattice of vectors whose every 2x2 minor is divisible
+    by the three primes of the modular rank (entries near 2^52): the rank
+    modulo each prime is 1, the rational rank 2."""
+    import random
+
+    primes = (2_147_483_647, 2_147_483_629, 2_147_483_587)
+    modulus = primes[0] * primes[1] * primes[2]
+    rnd = random.Random(1)
+    lam = [rnd.randrange(1, p) for p in primes]
+    ell = sum(c * (modulus // p) * pow(modulus // p, -1, p) for p, c in zip(primes, lam)) % modulus
+    u, v = [1, ell], [0, modulus]
+
+    def dot(a: list[int], b: list[int]) -> int:
+        return a[0] * b[0] + a[1] * b[1]
+
+    while True:  # Gauss reduction of the lattice {(x, ell x) mod modulus}
+        if dot(u, u) > dot(v, v):
+            u, v = v, u
+        mu = (2 * dot(u, v) + dot(u, u)) // (2 * dot(u, u))
+        if mu == 0:
+            break
+        v = [v[0] - mu * u[0], v[1] - mu * u[1]]
+    rng = random.Random(2)
+    coefficients = [(7 * rng.randint(-14, 14), rng.randint(-100, 100)) for _ in range(80)]
+    A = np.array([[c1 * u[i] + c2 * v[i] for c1, c2 in coefficients] for i in range(2)])
+    x = np.array([rng.randint(0, 1) for _ in range(80)], dtype=np.uint8)
+    b = A @ x + (0 if planted else np.array(u))
+    return A.astype(np.int64), b.astype(np.int64), x
+
+
+def test_exact_rank_is_not_fooled_by_the_modular_one():
+    from skipsearch.subset_sum import _modular_rank, _rank
+
+    A, b, _ = _rank_fooling_instance(planted=True)
+    M = np.column_stack([A, b])
+    assert _modular_rank(M) == 1
+    assert _rank(M) == 2 == np.linalg.matrix_rank(M.astype(float))
+
+
+@needs_lattice
+def test_a_planted_solution_is_found_when_the_modular_rank_is_short():
+    # Before the exact rank, the lattice expected one kernel vector too many
+    # and answered "incomplete".
+    A, b, _ = _rank_fooling_instance(planted=True)
+    r = skipsearch.subset_sum(A, b, threads=1)
+    assert r.status == "feasible"
+    assert [int(v) for v in A.astype(object) @ r.solution.astype(object)] == b.tolist()
+
+
+@needs_lattice
+def test_an_enumeration_that_found_the_solution_counts_its_nodes():
+    # Listed down to its leaves, the tree was searched while its prefixes
+    # were listed: those nodes count (they were reported as 0).
+    rng = np.random.default_rng(2)
+    W_up, W_down = rng.integers(0, 10, (36, 2)), rng.integers(0, 10, (2, 36))
+    S = rng.integers(0, 2, 36).astype(bool)
+    A = -(W_down[:, S] @ W_up[S])
+    A[0, 0] += 1
+    cols = np.einsum("pi,iq->pqi", W_down, W_up).reshape(4, 36)
+    r = skipsearch.subset_sum(cols, -A.reshape(-1), threads=1)
+    assert r.status == "feasible"
+    assert r.method[-1].startswith("enumeration")
+    assert r.nodes > 0
+
+
+@pytest.mark.parametrize(
+    ("A", "b", "name"),
+    [
+        ([[1, 2]], [2**64], "b"),
+        ([[2**70, 5, 7, 9]], [5], "A"),
+        ([[-(2**63) - 1, 1]], [1], "A"),
+        ([[2**63 + 1, 1]], [2**63 + 2], "A"),
+    ],
+)
+def test_integers_beyond_int64_are_named(A, b, name):
+    with pytest.raises(ValueError, match=rf"^{name} has integers of magnitude 2\*\*63 or more"):
+        skipsearch.subset_sum(A, b)

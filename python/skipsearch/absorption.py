@@ -550,24 +550,50 @@ def _decide(
     )
 
     if not np.any(w.A):
-        built = None
-        if act.kind == FLIP_LINEAR:
-            built = build_skip_free_block(
-                w.W_up, w.W_down, [], activation=act, b_up=w.b_up, b_down=w.b_down
-            )
-        result = AbsorptionResult(
-            verdict="absorbable",
-            reason="The skip A is zero, so the block is already skip-free (empty flip set).",
-            argument="zero_skip",
-            subset=np.zeros(0, dtype=np.int64),
-            residual=0.0,
-            tolerance=tol,
-            block=built,
-            **common,
-        )
+        result = _zero_skip(act, w, tol, common)
         if finish is None or act.kind != FLIP_LINEAR:
             return result
         return finish(result, w, act, options.replace(time_limit=seconds_left()), None)
+    if act.kind != FLIP_LINEAR:
+        return _class_theorem(act, w, common, tol)
+    raw = search(
+        w,
+        # A flip-linear activation has its constant.
+        (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
+        tol,
+        act.genericity,
+        options.replace(time_limit=seconds_left()),
+    )
+    gram = raw.pop("gram", None)
+    result = _from_search(raw, act, w, tol, common, backend)
+    if finish is None:
+        return result
+    return finish(result, w, act, options.replace(time_limit=seconds_left()), gram)
+
+
+def _zero_skip(act: Activation, w: Weights, tol: float, common: _Common) -> AbsorptionResult:
+    """A zero skip: already skip-free, with the empty flip set."""
+    built = None
+    if act.kind == FLIP_LINEAR:
+        built = build_skip_free_block(
+            w.W_up, w.W_down, [], activation=act, b_up=w.b_up, b_down=w.b_down
+        )
+    return AbsorptionResult(
+        verdict="absorbable",
+        reason="The skip A is zero, so the block is already skip-free (empty flip set).",
+        argument="zero_skip",
+        subset=np.zeros(0, dtype=np.int64),
+        residual=0.0,
+        tolerance=tol,
+        block=built,
+        **common,
+    )
+
+
+def _class_theorem(act: Activation, w: Weights, common: _Common, tol: float) -> AbsorptionResult:
+    """The verdict of an activation that is not flip-linear: a theorem of its
+    class (degree, linearization, boundedness) when one applies to the
+    block, else "undecided" with the reason none does."""
     # The degree argument needs k != 1 (x - relu(x) = -relu(-x) is skip-free);
     # get_activation refuses degree 1, and this branch never relies on it.
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
@@ -603,39 +629,25 @@ def _decide(
             tolerance=tol,
             **common,
         )
-    if act.kind != FLIP_LINEAR:
-        if not act.gated:
-            why = f"{act.name} is neither flip-linear, homogeneous, gated nor bounded"
-        elif act.gate_at_zero != 0.0:
-            why = (
-                f"the gate of {act.name} has gate(0) = {act.gate_at_zero!r}, not 0, so neither "
-                "the linearization nor the degree argument applies"
-            )
-        else:
-            why = (
-                f"the gate of {act.name} is not differentiable at 0, so the linearization "
-                "argument does not apply, and no degree is given for the degree argument"
-            )
-        return AbsorptionResult(
-            verdict="undecided",
-            reason=f"Undecided: {why}, and no theorem covers this class.",
-            argument="none",
-            tolerance=tol,
-            **common,
+    if not act.gated:
+        why = f"{act.name} is neither flip-linear, homogeneous, gated nor bounded"
+    elif act.gate_at_zero != 0.0:
+        why = (
+            f"the gate of {act.name} has gate(0) = {act.gate_at_zero!r}, not 0, so neither "
+            "the linearization nor the degree argument applies"
         )
-    raw = search(
-        w,
-        # A flip-linear activation has its constant.
-        (float(cast(float, act.flip_constant)), float(act.flip_constant_lo)),
-        tol,
-        act.genericity,
-        options.replace(time_limit=seconds_left()),
+    else:
+        why = (
+            f"the gate of {act.name} is not differentiable at 0, so the linearization "
+            "argument does not apply, and no degree is given for the degree argument"
+        )
+    return AbsorptionResult(
+        verdict="undecided",
+        reason=f"Undecided: {why}, and no theorem covers this class.",
+        argument="none",
+        tolerance=tol,
+        **common,
     )
-    gram = raw.pop("gram", None)
-    result = _from_search(raw, act, w, tol, common, backend)
-    if finish is None:
-        return result
-    return finish(result, w, act, options.replace(time_limit=seconds_left()), gram)
 
 
 def _no_search(

@@ -36,6 +36,7 @@ targets; LP-based branch and bound stalls on them.
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 import time
 from collections.abc import Mapping
@@ -192,6 +193,35 @@ class SubsetSumResult(FieldEquality):
 _INT_BOUND = 2.0**62
 
 
+def _reject_beyond_int64(name: str, raw: npt.ArrayLike) -> None:
+    """Raise ``ValueError`` naming ``name`` when ``raw`` holds integers that
+    int64 cannot (numpy keeps Python integers of 2**63 or more as objects,
+    or as uint64), rather than a dtype error or a float64 one."""
+    if isinstance(raw, np.ndarray) and raw.dtype.kind not in "uO":
+        return
+    try:
+        # Lists keep their Python integers as objects here (numpy would
+        # widen a list holding 2**63 + 1 to float64, rounding it).
+        arr = np.asarray(raw, dtype=None if isinstance(raw, np.ndarray) else object)
+    except (ValueError, TypeError):
+        return  # as_float_array reports it
+    if arr.dtype.kind == "O":
+        values = arr.reshape(-1).tolist()
+        big = any(
+            isinstance(v, numbers.Integral)
+            and not isinstance(v, bool)
+            and not -(2**63) <= int(v) < 2**63
+            for v in values
+        )
+    else:
+        big = arr.dtype.kind == "u" and arr.size > 0 and int(arr.max()) >= 2**63
+    if big:
+        raise ValueError(
+            f"{name} has integers of magnitude 2**63 or more; skipsearch works in int64 "
+            "(every row sum of |A| plus |b| below 2**62)"
+        )
+
+
 def _as_integers(name: str, raw: npt.ArrayLike, widened: FloatArray) -> Optional[IntArray]:
     """``raw`` as exact int64 when it holds integers (integer dtype, or
     integral float values), else None. ``widened`` is its float64 copy."""
@@ -297,6 +327,8 @@ def subset_sum(
     'infeasible'
     """
     start = time.perf_counter()
+    _reject_beyond_int64("A", A)
+    _reject_beyond_int64("b", b)
     # Integers beyond 2^53 are handled exactly by the integer path below.
     A_arr, eps_a = as_float_array("A", A, 2, "(k, n)", exact_integers=False)
     b_arr, eps_b = as_float_array("b", b, 1, f"({A_arr.shape[0]},)", exact_integers=False)
@@ -558,9 +590,6 @@ def _lattice(
     """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
     if not _import_fpylll():
         return None, "incomplete", 0, 0, [LATTICE_MISSING]
-    # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
-    from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
-
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
     A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
@@ -585,39 +614,11 @@ def _lattice(
         # alone would not fit in memory.
         steps.append(f"lattice: dimension {n + 1} is beyond the {_LATTICE_MAX_DIM} reduced here")
         return None, "incomplete", 0, 0, steps
-    rows: list[list[int]] = []
-    for j in range(n):
-        rows.append(
-            [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
-        )
-    rows.append([int(v) for v in c] + [weight] + [scale * int(v) for v in b])
     deadline = None if time_limit is None else start + time_limit
-    basis = IntegerMatrix.from_matrix(rows)
-    if not _reduce(lambda: LLL.reduction(basis), deadline):
-        return None, "time_limit", 0, 0, steps
-    steps.append("lattice: LLL (closest-vector form)")
-    # The rows with a zero equation part are a basis of the kernel lattice
-    # only if there are n + 1 - rank of them; a weight too small for large
-    # entries leaves kernel vectors mixed with equation vectors. Raise the
-    # weight until they separate.
     want = n + 1 - _rank(np.column_stack([A, b]))
-    kernel_rows = _kernel_rows(basis, n, weight)
-    for _ in range(_LATTICE_RESCALES):
-        if len(kernel_rows) >= want:
-            break
-        for i in range(basis.nrows):
-            for j in range(n + 1, basis.ncols):
-                basis[i, j] = basis[i, j] << 32
-        if not _reduce(lambda: LLL.reduction(basis), deadline):
-            return None, "time_limit", 0, 0, steps
-        steps.append("lattice: equation weight x 2^32, LLL")
-        kernel_rows = _kernel_rows(basis, n, weight)
-    if len(kernel_rows) < want:
-        steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
-        return None, "incomplete", 0, 0, steps
-    if not _fits_int64(kernel_rows):
-        steps.append("lattice: kernel basis has entries of 2**62 or more")
-        return None, "incomplete", 0, 0, steps
+    kernel_rows, failed, size = _reduced_kernel(A, b, c, (weight, scale), want, deadline, steps)
+    if kernel_rows is None:
+        return None, failed, 0, 0, steps
     search = _KernelSearch(
         bounds=bounds,
         radius_sq=radius_sq,
@@ -626,7 +627,7 @@ def _lattice(
         time_limit=time_limit,
         node_limit=node_limit,
         threads=threads,
-        memory=8 * basis.nrows * basis.ncols,
+        memory=8 * size,
     )
     # Rows that carry the homogenising coordinate go last, in their order.
     kernel_rows.sort(key=lambda r: r[-1] != 0)
@@ -654,12 +655,70 @@ def _lattice(
         lll_kernel.tolist(), min(_BKZ_BLOCK, len(lll_kernel)), weight, deadline, want
     )
     if first is None:
+        steps.append(f"BKZ-{min(_BKZ_BLOCK, len(lll_kernel))} (stopped by the time limit)")
         return None, "time_limit", search.nodes, search.memory, steps
     steps.append(f"BKZ-{min(_BKZ_BLOCK, len(lll_kernel))}")
     estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
     steps.append(f"estimate: {estimate:.1e} nodes depth first")
     x, stop, more = _portfolio(first, estimate, search, weight, deadline)
     return x, stop, search.nodes, search.memory, steps + more
+
+
+def _reduced_kernel(
+    A: IntArray,
+    b: IntArray,
+    c: IntArray,
+    weights: tuple[int, int],
+    want: int,
+    deadline: Optional[float],
+    steps: list[str],
+) -> tuple[Optional[list[list[int]]], Optional[str], int]:
+    """The LLL-reduced basis of the kernel lattice of ``[A | -b]`` over the
+    bounded variables (``c`` copies each), in closest-vector form: its rows
+    with a zero equation part, ``want`` of them, the homogenising
+    coordinate weighted by ``weights[0]`` and the equations scaled by
+    ``weights[1]``; with the entries of the embedding (for the memory
+    count). ``None`` and the status when the deadline passes or the basis
+    cannot be isolated in int64; what was done goes into ``steps``."""
+    # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
+    from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
+
+    n = A.shape[1]
+    weight, scale = weights
+    rows: list[list[int]] = []
+    for j in range(n):
+        rows.append(
+            [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
+        )
+    rows.append([int(v) for v in c] + [weight] + [scale * int(v) for v in b])
+    basis = IntegerMatrix.from_matrix(rows)
+    if not _reduce(lambda: LLL.reduction(basis), deadline):
+        steps.append("lattice: LLL (stopped by the time limit)")
+        return None, "time_limit", 0
+    steps.append("lattice: LLL (closest-vector form)")
+    # The rows with a zero equation part are a basis of the kernel lattice
+    # only if there are n + 1 - rank of them; a weight too small for large
+    # entries leaves kernel vectors mixed with equation vectors. Raise the
+    # weight until they separate.
+    kernel_rows = _kernel_rows(basis, n, weight)
+    for _ in range(_LATTICE_RESCALES):
+        if len(kernel_rows) >= want:
+            break
+        for i in range(basis.nrows):
+            for j in range(n + 1, basis.ncols):
+                basis[i, j] = basis[i, j] << 32
+        if not _reduce(lambda: LLL.reduction(basis), deadline):
+            steps.append("lattice: equation weight x 2^32, LLL (stopped by the time limit)")
+            return None, "time_limit", 0
+        steps.append("lattice: equation weight x 2^32, LLL")
+        kernel_rows = _kernel_rows(basis, n, weight)
+    if len(kernel_rows) < want:
+        steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
+        return None, "incomplete", 0
+    if not _fits_int64(kernel_rows):
+        steps.append("lattice: kernel basis has entries of 2**62 or more")
+        return None, "incomplete", 0
+    return kernel_rows, None, basis.nrows * basis.ncols
 
 
 #: Least weight of the homogenising coordinate while a kernel basis is
@@ -1049,10 +1108,51 @@ def _fits_int64(rows: list[list[int]]) -> bool:
 
 
 def _rank(M: npt.ArrayLike) -> int:
-    """The rank over the rationals of an integer matrix, from its rank
-    modulo three primes below 2^31 (the largest; a rank modulo p is never
-    above the rational one, and equals it unless p divides every nonzero
-    maximal minor)."""
+    """The rank over the rationals of an integer matrix: its rank modulo
+    three primes below 2^31 (a rank modulo p is never above the rational
+    one, and equals it unless p divides every maximal nonzero minor), and
+    when that is not full, the rational rank by fraction-free elimination
+    in Python integers (entries near 2^52 can make all three primes divide
+    every minor), for matrices small enough to afford it."""
+    M = np.asarray(M, dtype=np.int64)
+    rank = _modular_rank(M)
+    rows, cols = M.shape
+    if rank < min(rows, cols) and rows * rows * cols <= _EXACT_RANK_WORK:
+        return _exact_rank(M)
+    return rank
+
+
+#: Most ``rows^2 cols`` integer operations the exact rank may take (a few
+#: seconds at worst in Python integers); beyond it the modular rank stands,
+#: a lower bound whose only cost is an "incomplete" where the lattice could
+#: not isolate its kernel.
+_EXACT_RANK_WORK = 20_000_000
+
+
+def _exact_rank(M: IntArray) -> int:
+    """The rank over the rationals by Bareiss's fraction-free elimination:
+    every division is exact, and the entries stay minors of ``M``."""
+    R = [[int(v) for v in row] for row in M]
+    rows, cols = M.shape
+    rank, previous = 0, 1
+    for c in range(cols):
+        pivot = next((r for r in range(rank, rows) if R[r][c]), None)
+        if pivot is None:
+            continue
+        R[rank], R[pivot] = R[pivot], R[rank]
+        top = R[rank]
+        for r in range(rank + 1, rows):
+            row, lead = R[r], R[r][c]
+            R[r] = [(top[c] * row[j] - lead * top[j]) // previous for j in range(cols)]
+        previous = top[c]
+        rank += 1
+        if rank == rows:
+            break
+    return rank
+
+
+def _modular_rank(M: IntArray) -> int:
+    """The largest rank of ``M`` modulo the three primes of _RANK_PRIMES."""
     best = 0
     for p in _RANK_PRIMES:
         R = np.mod(np.asarray(M, dtype=np.int64), p)

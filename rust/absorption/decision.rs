@@ -22,7 +22,9 @@ use crate::absorption::search::branch_and_bound::search_component;
 use crate::absorption::search::null_space::{components, Component};
 use crate::absorption::search::{complete_search, listed_search, LISTED_FREE, MITM_ENTRIES};
 use crate::absorption::verification::verify;
-use crate::absorption::{value_tolerance, Distance, Evidence, Finding, Numerics, Options, Outcome};
+use crate::absorption::{
+    value_tolerance, Distance, Evidence, Finding, Numerics, Options, Outcome, Step,
+};
 use crate::limits::{Budget, Stop};
 use crate::linalg::cholesky::{NullBasis, PivotedCholesky};
 use crate::subset_sum::meet_in_the_middle::MAX_HALF;
@@ -110,7 +112,7 @@ impl Decision<'_, '_> {
     /// Before stage 1: a zero skip is absorbed by the empty flip set.
     fn zero_skip(&mut self) -> Stage<()> {
         if self.block.skip.data().iter().all(|&x| x == 0.0) {
-            self.out.method.push("zero skip");
+            self.out.method.push(Step::ZeroSkip);
             self.out.residual = Some(0.0);
             self.out.relaxation_distance = Some(0.0);
             return found(Finding::Subset(Vec::new()));
@@ -159,7 +161,7 @@ impl Decision<'_, '_> {
     /// block whose Gram matrix does not fit ends here at the memory limit.
     fn cheap_certificates(&mut self, h: &RightHandSide) -> Stage<()> {
         let (block, tol) = (self.block, self.options.tol);
-        self.out.method.push("certificate Y = A");
+        self.out.method.push(Step::SkipCertificate);
         let skip_cert = interval_bound(block, &block.skip, Some(&h.minus_h));
         self.out.distance_bound = Some(skip_cert.bound);
         self.out.rounding_bound = Some(skip_cert.rounding);
@@ -179,7 +181,7 @@ impl Decision<'_, '_> {
     /// Stage 3: the lower triangle of the Gram matrix (§5.2). Overflow ends
     /// the decision, unless `Y = A` proves it on the exact path.
     fn gram(&mut self, h: &RightHandSide, exact: bool) -> Stage<Vec<f64>> {
-        self.out.method.push("relaxation");
+        self.out.method.push(Step::Relaxation);
         let gram = gram_lower(self.block, self.budget)?;
         self.out.lap("gram", self.budget);
         if gram.iter().any(|x| !x.is_finite()) {
@@ -289,7 +291,7 @@ impl Decision<'_, '_> {
         factor: &PivotedCholesky,
         h: &RightHandSide,
     ) -> Stage<Relaxed> {
-        self.out.method.push("certificate");
+        self.out.method.push(Step::Certificate);
         let relaxed = certify_relaxation(
             self.block,
             &h.minus_h,
@@ -300,7 +302,7 @@ impl Decision<'_, '_> {
             self.out,
         )?;
         if relaxed.refined {
-            self.out.method.push("refinement");
+            self.out.method.push(Step::Refinement);
         }
         self.out.relaxation_distance = relaxed.relaxation_distance;
         record_bound(self.out, &relaxed.best);
@@ -327,7 +329,7 @@ impl Decision<'_, '_> {
     ) -> Stage<Finding> {
         let (block, options, m) = (self.block, self.options, self.block.width());
         let null = if factor.rank() < m {
-            self.out.method.push("null space");
+            self.out.method.push(Step::NullSpace);
             Some(factor.null_basis(self.budget)?)
         } else {
             None
@@ -355,7 +357,7 @@ impl Decision<'_, '_> {
         if let Some(subset) = self.quick_search(null.as_ref(), &comps, &fixed, s_star)? {
             return found(Finding::Subset(subset));
         }
-        self.out.method.push("rigorous windows");
+        self.out.method.push(Step::RigorousWindows);
         let finding = complete_search(
             block,
             &h.rhs,
@@ -391,7 +393,7 @@ impl Decision<'_, '_> {
         let delta = value_tolerance(self.options.tol);
         let mut subset: Vec<usize> = fixed.iter().copied().filter(|&i| s_star[i] > 0.5).collect();
         if let Some(null) = null {
-            self.out.method.push("branch and bound");
+            self.out.method.push(Step::BranchAndBound);
             for comp in comps {
                 match search_component(comp, null, s_star, delta, self.budget)? {
                     Some(ones) => subset.extend(ones),
@@ -400,7 +402,7 @@ impl Decision<'_, '_> {
             }
         }
         subset.sort_unstable();
-        self.out.method.push("verification");
+        self.out.method.push(Step::Verification);
         let verified = verify(self.block, &subset, self.options.tol, self.out) == Some(true);
         Ok(verified.then_some(subset))
     }

@@ -88,6 +88,62 @@ use crate::limits::{Budget, Limits, Stop};
 use crate::linalg::cholesky::RankDecision;
 use crate::linalg::matrix::Matrix;
 
+/// A stage or step of the decision, as the method trace records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A zero skip, absorbed by the empty flip set.
+    ZeroSkip,
+    /// The certificate `Y = A` (stage 2, or after an overflow).
+    SkipCertificate,
+    /// Conjugate-gradient certificates on the normal equations (stage 2).
+    ConjugateGradients,
+    /// The Gram matrix of the relaxation (stage 3).
+    Relaxation,
+    /// The relaxation solved by conjugate gradients on the Gram matrix
+    /// (stage 4).
+    GramConjugateGradients,
+    /// The relaxation's certificate bounded from the Gram matrix (stage 5).
+    GramCertificate,
+    /// The relaxation's certificate, formed (stage 5).
+    Certificate,
+    /// A refinement of the relaxed solution against the weights (stage 5).
+    Refinement,
+    /// The null space and its components (stage 6).
+    NullSpace,
+    /// Rigorous windows on the relaxed values (stage 7).
+    RigorousWindows,
+    /// The branch and bound per component (stage 7).
+    BranchAndBound,
+    /// The meet in the middle over the whole block (stage 7).
+    MeetInTheMiddle,
+    /// Every combination the windows allow, verified (stage 7).
+    ExhaustiveVerification,
+    /// A flip set's residual bracketed on the weights (stage 8).
+    Verification,
+}
+
+impl Step {
+    /// The name the Python layer reports in `stats.method`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::ZeroSkip => "zero skip",
+            Step::SkipCertificate => "certificate Y = A",
+            Step::ConjugateGradients => "conjugate gradients",
+            Step::Relaxation => "relaxation",
+            Step::GramConjugateGradients => "gram conjugate gradients",
+            Step::GramCertificate => "gram certificate",
+            Step::Certificate => "certificate",
+            Step::Refinement => "refinement",
+            Step::NullSpace => "null space",
+            Step::RigorousWindows => "rigorous windows",
+            Step::BranchAndBound => "branch and bound",
+            Step::MeetInTheMiddle => "meet in the middle",
+            Step::ExhaustiveVerification => "exhaustive verification",
+            Step::Verification => "verification",
+        }
+    }
+}
+
 /// Options of one decision.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -298,7 +354,7 @@ pub struct Outcome {
     pub gram_cg_steps: usize,
     pub nodes: u64,
     /// The stages run, in order.
-    pub method: Vec<&'static str>,
+    pub method: Vec<Step>,
     /// Seconds since the start at the end of each costly step of the exact
     /// path (`"gram"`, `"factor"`, `"solve"`, each `"refinement"`, ...),
     /// in order, for profiles and cost models.
@@ -671,7 +727,7 @@ mod tests {
             assert_eq!(bare.finding, Finding::NoSubset(Evidence::Certificate));
             assert_eq!(bare.relaxation_precision, formed.relaxation_precision);
             assert!(
-                bare.method.contains(&"gram certificate"),
+                bare.method.contains(&Step::GramCertificate),
                 "{:?}",
                 bare.method
             );
@@ -719,7 +775,7 @@ mod tests {
             assert_eq!(cg.finding, Finding::NoSubset(Evidence::Certificate));
             assert_eq!(factor.finding, cg.finding);
             assert!(
-                cg.method.contains(&"gram conjugate gradients"),
+                cg.method.contains(&Step::GramConjugateGradients),
                 "{:?}",
                 cg.method
             );
@@ -1008,14 +1064,17 @@ mod tests {
             .with_threads(1)
             .with_distance(Distance::Bound);
         let exact = bound.with_distance(Distance::Exact);
-        for (options, stage) in [(bound, "conjugate gradients"), (exact, "certificate")] {
+        for (options, stage) in [
+            (bound, Step::ConjugateGradients),
+            (exact, Step::Certificate),
+        ] {
             let block = leaning(12, 8, 21);
             let (full, full_out, checks) = stopped_after(&block, &options, i64::MAX / 2);
             assert_eq!(full, Ok(Finding::NoSubset(Evidence::Certificate)));
             assert!(full_out.method.contains(&stage), "{:?}", full_out.method);
-            if stage == "conjugate gradients" {
+            if stage == Step::ConjugateGradients {
                 assert!(full_out.krylov_steps >= 1);
-                assert!(!full_out.method.contains(&"relaxation"));
+                assert!(!full_out.method.contains(&Step::Relaxation));
             }
             let mut first_proof = None;
             for n in 0..=checks {
@@ -1038,7 +1097,7 @@ mod tests {
             // certificate that completed last is the proof, not a stop.
             let first = first_proof.expect("the full budget proves");
             assert!(first <= checks);
-            if stage == "certificate" {
+            if stage == Step::Certificate {
                 // The relaxation's first certificate already proves: a
                 // limit reached during its refinement keeps it.
                 assert!(first < checks, "first proof at {first} of {checks}");

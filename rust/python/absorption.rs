@@ -199,7 +199,14 @@ pub(super) fn search_flip_set<'py>(
     d.set_item("rank", outcome.rank)?;
     d.set_item("components", outcome.components)?;
     d.set_item("nodes", outcome.nodes)?;
-    d.set_item("method", outcome.method)?;
+    d.set_item(
+        "method",
+        outcome
+            .method
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>(),
+    )?;
     d.set_item("timings", outcome.timings.clone())?;
     d.set_item("relaxation_precision", outcome.relaxation_precision)?;
     d.set_item("exact_estimate", outcome.exact_estimate)?;

@@ -994,6 +994,11 @@ pub struct Tree {
     /// Depth first: the solutions found so far, with their prefix, in
     /// prefix order.
     found: Vec<(usize, Vec<i64>)>,
+    /// Nodes visited while listing the prefixes, reported with the first
+    /// search's count (then 0): a tree listed down to its leaves is
+    /// searched there, and a search that found its solution that way
+    /// still visited them.
+    listing: AtomicU64,
 }
 
 impl Tree {
@@ -1008,6 +1013,7 @@ impl Tree {
                 jobs: Vec::new(),
                 searched: Vec::new(),
                 found: Vec::new(),
+                listing: AtomicU64::new(0),
             });
         }
         let lattice = Lattice::new(basis, bounds, radius_sq)?;
@@ -1024,6 +1030,7 @@ impl Tree {
             job: root,
             proj: vec![0.0; lattice.weights.len()],
         }];
+        let mut listing = 0u64;
         {
             let cancel = AtomicBool::new(false);
             let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
@@ -1036,6 +1043,7 @@ impl Tree {
                     // Too wide to list: the depth above is the cut.
                     break;
                 }
+                listing += nodes.iter().filter(|n| n.job.level > 0).count() as u64;
                 nodes = deeper;
             }
         }
@@ -1046,7 +1054,15 @@ impl Tree {
             searched: vec![false; jobs.len()],
             jobs,
             found: Vec::new(),
+            listing: AtomicU64::new(listing),
         })
+    }
+
+    /// The first search counts the listing's nodes as its own, against
+    /// its node limit too.
+    fn count_listing(&self, shared: &Shared) {
+        let listed = self.listing.swap(0, Ordering::Relaxed);
+        shared.nodes.fetch_add(listed, Ordering::Relaxed);
     }
 
     /// Length of the lattice vectors (0 for an empty basis).
@@ -1080,6 +1096,7 @@ impl Tree {
             return Enumeration::empty(start);
         };
         let shared = Shared::new(lattice, wanted, limits, start, cancel);
+        self.count_listing(&shared);
         let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched);
         let mut stopped = None;
         for (index, result) in results.into_iter().enumerate() {
@@ -1131,6 +1148,7 @@ impl Tree {
             return (Enumeration::empty(start), true);
         };
         let shared = Shared::new(lattice, wanted, limits, start, cancel);
+        self.count_listing(&shared);
         let none = vec![false; self.jobs.len()];
         let mut found: Vec<Vec<i64>> = Vec::new();
         let mut discrepancy = 0u32;

@@ -44,7 +44,7 @@ use crate::absorption::block::Block;
 use crate::absorption::certificates::{column_norms_upper, IntervalBound};
 use crate::absorption::certificates::{confirmed_distance, interval_bound, record_bound};
 use crate::absorption::relaxation::lower_matvec;
-use crate::absorption::{Evidence, Finding, Outcome};
+use crate::absorption::{Evidence, Finding, Outcome, Step};
 use crate::rigor::rounding::{down, gamma, norm_upper, up, TINY, UNIT};
 
 /// What the Gram matrix proves about `Y(s)`, and `||Y||_F / ||A||_F` as
@@ -208,7 +208,7 @@ pub(crate) fn gram_certified(
     if proved.bound.bound <= tol {
         return None;
     }
-    out.method.push("gram certificate");
+    out.method.push(Step::GramCertificate);
     out.relaxation_distance = Some(distance);
     let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
     if skip_cert.bound > proved.bound.bound {

@@ -29,7 +29,7 @@
 
 use crate::absorption::block::Block;
 use crate::absorption::certificates::{interval_bound_recurrence, IntervalBound};
-use crate::absorption::{Evidence, Finding, Outcome};
+use crate::absorption::{Evidence, Finding, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::{dot, Matrix};
 use crate::rigor::rounding::{gamma, norm_upper, up, UNIT};
@@ -186,7 +186,7 @@ pub(crate) fn krylov_certificate(
     budget: &Budget,
     out: &mut Outcome,
 ) -> Result<Option<Finding>, Stop> {
-    out.method.push("conjugate gradients");
+    out.method.push(Step::ConjugateGradients);
     let krylov = certify(block, rhs, tol, MAX_STEPS, budget);
     out.krylov_steps = krylov.steps;
     if let Some((bound, y)) = krylov.best {

@@ -25,7 +25,7 @@ pub mod krylov;
 use rayon::prelude::*;
 
 use crate::absorption::block::{ldexp, Block};
-use crate::absorption::{Evidence, Finding, Numerics, Outcome};
+use crate::absorption::{Evidence, Finding, Numerics, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::{column_fold, Matrix};
 use crate::rigor::rounding::{
@@ -369,7 +369,7 @@ pub(crate) fn overflow_unless_skip_certifies(
     out: &mut Outcome,
 ) -> Finding {
     if exact {
-        out.method.push("certificate Y = A");
+        out.method.push(Step::SkipCertificate);
         let skip_cert = interval_bound(block, &block.skip, Some(minus_h));
         if skip_cert.bound > tol {
             out.distance_bound = Some(skip_cert.bound);

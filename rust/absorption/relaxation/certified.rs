@@ -12,7 +12,7 @@ use crate::absorption::certificates::{
 };
 use crate::absorption::relaxation;
 use crate::absorption::verification::exact_flip_residual;
-use crate::absorption::{Evidence, Finding, Options, Outcome};
+use crate::absorption::{Evidence, Finding, Options, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::Matrix;
 use crate::rigor::rounding::two_sum;
@@ -96,7 +96,7 @@ pub(crate) fn conjugate_gradient_relaxation(
         return Ok(None);
     };
     out.lap("gram conjugate gradients", budget);
-    out.method.push("gram conjugate gradients");
+    out.method.push(Step::GramConjugateGradients);
     out.gram_cg_steps = found.steps;
     let solver = Solver {
         // A correction that cannot be computed is a zero step: the
@@ -147,9 +147,9 @@ pub(crate) fn settle_from_solution(
         return Ok(None);
     }
     (solver.record)(out);
-    out.method.push("certificate");
+    out.method.push(Step::Certificate);
     if relaxed.refined {
-        out.method.push("refinement");
+        out.method.push(Step::Refinement);
     }
     out.relaxation_distance = relaxed.relaxation_distance;
     record_bound(out, &relaxed.best);

@@ -17,7 +17,7 @@ use crate::absorption::search::branch_and_bound::{enumerate_component, Enumerati
 use crate::absorption::search::null_space::Component;
 use crate::absorption::search::windows::{windows, MAX_ENTRIES};
 use crate::absorption::verification::{residual_bounds, verify};
-use crate::absorption::{Evidence, Finding, Numerics, Outcome};
+use crate::absorption::{Evidence, Finding, Numerics, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::cholesky::{NullBasis, PivotedCholesky};
 use crate::rigor::rounding::{gamma, norm_upper, up};
@@ -69,7 +69,7 @@ pub(crate) fn listed_search(
     {
         return Err(Stop::NodeLimit);
     }
-    out.method.push("meet in the middle");
+    out.method.push(Step::MeetInTheMiddle);
     let (d_out, d_in) = block.skip.shape();
     let c = block.flip_constant;
     // vec(R_i) in float64: the meet in the middle's window counts only the
@@ -240,7 +240,7 @@ pub(crate) fn complete_search(
     if total * per_candidate > VERIFY_WORK && total > 1.0 {
         return Ok(Finding::Inconclusive(Numerics::IllConditioned));
     }
-    out.method.push("exhaustive verification");
+    out.method.push(Step::ExhaustiveVerification);
     let total = total as u64;
     let mut unresolved = false;
     for code in 0..total {
