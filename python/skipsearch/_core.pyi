@@ -7,10 +7,11 @@ convert); the Python layer coerces before calling.
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Literal, Optional, TypedDict, final
+from typing import Literal, Optional, TypedDict, Union, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Required
 
 __all__ = [  # noqa: RUF022 - the module's own order, which tests/test_typing.py compares
     "__version__",
@@ -57,6 +58,109 @@ class _Jump(TypedDict):
     solution: Optional[npt.NDArray[np.uint8]]
     moves: int
 
+#: The stages the absorption core records in its method trace, in the order
+#: they run (``rust/absorption/mod.rs``, ``Step::as_str``).
+_CoreStep = Literal[
+    "zero skip",
+    "certificate Y = A",
+    "conjugate gradients",
+    "relaxation",
+    "gram conjugate gradients",
+    "gram certificate",
+    "certificate",
+    "refinement",
+    "null space",
+    "rigorous windows",
+    "branch and bound",
+    "meet in the middle",
+    "exhaustive verification",
+    "verification",
+]
+#: The pure-numpy baseline's own steps (``skipsearch.baseline``).
+_BaselineStep = Literal["relaxation (lstsq)", "certificate", "enumeration"]
+
+#: What a search established.
+_SearchFinding = Literal["subset", "no_subset", "stopped", "inconclusive"]
+
+#: Which complete argument proved "no flip set": a certificate, the
+#: relaxation's fixed neuron, the branch and bound, the meet in the middle,
+#: the baseline's enumeration, or the exact integer engine.
+_SearchEvidence = Literal[
+    "certificate",
+    "relaxation",
+    "branch_and_bound",
+    "meet_in_the_middle",
+    "enumeration",
+    "exact_integer",
+]
+
+#: Why a search for a flip set stopped short of a finding (the core's
+#: limits, and the exact integer engine's ``"incomplete"``).
+_SearchStop = Literal["time_limit", "node_limit", "memory_limit", "incomplete"]
+
+#: Why float64 could not settle the block.
+_SearchNumerics = Literal["overflow", "ill_conditioned", "unresolved"]
+
+class _Genericity(TypedDict):
+    check: Literal["non_proportional", "distinct_up_to_sign", "none"]
+    dead: npt.NDArray[np.int64]
+    pairs: npt.NDArray[np.int64]
+    pair_count: int
+
+class _RankDecision(TypedDict):
+    last_pivot: float
+    next_pivot: Optional[float]
+    cutoff: float
+
+class _FlipSetSearch(TypedDict, total=False):
+    """The record of one search for a flip set, the same whichever of its
+    three producers made it: ``search_flip_set`` (the Rust core), the exact
+    integer route of ``skipsearch.absorption`` and ``skipsearch.baseline``.
+    Its one consumer, ``skipsearch.absorption._from_search``, turns it into
+    an ``AbsorptionResult``; the reason prose comes from tables keyed by
+    ``finding`` with ``evidence``, ``stop`` or ``numerics``.
+
+    A producer sets the keys below ``seconds`` only where they apply:
+    ``evidence`` (and ``conflict`` or ``proof``) with ``"no_subset"``,
+    ``stop`` (and ``detail``) with ``"stopped"``, ``numerics`` with
+    ``"inconclusive"``; the baseline leaves out the core's diagnostics.
+    """
+
+    finding: Required[_SearchFinding]
+    subset: Required[Optional[npt.NDArray[np.int64]]]
+    method: Required[list[Union[_CoreStep, _BaselineStep]]]
+    nodes: Required[int]
+    seconds: Required[float]
+    #: The integer route's subset-sum steps (``SubsetSumResult.method``).
+    exact_integer: tuple[str, ...]
+    evidence: _SearchEvidence
+    #: relaxation: (neuron, its relaxed value); branch_and_bound: the component.
+    conflict: Union[tuple[int, float], int]
+    #: exact_integer: the subset-sum step that proved it.
+    proof: str
+    stop: _SearchStop
+    detail: str
+    numerics: _SearchNumerics
+    residual: Optional[float]
+    residual_lower: Optional[float]
+    residual_exact: bool
+    relaxation_distance: Optional[float]
+    distance_bound: Optional[float]
+    rounding_bound: Optional[float]
+    certificate: Optional[npt.NDArray[np.float64]]
+    genericity: Optional[_Genericity]
+    rank: Optional[int]
+    rank_decision: Optional[_RankDecision]
+    components: list[int]
+    candidates: int
+    krylov_steps: int
+    gram_cg_steps: int
+    timings: list[tuple[str, float]]
+    relaxation_precision: Optional[Literal["float32", "float64"]]
+    exact_estimate: Optional[float]
+    kernel: str
+    gram: Optional[GramMatrix]
+
 @final
 class GramMatrix:
     """The lower triangle of a block's Gram matrix, kept by
@@ -84,7 +188,7 @@ def search_flip_set(
     keep_gram: bool = False,
     exact_seconds: Optional[float] = None,
     keep_certificate: bool = True,
-) -> dict[str, Any]:
+) -> _FlipSetSearch:
     """Search for a flip set ``S`` with ``c W_down[:, S] W_up[S, :] = -A``.
 
     ``flip_constant_lo`` is the rounding error of ``flip_constant`` (the
@@ -100,9 +204,10 @@ def search_flip_set(
     ``"gram certificate"``), and ``certificate`` is then None unless
     ``Y = A`` proves more.
 
-    Returns a dict with ``finding`` (``"subset"``, ``"no_subset"``,
-    ``"stopped"``, ``"inconclusive"``), ``subset``, ``evidence``
-    (``"certificate"``, ``"relaxation"``, ``"branch_and_bound"``),
+    Returns the record :class:`_FlipSetSearch`: ``finding`` (``"subset"``,
+    ``"no_subset"``, ``"stopped"``, ``"inconclusive"``), ``subset``,
+    ``evidence`` (``"certificate"``, ``"relaxation"``, ``"branch_and_bound"``,
+    ``"meet_in_the_middle"``),
     ``conflict``, ``stop`` (``"time_limit"``, ``"node_limit"``,
     ``"memory_limit"``), ``numerics`` (``"overflow"``,
     ``"ill_conditioned"``, ``"unresolved"``), ``residual`` and
@@ -111,7 +216,8 @@ def search_flip_set(
     ``distance_bound`` and ``rounding_bound`` (the best certificate's proven
     bound and its rounding allowance), ``certificate``, ``genericity``,
     ``rank``, ``rank_decision`` (``last_pivot``, ``next_pivot``, ``cutoff``),
-    ``components``, ``candidates``, ``krylov_steps``, ``gram_cg_steps``, ``nodes``, ``method``,
+    ``components``, ``candidates``, ``krylov_steps``, ``gram_cg_steps``, ``nodes``, ``method``
+    (the stages, :data:`_CoreStep`),
     ``timings`` (``(step, seconds since the start)`` pairs of the exact
     path), ``relaxation_precision`` (``"float32"``, ``"float64"`` or
     None), ``kernel`` (the gemm crate's SIMD kernels on this CPU), ``gram``

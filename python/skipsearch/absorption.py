@@ -14,7 +14,7 @@ import numbers
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Optional, TypedDict, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Literal, Optional, TypedDict, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +38,9 @@ from skipsearch.activations import (
 )
 from skipsearch.construction import SkipFreeBlock, build_skip_free_block
 from skipsearch.options import DistanceMode, SearchOptions, merged
+
+if TYPE_CHECKING:
+    from skipsearch._core import _FlipSetSearch, _Genericity, _SearchStop
 from skipsearch.result import (
     AbsorptionResult,
     FieldEquality,
@@ -76,7 +79,7 @@ def _rust_search(
     options: SearchOptions,
     *,
     keep_gram: bool = False,
-) -> dict[str, Any]:
+) -> _FlipSetSearch:
     """The Rust decision of one flip-linear block (``options.time_limit`` is
     what is left of the call's), and the exact integer engine for an
     integer-valued block that the relaxation leaves open."""
@@ -144,8 +147,8 @@ def _rust_search(
         node_limit,
         threads,
     )
-    raw = dict(raw)
-    raw["method"] = [*raw["method"], f"exact integer ({' -> '.join(exact.method)})"]
+    raw = raw.copy()
+    raw["exact_integer"] = exact.method
     raw["nodes"] = int(raw["nodes"]) + exact.nodes
     # Wall time of both stages (their own clocks miss the hand-over).
     raw["seconds"] = time.perf_counter() - start
@@ -156,15 +159,16 @@ def _rust_search(
         # so float64 computes it exactly; checked all the same.
         E = c * W_down[:, subset] @ W_up[subset] + A
         if np.any(E):
-            raw.update(finding="inconclusive", subset=None, numerics="unresolved")
+            raw.update({"finding": "inconclusive", "subset": None, "numerics": "unresolved"})
         else:
-            raw.update(finding="subset", subset=subset, residual=0.0, residual_lower=0.0)
+            raw.update({"finding": "subset", "subset": subset, "residual": 0.0})
+            raw["residual_lower"] = 0.0
     elif exact.status == "infeasible":
-        raw.update(
-            finding="no_subset", subset=None, evidence="exact_integer", proof=exact.method[-1]
-        )
+        raw.update({"finding": "no_subset", "subset": None, "evidence": "exact_integer"})
+        raw["proof"] = exact.method[-1]
     else:
-        raw.update(finding="stopped", subset=None, stop=exact.status, detail=exact.method[-1])
+        raw.update({"finding": "stopped", "subset": None, "detail": exact.method[-1]})
+        raw["stop"] = cast("_SearchStop", exact.status)
     return raw
 
 
@@ -397,7 +401,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
 #: The search of a flip-linear block: ``(weights, (c, c_lo), tol,
 #: genericity check, options) -> raw record``, ``options.time_limit`` being
 #: what is left of the call's (the Rust core, or the baseline's enumeration).
-_Search = Callable[[Weights, tuple[float, float], float, str, SearchOptions], dict[str, Any]]
+_Search = Callable[[Weights, tuple[float, float], float, str, SearchOptions], "_FlipSetSearch"]
 
 #: What completes a flip-linear result: ``(result, weights, activation,
 #: options, gram) -> result``, with ``options.time_limit`` what remains of
@@ -683,7 +687,7 @@ def _no_search(
     )
 
 
-def _genericity(raw: Optional[dict[str, Any]]) -> Optional[GenericityChecks]:
+def _genericity(raw: Optional[_Genericity]) -> Optional[GenericityChecks]:
     if raw is None:
         return None
     dead = np.asarray(raw["dead"], dtype=np.int64)
@@ -699,7 +703,7 @@ def _genericity(raw: Optional[dict[str, Any]]) -> Optional[GenericityChecks]:
 
 
 def _from_search(
-    raw: dict[str, Any], act: Activation, w: Weights, tol: float, common: _Common, backend: Backend
+    raw: _FlipSetSearch, act: Activation, w: Weights, tol: float, common: _Common, backend: Backend
 ) -> AbsorptionResult:
     """The result of a search record (the Rust core's, the baseline's or the
     exact integer route's: the same keys): the record's fields, then the
@@ -744,9 +748,16 @@ def _from_search(
     return _no_flip_set(act, genericity, argument, no_set(raw), fields)
 
 
-def _search_stats(raw: dict[str, Any], backend: Backend) -> SearchStats:
+def _search_stats(raw: _FlipSetSearch, backend: Backend) -> SearchStats:
     return SearchStats(
-        method=tuple(raw["method"]),
+        method=(
+            *raw["method"],
+            *(
+                (f"exact integer ({' -> '.join(raw['exact_integer'])})",)
+                if "exact_integer" in raw
+                else ()
+            ),
+        ),
         nodes=int(raw["nodes"]),
         seconds=float(raw["seconds"]),
         gram_rank=raw.get("rank"),
@@ -764,7 +775,7 @@ def _search_stats(raw: dict[str, Any], backend: Backend) -> SearchStats:
 
 
 def _absorbable(
-    raw: dict[str, Any], act: Activation, w: Weights, fields: _SearchFields
+    raw: _FlipSetSearch, act: Activation, w: Weights, fields: _SearchFields
 ) -> AbsorptionResult:
     """A verified flip set: the verdict and the block it builds."""
     subset = np.asarray(raw["subset"], dtype=np.int64)
@@ -794,7 +805,7 @@ def _absorbable(
     )
 
 
-def _stop_reason(raw: dict[str, Any], genericity: Optional[GenericityChecks]) -> str:
+def _stop_reason(raw: _FlipSetSearch, genericity: Optional[GenericityChecks]) -> str:
     """Why a search that stopped early leaves the block undecided."""
     stop = raw["stop"]
     if stop == "memory_limit":
@@ -821,7 +832,7 @@ def _stop_reason(raw: dict[str, Any], genericity: Optional[GenericityChecks]) ->
 
 
 #: Why float64 could not settle the block, by the record's ``numerics``.
-_NUMERICS_REASONS: dict[str, Callable[[dict[str, Any], float], str]] = {
+_NUMERICS_REASONS: dict[str, Callable[[_FlipSetSearch, float], str]] = {
     "overflow": lambda raw, tol: (
         "products of the weights overflow float64 even at the best exact rescaling of "
         "the block by powers of two: the skip and W_down @ W_up differ in scale by "
@@ -842,7 +853,7 @@ _NUMERICS_REASONS: dict[str, Callable[[dict[str, Any], float], str]] = {
 }
 
 
-def _certificate_words(raw: dict[str, Any]) -> str:
+def _certificate_words(raw: _FlipSetSearch) -> str:
     unformed = "gram certificate" in raw["method"] and raw.get("certificate") is None
     return (
         f"a certificate Y{' (bounded from the Gram matrix, not formed)' if unformed else ''} "
@@ -852,8 +863,8 @@ def _certificate_words(raw: dict[str, Any]) -> str:
     )
 
 
-def _relaxation_words(raw: dict[str, Any]) -> str:
-    neuron, value = raw["conflict"]
+def _relaxation_words(raw: _FlipSetSearch) -> str:
+    neuron, value = cast("tuple[int, float]", raw["conflict"])
     return (
         f"the relaxation's rigorous window forces neuron {neuron} near weight {value:.9g}, "
         "neither 0 nor 1, so no flip set exists"
@@ -862,7 +873,7 @@ def _relaxation_words(raw: dict[str, Any]) -> str:
 
 #: What proved that no flip set exists, by the record's ``evidence``: the
 #: result's ``argument`` and the words of its reason.
-_EVIDENCE: dict[str, tuple[Argument, Callable[[dict[str, Any]], str]]] = {
+_EVIDENCE: dict[str, tuple[Argument, Callable[[_FlipSetSearch], str]]] = {
     "certificate": ("certificate", _certificate_words),
     "relaxation": ("relaxation", _relaxation_words),
     "exact_integer": (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,9 @@ from skipsearch.absorption import MLPBlock, _decide
 from skipsearch.activations import Activation
 from skipsearch.options import SearchOptions, merged
 from skipsearch.result import AbsorptionResult
+
+if TYPE_CHECKING:
+    from skipsearch._core import _FlipSetSearch
 
 __all__ = ["MAX_WIDTH", "find_absorbing_subset"]
 
@@ -121,7 +124,10 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
     tol: float,
     check: str,
     options: SearchOptions,
-) -> dict[str, Any]:
+) -> _FlipSetSearch:
+    """The baseline's search, as a record of the same type as the core's:
+    built as a plain dict while the enumeration fills it, and returned as
+    the record once every path has set its finding."""
     W_up, W_down, A, b_up = w.W_up, w.W_down, w.A, w.b_up
     time_limit, node_limit = options.time_limit, options.node_limit
     c, c_lo = flip
@@ -156,7 +162,7 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
     if not exact:
         out.update(finding="inconclusive", numerics="overflow", relaxation_distance=None)
         out["seconds"] = time.perf_counter() - start
-        return out
+        return cast("_FlipSetSearch", out)
     if m:
         s_star, _, rank, _ = np.linalg.lstsq(R.T, target, rcond=None)
         out["rank"] = int(rank)
@@ -202,7 +208,7 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
             certificate=np.ldexp(cast(FloatArray, best[2]), -k_skip),
         )
         out["seconds"] = time.perf_counter() - start
-        return out
+        return cast("_FlipSetSearch", out)
 
     out["method"].append("enumeration")
     limit = node_limit if node_limit is not None else math.inf
@@ -243,7 +249,7 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
         else:
             out.update(finding="no_subset", evidence="enumeration")
     out["seconds"] = time.perf_counter() - start
-    return out
+    return cast("_FlipSetSearch", out)
 
 
 @in_standard_float_env

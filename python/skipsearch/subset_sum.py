@@ -1204,7 +1204,7 @@ def _float(
         threads,
         memory_limit=default_memory_limit(),
     )
-    method = tuple(raw["method"])
+    method: tuple[str, ...] = tuple(raw["method"])
     nodes = int(raw["nodes"])
     base: dict[str, Any] = dict(exact=False, memory_bytes=8 * n * n, tolerance=tol)
 
@@ -1241,7 +1241,7 @@ def _float(
         return found(solution)
     if raw["finding"] == "no_subset":
         return _done(start, status="infeasible", solution=None, nodes=nodes, method=method, **base)
-    status = raw.get("stop") or raw.get("numerics") or raw["finding"]
+    status: str = raw.get("stop") or raw.get("numerics") or raw["finding"]
     user_stop = status in ("time_limit", "interrupted") or (
         status == "node_limit" and cap == node_limit
     )
