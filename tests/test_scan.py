@@ -509,7 +509,7 @@ def test_keyboard_interrupt_exit_code(ckpt, monkeypatch, capsys):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(scan, "scan", interrupted)
+    monkeypatch.setattr(scan, "_decide_located", interrupted)
     code, _, err = run_cli(capsys, "scan", str(ckpt), "--json")
     assert code == 130
     assert "interrupted" in err

@@ -845,7 +845,7 @@ def _layout(args: argparse.Namespace) -> Optional[Layout]:
 
 def _scan(args: argparse.Namespace) -> int:
     from skipsearch.options import SearchOptions
-    from skipsearch.scan import _checkpoint_paths, _locate, scan
+    from skipsearch.scan import _checkpoint_paths, _decide_located, _locate
 
     if args.plot is not None:
         from skipsearch.plot import check_plot_path
@@ -868,13 +868,9 @@ def _scan(args: argparse.Namespace) -> int:
         # scan(..., keep_certificates=False) gives the same reports.
         keep_certificate=False,
     )
-    reports = scan(
-        paths,
-        layout=layout,
-        activation=args.activation,
-        options=options,
-        progress=False if args.no_progress else None,
-    )
+    # The checkpoints located above are the ones decided: each is opened,
+    # and each of its warnings given, once.
+    reports = _decide_located(located, options, progress=False if args.no_progress else None)
     # The models described above are those the scan decided: no file
     # changed from their description to the scan's last read.
     for info, ckpt in located:
@@ -1165,8 +1161,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with warnings.catch_warnings(), _log_to_stderr(verbosity):
             # Warnings (e.g. unindexed shards) as one line each, without a
-            # source excerpt, and each once: the checkpoints are opened twice
-            # (described, then scanned).
+            # source excerpt, and each once (a model's blocks can repeat one).
             warnings.showwarning = _one_line_warnings()
             return _scan(args)
     except KeyboardInterrupt:

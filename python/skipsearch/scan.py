@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Optional, Union, cast
+from typing import Any, Optional, Union, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -219,7 +219,7 @@ def _show_progress(progress: Optional[bool]) -> bool:
 
 
 @in_standard_float_env
-def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split by stage
+def scan(  # noqa: PLR0913 - public keywords (the options object is the alternative)
     paths: Union[PathLike, Sequence[PathLike], None] = None,
     *,
     layout: Optional[Layout] = None,
@@ -431,7 +431,6 @@ def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split b
         distance_budget=distance_budget,
         keep_certificate=keep_certificates,
     )
-    tol, threads = opts.tol, opts.threads
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a skipsearch.Layout, got {type(layout).__name__}")
     if executor is not None and not isinstance(executor, Executor):
@@ -447,13 +446,29 @@ def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split b
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
-    # With an executor, one thread per decision unless the caller chose: a
-    # pool of worker processes would otherwise start, in each of them, a
-    # thread per core of the machine.
-    block_threads = 1 if executor is not None and threads is None else threads
     # Stage 1, for every checkpoint before any block is decided: paths,
     # configs, tensor names, shapes, dtypes and quantization.
     models = [_locate(p, layout, activation) for p in _checkpoint_paths(paths, revision)]
+    return _decide_located(
+        models, opts, executor=executor, max_pending=int(max_pending), progress=progress
+    )
+
+
+def _decide_located(
+    models: list[tuple[CheckpointInfo, Checkpoint]],
+    options: SearchOptions,
+    *,
+    executor: Optional[Executor] = None,
+    max_pending: int = 4,
+    progress: Optional[bool] = None,
+) -> ScanReports:
+    """Stages 2 to 4 of :func:`scan` on checkpoints already located (the CLI
+    describes them first, from the same objects), under a progress bar."""
+    # With an executor, one thread per decision unless the caller chose: a
+    # pool of worker processes would otherwise start, in each of them, a
+    # thread per core of the machine.
+    threads = options.threads
+    block_threads = 1 if executor is not None and threads is None else threads
     total = sum(info.num_layers for info, _ in models)
     for info, _ in models:
         _logger.info(
@@ -467,11 +482,6 @@ def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split b
             info.dtype,
             info.path,
         )
-    reports: list[Optional[BlockReport]] = []  # None while its decision is pending
-    # (checkpoint, part, tolerance, fingerprint of the weights) -> [(index in reports, block)]
-    slot_of: dict[tuple[Path, int, Optional[float], str], list[tuple[int, BlockKeys]]] = {}
-    tied: dict[int, list[str]] = {}  # index in reports -> names of the blocks tied to it
-    pending: deque[tuple[int, CheckpointInfo, BlockKeys, float, Future[_Decision]]] = deque()
     with tqdm(
         total=total,
         desc="scan",
@@ -483,133 +493,178 @@ def scan(  # noqa: PLR0913, PLR0915 - public keywords; the body still to split b
         # by default, appear only when the scan takes more than a moment
         delay=0.5 if progress is None else 0.0,
     ) as bar:
+        run = _ScanRun(
+            options.replace(threads=block_threads), options.tol, executor, max_pending, bar
+        )
+        return run.decide_all(models)
 
-        def finish(
-            slot: int,
-            info: CheckpointInfo,
-            block: BlockKeys,
-            read_seconds: float,
-            job: Union[BlockJob, Future[_Decision]],
-        ) -> None:
-            # Stage 4: the report row.
-            try:
-                result, decide_seconds = (
-                    decide_block(job) if isinstance(job, BlockJob) else job.result()
-                )
-            except ValueError as e:
-                raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
-            if not opts.keep_certificate and result.certificate is not None:
-                result = dataclasses.replace(result, certificate=None)
-            reports[slot] = block_report(info, block, result, read_seconds + decide_seconds)
-            _logger.info(
-                "%s %s: %s%s (d=%d, m=%d, %s, %.3f s)",
-                info.name,
-                block.name,
-                result.verdict,
-                "" if result.status == "complete" else f" ({result.status})",
-                block.d,
-                block.m,
-                result.activation,
-                read_seconds + decide_seconds,
-            )
-            _logger.debug(
-                "%s %s: read in %.3f s, decided in %.3f s by %s (argument %s)",
-                info.name,
-                block.name,
-                read_seconds,
-                decide_seconds,
-                " -> ".join(result.stats.method) or "no search",
-                result.argument,
-            )
-            bar.set_postfix_str(
-                f"{info.name} {block.name}: {result.verdict} in {read_seconds + decide_seconds:.1f} s",
-                refresh=False,
-            )
-            bar.update(1)
 
+#: A decision submitted to an executor: the report's slot, its checkpoint
+#: and block, the seconds spent reading it, and the future.
+_Pending = tuple[int, CheckpointInfo, BlockKeys, float, "Future[_Decision]"]
+
+
+class _ScanRun:
+    """Stages 2 to 4 of one scan, block by block: read a block's tensors (or
+    tie it to an identical block already read), decide it here or on the
+    executor, and write its report row. Reports keep the order of the
+    blocks, whatever order the executor finishes them in."""
+
+    def __init__(
+        self,
+        options: SearchOptions,
+        tol: Optional[float],
+        executor: Optional[Executor],
+        max_pending: int,
+        bar: tqdm[Any],
+    ) -> None:
+        self.options, self.tol, self.executor = options, tol, executor
+        self.max_pending, self.bar = max_pending, bar
+        self.reports: list[Optional[BlockReport]] = []  # None while pending
+        # (checkpoint, part, tolerance, fingerprint of the weights)
+        #   -> [(index in reports, block)]
+        self.slot_of: dict[tuple[Path, int, Optional[float], str], list[tuple[int, BlockKeys]]] = {}
+        self.tied: dict[int, list[str]] = {}  # index in reports -> blocks tied to it
+        self.pending: deque[_Pending] = deque()
+
+    def decide_all(self, models: list[tuple[CheckpointInfo, Checkpoint]]) -> ScanReports:
+        """Every block of every located checkpoint, in order."""
         try:
             for info, ckpt in models:
                 for block in info._blocks:
-                    part = info.parts[block.part]
-                    # Stage 2: this block's tensors, and nothing else.
-                    start = time.perf_counter()
-                    # The tolerance is part of what is decided: blocks with
-                    # equal values but stored in different dtypes (one F16,
-                    # one F32) are decided apart.
-                    block_tol = block_tolerance(ckpt, block) if tol is None else tol
-                    try:
-                        tensors = read_block(info, ckpt, block)
-                        key = (info.path, block.part, block_tol, fingerprint(tensors))
-                        twin = next(
-                            (
-                                slot
-                                for slot, other in slot_of.get(key, ())
-                                if same_weights(tensors, info, ckpt, other)
-                            ),
-                            None,
-                        )
-                    except CheckpointChangedError as e:
-                        raise CheckpointChangedError(
-                            f"{block.name} of {info.name} ({info.path}): {e}", e.path, block.name
-                        ) from None
-                    if twin is not None:
-                        del tensors
-                        tied[twin].append(block.name)
-                        _logger.debug(
-                            "%s %s: same weights as %s, reported with it",
-                            info.name,
-                            block.name,
-                            next(b.name for s, b in slot_of[key] if s == twin),
-                        )
-                        bar.update(1)
-                        continue
-                    job = BlockJob(
-                        # read_block always returns both projections.
-                        cast(FloatArray, tensors["W_up"]),
-                        cast(FloatArray, tensors["W_down"]),
-                        # Registry activations travel by name (any executor
-                        # can ship a string); a hand-made one as itself.
-                        part.job_activation,
-                        tensors["b_up"],
-                        tensors["b_down"],
-                        tensors["W_gate"],
-                        tensors["b_gate"],
-                        opts.replace(tol=block_tol, threads=block_threads),
-                        scale=part.scale,
-                        undecided=part.undecided,
-                    )
-                    del tensors
-                    slot_of.setdefault(key, []).append((len(reports), block))
-                    tied[len(reports)] = []
-                    reports.append(None)
-                    read_seconds = time.perf_counter() - start
-                    # Stage 3: the decision, here or on the executor.
-                    if executor is None:
-                        finish(len(reports) - 1, info, block, read_seconds, job)
-                    else:
-                        _logger.debug(
-                            "%s %s: read in %.3f s, submitted (threads=%s)",
-                            info.name,
-                            block.name,
-                            read_seconds,
-                            block_threads,
-                        )
-                        future = executor.submit(decide_block, job)
-                        pending.append((len(reports) - 1, info, block, read_seconds, future))
-                        while len(pending) >= max_pending:
-                            finish(*pending.popleft())
-                    del job
-            while pending:
-                finish(*pending.popleft())
+                    self.block(info, ckpt, block)
+            while self.pending:
+                self.finish(*self.pending.popleft())
         except BaseException:
-            for item in pending:
+            for item in self.pending:
                 item[-1].cancel()
             raise
-    done = cast("list[BlockReport]", reports)  # every slot is filled by now
-    return ScanReports(
-        BlockReport(**{**r.__dict__, "shared_with": tuple(tied[slot])}) if tied[slot] else r
-        for slot, r in enumerate(done)
-    )
+        done = cast("list[BlockReport]", self.reports)  # every slot is filled by now
+        return ScanReports(
+            BlockReport(**{**r.__dict__, "shared_with": tuple(self.tied[slot])})
+            if self.tied[slot]
+            else r
+            for slot, r in enumerate(done)
+        )
+
+    def block(self, info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys) -> None:
+        """Stages 2 and 3 for one block: read it, then decide it."""
+        start = time.perf_counter()
+        job = self.read(info, ckpt, block)
+        if job is None:
+            self.bar.update(1)
+            return
+        read_seconds = time.perf_counter() - start
+        slot = len(self.reports) - 1
+        if self.executor is None:
+            self.finish(slot, info, block, read_seconds, job)
+            return
+        _logger.debug(
+            "%s %s: read in %.3f s, submitted (threads=%s)",
+            info.name,
+            block.name,
+            read_seconds,
+            self.options.threads,
+        )
+        future = self.executor.submit(decide_block, job)
+        self.pending.append((slot, info, block, read_seconds, future))
+        while len(self.pending) >= self.max_pending:
+            self.finish(*self.pending.popleft())
+
+    def read(self, info: CheckpointInfo, ckpt: Checkpoint, block: BlockKeys) -> Optional[BlockJob]:
+        """Stage 2: this block's tensors, and nothing else, as the job that
+        decides it, with a slot for its report; None when the block has the
+        same weights as one read before (it is then reported with it)."""
+        part = info.parts[block.part]
+        # The tolerance is part of what is decided: blocks with equal values
+        # but stored in different dtypes (one F16, one F32) are decided apart.
+        block_tol = block_tolerance(ckpt, block) if self.tol is None else self.tol
+        try:
+            tensors = read_block(info, ckpt, block)
+            key = (info.path, block.part, block_tol, fingerprint(tensors))
+            twin = next(
+                (
+                    slot
+                    for slot, other in self.slot_of.get(key, ())
+                    if same_weights(tensors, info, ckpt, other)
+                ),
+                None,
+            )
+        except CheckpointChangedError as e:
+            raise CheckpointChangedError(
+                f"{block.name} of {info.name} ({info.path}): {e}", e.path, block.name
+            ) from None
+        if twin is not None:
+            self.tied[twin].append(block.name)
+            _logger.debug(
+                "%s %s: same weights as %s, reported with it",
+                info.name,
+                block.name,
+                next(b.name for s, b in self.slot_of[key] if s == twin),
+            )
+            return None
+        self.slot_of.setdefault(key, []).append((len(self.reports), block))
+        self.tied[len(self.reports)] = []
+        self.reports.append(None)
+        return BlockJob(
+            # read_block always returns both projections.
+            cast(FloatArray, tensors["W_up"]),
+            cast(FloatArray, tensors["W_down"]),
+            # Registry activations travel by name (any executor can ship a
+            # string); a hand-made one as itself.
+            part.job_activation,
+            tensors["b_up"],
+            tensors["b_down"],
+            tensors["W_gate"],
+            tensors["b_gate"],
+            self.options.replace(tol=block_tol),
+            scale=part.scale,
+            undecided=part.undecided,
+        )
+
+    def finish(
+        self,
+        slot: int,
+        info: CheckpointInfo,
+        block: BlockKeys,
+        read_seconds: float,
+        job: Union[BlockJob, Future[_Decision]],
+    ) -> None:
+        """Stage 4: the decision's report row, in its slot."""
+        try:
+            result, decide_seconds = (
+                decide_block(job) if isinstance(job, BlockJob) else job.result()
+            )
+        except ValueError as e:
+            raise CheckpointError(f"{block.name} of {info.path}: {e}") from e
+        if not self.options.keep_certificate and result.certificate is not None:
+            result = dataclasses.replace(result, certificate=None)
+        seconds = read_seconds + decide_seconds
+        self.reports[slot] = block_report(info, block, result, seconds)
+        _logger.info(
+            "%s %s: %s%s (d=%d, m=%d, %s, %.3f s)",
+            info.name,
+            block.name,
+            result.verdict,
+            "" if result.status == "complete" else f" ({result.status})",
+            block.d,
+            block.m,
+            result.activation,
+            seconds,
+        )
+        _logger.debug(
+            "%s %s: read in %.3f s, decided in %.3f s by %s (argument %s)",
+            info.name,
+            block.name,
+            read_seconds,
+            decide_seconds,
+            " -> ".join(result.stats.method) or "no search",
+            result.argument,
+        )
+        self.bar.set_postfix_str(
+            f"{info.name} {block.name}: {result.verdict} in {seconds:.1f} s", refresh=False
+        )
+        self.bar.update(1)
 
 
 @in_standard_float_env
