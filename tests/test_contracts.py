@@ -12,7 +12,7 @@ import skipsearch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
-from skipsearch import find_absorbing_subset, get_activation
+from skipsearch import baseline, find_absorbing_subset, get_activation
 
 EPS64, EPS32, EPS16 = (float(np.finfo(t).eps) for t in (np.float64, np.float32, np.float16))
 
@@ -124,6 +124,34 @@ def test_zero_inner_bias_voids_the_gated_arguments(gated, name, argument):
     assert f"the {argument} argument" in r.reason
     assert "b_up was given (all zeros, which still counts)" in r.reason
     assert "inner biases" in r.reason
+
+
+@pytest.mark.parametrize("name, argument", [("swiglu", "linearization"), ("reglu", "degree")])
+@pytest.mark.parametrize("backend", ["rust", "baseline"])
+def test_a_gate_bias_voids_the_gated_arguments(gated, name, argument, backend):
+    # The gate reads gate(W_gate x + b_gate): an inner bias, even all zeros.
+    W_up, W_down, W_gate = gated
+    find = find_absorbing_subset if backend == "rust" else baseline.find_absorbing_subset
+    for b_gate, zeros in ((np.zeros(6), True), (np.linspace(-1, 1, 6), False)):
+        r = find(W_up, W_down, W_gate=W_gate, b_gate=b_gate, activation=name)
+        assert (r.verdict, r.argument, r.status) == ("undecided", "none", "complete")
+        assert f"the {argument} argument" in r.reason
+        assert "gate bias b_gate" in r.reason
+        assert ("all zeros, which still counts" in r.reason) == zeros
+    # b_up takes precedence in the reason when both are given.
+    r = find(W_up, W_down, W_gate=W_gate, b_gate=np.ones(6), b_up=np.ones(6), activation=name)
+    assert r.verdict == "undecided" and "b_up was given" in r.reason
+
+
+def test_a_gate_bias_needs_a_gate_of_its_shape(gated):
+    W_up, W_down, W_gate = gated
+    with pytest.raises(ValueError, match="b_gate was given but the block has no W_gate"):
+        find_absorbing_subset(W_up, W_down, b_gate=np.zeros(6))
+    with pytest.raises(ValueError, match=r"b_gate has shape \(5,\), expected \(6,\)"):
+        find_absorbing_subset(W_up, W_down, W_gate=W_gate, b_gate=np.zeros(5), activation="swiglu")
+    b_gate = np.zeros(6)
+    b_gate.flags.writeable = False  # never written to
+    find_absorbing_subset(W_up, W_down, W_gate=W_gate, b_gate=b_gate, activation="swiglu")
 
 
 def test_zero_inner_bias_voids_the_degree_argument(gated):

@@ -213,6 +213,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
     distance_budget: Optional[float] = DISTANCE_BUDGET,
     keep_certificate: bool = True,
     options: Optional[SearchOptions] = None,
+    b_gate: Optional[npt.ArrayLike] = None,
 ) -> AbsorptionResult:
     """Decide whether ``x -> A x + f(x)`` is a skip-free MLP of the same width.
 
@@ -248,6 +249,13 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         Output bias; it never affects the verdict.
     W_gate : array_like, shape (m, d_in), optional
         Gate projection; required exactly for gated activations.
+    b_gate : array_like, shape (m,), optional
+        Gate bias of a gated block, whose gate then reads
+        ``gate(W_gate x + b_gate)``. Like ``b_up``, passing it (even all
+        zeros) gives the block's form inner biases, so the degree and
+        linearization arguments do not apply and those verdicts become
+        undecided; no other part of the decision uses it. Only with
+        ``W_gate``.
     skip : None, float or array_like of shape (d_out, d_in), default None
         The skip map ``A``: ``None`` is the identity (needs ``d_in ==
         d_out``), a float ``alpha`` is ``alpha * I``.
@@ -340,8 +348,8 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
     ValueError
         Wrong shapes (both shapes are named), NaN or Inf, an identity or
         scalar skip with ``d_in != d_out``, ``W_gate`` missing for a gated
-        activation or given for an ungated one, an unknown activation, or
-        options out of range.
+        activation or given for an ungated one, ``b_gate`` without
+        ``W_gate``, an unknown activation, or options out of range.
     MemoryError
         ``distance=True`` and the Gram path needs more than ``memory_limit``.
     TypeError
@@ -389,7 +397,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
             _with_bracket, auto=opts.bracket is None, memory_limit=opts.memory_bytes
         )
     return _decide(
-        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip),
+        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip, b_gate),
         options=opts,
         # The bracket reuses the decision's Gram matrix when it is left.
         search=functools.partial(_rust_search, keep_gram=finish is not None),
@@ -545,6 +553,7 @@ def _decide(
     if not act.gated and W_gate is not None:
         raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
     w = Weights(W_up, W_down, block.b_up, block.b_down, W_gate, block.skip)
+    b_gate = _gate_bias(block.b_gate, w)
     tol = w.default_tol() if tol is None else tol
     common = _Common(
         activation=act.name,
@@ -559,7 +568,7 @@ def _decide(
             return result
         return finish(result, w, act, options.replace(time_limit=seconds_left()), None)
     if act.kind != FLIP_LINEAR:
-        return _class_theorem(act, w, common, tol)
+        return _class_theorem(act, w, common, tol, b_gate)
     raw = search(
         w,
         # A flip-linear activation has its constant.
@@ -594,7 +603,23 @@ def _zero_skip(act: Activation, w: Weights, tol: float, common: _Common) -> Abso
     )
 
 
-def _class_theorem(act: Activation, w: Weights, common: _Common, tol: float) -> AbsorptionResult:
+def _gate_bias(b_gate: Optional[npt.ArrayLike], w: Weights) -> Optional[FloatArray]:
+    """The gate bias as a validated float64 array of shape ``(m,)``; it
+    belongs to a gated block only."""
+    if b_gate is None:
+        return None
+    if w.W_gate is None:
+        raise ValueError("b_gate was given but the block has no W_gate: a gate bias needs a gate")
+    m = w.W_up.shape[0]
+    out, _ = as_float_array("b_gate", b_gate, 1, f"({m},)")
+    if out.shape != (m,):
+        raise ValueError(f"b_gate has shape {out.shape}, expected ({m},)")
+    return out
+
+
+def _class_theorem(
+    act: Activation, w: Weights, common: _Common, tol: float, b_gate: Optional[FloatArray]
+) -> AbsorptionResult:
     """The verdict of an activation that is not flip-linear: a theorem of its
     class (degree, linearization, boundedness) when one applies to the
     block, else "undecided" with the reason none does."""
@@ -603,7 +628,7 @@ def _class_theorem(act: Activation, w: Weights, common: _Common, tol: float) -> 
     if act.kind in (GATED, HOMOGENEOUS) and act.degree is not None and act.degree != 1:
         return _no_search(
             act,
-            w,
+            (w, b_gate),
             common,
             tol,
             "degree",
@@ -614,7 +639,7 @@ def _class_theorem(act: Activation, w: Weights, common: _Common, tol: float) -> 
     if act.kind == GATED and act.gate_at_zero == 0.0 and act.gate_differentiable:
         return _no_search(
             act,
-            w,
+            (w, b_gate),
             common,
             tol,
             "linearization",
@@ -656,14 +681,15 @@ def _class_theorem(act: Activation, w: Weights, common: _Common, tol: float) -> 
 
 def _no_search(
     act: Activation,
-    w: Weights,
+    weights: tuple[Weights, Optional[FloatArray]],
     common: _Common,
     tol: float,
     argument: Literal["degree", "linearization"],
     why: str,
 ) -> AbsorptionResult:
     """The degree and linearization verdicts; both need a block without inner
-    biases (``b_up=None``)."""
+    biases (``b_up=None`` and, for a gated block, ``b_gate=None``)."""
+    w, b_gate = weights
     if w.has_inner_bias:
         zeros = " (all zeros, which still counts)" if not np.any(w.b_up) else ""
         return AbsorptionResult(
@@ -673,6 +699,20 @@ def _no_search(
                 f"biases, but b_up was given{zeros}, so the block's form has inner biases and "
                 "the same-width skip-free blocks it is compared with may have them too; no "
                 "theorem covers that class (pass b_up=None for a block without inner biases)."
+            ),
+            argument="none",
+            tolerance=tol,
+            **common,
+        )
+    if b_gate is not None:
+        zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                f"Undecided: the {argument} argument ({PAPER}) needs a block without inner "
+                f"biases, but the block has a gate bias b_gate{zeros}, so its form has inner "
+                "biases and the same-width skip-free blocks it is compared with may have them "
+                "too; no theorem covers that class."
             ),
             argument="none",
             tolerance=tol,
@@ -972,9 +1012,10 @@ class MLPBlock(FieldEquality):
     b_down: Optional[npt.ArrayLike] = None
     W_gate: Optional[npt.ArrayLike] = None
     skip: Optional[npt.ArrayLike] = None
+    b_gate: Optional[npt.ArrayLike] = None
 
 
-_BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip"}
+_BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip", "b_gate"}
 
 
 def _widths(W_up: Any, W_down: Any) -> Optional[tuple[int, int]]:
@@ -1076,7 +1117,7 @@ def decide_stack(
         The blocks in order, ``blocks[0]`` applied first; a mapping uses the
         keyword names of :func:`find_absorbing_subset` (``W_up``,
         ``W_down``, ``activation``, ``b_up``, ``b_down``, ``W_gate``,
-        ``skip``). Block ``k``'s output width (rows of ``W_down``) must be
+        ``skip``, ``b_gate``). Block ``k``'s output width (rows of ``W_down``) must be
         block ``k + 1``'s input width (columns of ``W_up``).
     tol, time_limit, node_limit, threads
         As for :func:`find_absorbing_subset`, applied to each block.

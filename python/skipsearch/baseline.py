@@ -267,6 +267,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - find_absorbing_subset's own keywor
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
     options: Optional[SearchOptions] = None,
+    b_gate: Optional[npt.ArrayLike] = None,
 ) -> AbsorptionResult:
     """Brute-force twin of :func:`skipsearch.find_absorbing_subset`.
 
@@ -298,7 +299,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - find_absorbing_subset's own keywor
     [0, 1]
     """
     return _decide(
-        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip),
+        MLPBlock(W_up, W_down, activation, b_up, b_down, W_gate, skip, b_gate),
         options=merged(
             options, tol=tol, time_limit=time_limit, node_limit=node_limit, threads=threads
         ),

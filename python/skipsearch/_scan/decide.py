@@ -14,10 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Optional, Union
 
-import numpy as np
 import numpy.typing as npt
 
-from skipsearch.absorption import PAPER, find_absorbing_subset
+from skipsearch.absorption import find_absorbing_subset
 from skipsearch.activations import Activation
 from skipsearch.options import SearchOptions
 from skipsearch.result import AbsorptionResult
@@ -57,11 +56,9 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)``; return the result and the seconds
     it took.
 
-    ``find_absorbing_subset`` takes no gate bias, and the linearization and
-    degree arguments for gated blocks need a block without inner biases: a
-    gate bias tensor in the checkpoint, even all zeros, means the block's
-    form has inner biases and makes such a verdict undecided (as a ``b_up``
-    tensor does inside ``find_absorbing_subset``). When ``1/a`` (see
+    A gate bias tensor in the checkpoint, even all zeros, goes to the
+    decision as ``b_gate`` (the block's form then has inner biases, and the
+    linearization and degree arguments do not apply). When ``1/a`` (see
     :class:`BlockJob`) is not exact in float64, only the arguments that need
     the skip to be nonzero (the gated and degree arguments) stand; any other
     verdict is undecided.
@@ -86,22 +83,10 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
         b_up=job.b_up,
         b_down=job.b_down,
         W_gate=job.W_gate,
+        b_gate=b_gate,
         skip=skip,
         options=job.options,
     )
-    if b_gate is not None and result.argument in ("linearization", "degree"):
-        zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
-        result = dataclasses.replace(
-            result,
-            verdict="undecided",
-            argument="none",
-            reason=(
-                f"Undecided: the {result.argument} argument ({PAPER}) needs a block without inner "
-                f"biases, but the checkpoint has a gate bias b_gate{zeros}, so the block's form "
-                "has inner biases and the same-width skip-free blocks it is compared with may "
-                "have them too; no theorem covers that class."
-            ),
-        )
     if undecided is not None:
         result = dataclasses.replace(
             result, verdict="undecided", argument="none", reason=f"Undecided: {undecided}"
