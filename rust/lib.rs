@@ -22,6 +22,7 @@ pub mod error;
 pub mod limits;
 pub mod linalg;
 pub mod rigor;
+pub mod rng;
 pub mod subset_sum;
 
 #[cfg(feature = "python")]

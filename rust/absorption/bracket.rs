@@ -819,19 +819,20 @@ mod tests {
         .unwrap()
     }
 
-    struct Rng(u64);
+    /// The crate's generator, centred on 0.
+    struct Rng(crate::rng::SplitMix64);
     impl Rng {
+        fn new(seed: u64) -> Self {
+            Rng(crate::rng::SplitMix64::new(seed))
+        }
         fn next(&mut self) -> f64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+            self.0.centered()
         }
     }
 
     /// A planted block (`A = -W_down[:, S] W_up[S, :]`) with noise added to `A`.
     fn planted(m: usize, d: usize, noise: f64, seed: u64) -> Block<'static> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let u: Vec<f64> = (0..m * d).map(|_| rng.next()).collect();
         let v: Vec<f64> = (0..d * m).map(|_| rng.next()).collect();
         let mut a = vec![0.0; d * d];
@@ -953,7 +954,7 @@ mod tests {
     /// `2^k`, their terms sum to `-I` exactly), the others integers of the
     /// same size that help nothing.
     fn large_integer_block(k: u32, seed: u64) -> Block<'static> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let (p, q) = unimodular(&mut rng, k);
         let m = 6;
         let mut u = vec![0.0; m * 2];

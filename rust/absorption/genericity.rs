@@ -949,24 +949,8 @@ mod tests {
         (pairs, count)
     }
 
-    struct Rng(XorShift);
-
-    impl Rng {
-        fn new(seed: u64) -> Self {
-            Rng(XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1))
-        }
-        fn uniform(&mut self) -> f64 {
-            (self.0.next() >> 11) as f64 * 2f64.powi(-53)
-        }
-        fn normal(&mut self) -> f64 {
-            let a = self.uniform().max(1e-300);
-            let b = self.uniform();
-            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.0.next() % n as u64) as usize
-        }
-    }
+    /// The test data come from the crate's generator.
+    type Rng = crate::rng::SplitMix64;
 
     fn gaussian(rng: &mut Rng, m: usize, d: usize, scale: f64) -> Vec<f64> {
         (0..m * d).map(|_| rng.normal() * scale).collect()

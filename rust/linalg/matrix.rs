@@ -595,20 +595,16 @@ mod tests {
 pub(crate) mod testing {
     use super::Matrix;
 
-    /// Uniform numbers in `[-1/2, 1/2)` from a xorshift generator started
-    /// at `state` (nonzero).
-    pub(crate) fn uniform(mut state: u64) -> impl FnMut() -> f64 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        }
+    /// Uniform numbers in `[-1/2, 1/2)` from the crate's generator started
+    /// at `state`.
+    pub(crate) fn uniform(state: u64) -> impl FnMut() -> f64 {
+        let mut rng = crate::rng::SplitMix64::new(state);
+        move || rng.centered()
     }
 
     /// A `rows x cols` matrix of [`uniform`] numbers, one stream per seed.
     pub(crate) fn noise(rows: usize, cols: usize, seed: u64) -> Matrix<'static> {
-        let mut next = uniform(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut next = uniform(seed);
         let data = (0..rows * cols).map(|_| next()).collect();
         Matrix::from_vec("M", rows, cols, data).unwrap()
     }

@@ -244,11 +244,9 @@ pub fn meet_in_the_middle_verified(
 mod tests {
     use super::*;
 
-    fn lcg(state: &mut u64) -> f64 {
-        *state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (*state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    /// Uniform in `[-1, 1)` from the crate's generator.
+    fn symmetric(state: &mut u64) -> f64 {
+        (crate::rng::splitmix64(state) >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
     }
 
     #[test]
@@ -258,13 +256,13 @@ mod tests {
             let n = trial % 15;
             let k = 1 + trial % 3;
             let columns: Vec<Vec<f64>> = (0..n)
-                .map(|_| (0..k).map(|_| lcg(&mut state)).collect())
+                .map(|_| (0..k).map(|_| symmetric(&mut state)).collect())
                 .collect();
-            let mut b: Vec<f64> = (0..k).map(|_| lcg(&mut state)).collect();
+            let mut b: Vec<f64> = (0..k).map(|_| symmetric(&mut state)).collect();
             if trial % 2 == 1 {
                 b = vec![0.0; k];
                 for c in &columns {
-                    if lcg(&mut state) > 0.0 {
+                    if symmetric(&mut state) > 0.0 {
                         for (s, &a) in b.iter_mut().zip(c) {
                             *s += a;
                         }

@@ -20,6 +20,7 @@
 //! of the lowest residue (then the first in scan order), so it does not
 //! depend on the thread count. An empty search proves infeasibility.
 
+use crate::rng::splitmix64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -66,14 +67,6 @@ impl SearchResult {
             seconds: start.elapsed().as_secs_f64(),
         }
     }
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A seed drawn from the instance itself: the search is deterministic for

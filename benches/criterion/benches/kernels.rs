@@ -8,26 +8,18 @@ use std::sync::atomic::AtomicBool;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use skipsearch::absorption::block::Block;
-use skipsearch::linalg::cholesky::PivotedCholesky;
 use skipsearch::absorption::genericity::{dead_neurons, proportional_pairs, GenericityCheck};
 use skipsearch::absorption::relaxation::gram_lower;
 use skipsearch::limits::Budget;
+use skipsearch::linalg::cholesky::PivotedCholesky;
+use skipsearch::rng::SplitMix64;
 use skipsearch::subset_sum::lattice::enumerate_bounded;
 use skipsearch::{Limits, Matrix};
 
-/// SplitMix64 uniforms in [-1, 1): the benchmark needs no random crate.
+/// Uniforms in [-1, 1) from the crate's generator.
 fn uniform(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
+    let mut rng = SplitMix64::new(seed);
+    (0..n).map(|_| rng.symmetric()).collect()
 }
 
 fn block(d: usize, m: usize) -> Block<'static> {
