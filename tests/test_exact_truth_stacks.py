@@ -179,6 +179,29 @@ def test_inner_biases_anywhere_are_undecided(rng):
     assert r.verdict == "undecided" and "blocks[1] has inner biases" in r.reason
 
 
+def test_a_gate_bias_anywhere_is_undecided(rng):
+    # A bilinear block with a gate bias is absorbable: x + (x + 1) x equals
+    # (x + 2) x, the skip-free block with b_gate = 2. The depth theorem needs
+    # blocks without inner biases, so the stack cannot be "not absorbable".
+    block = dict(
+        W_up=np.array([[1.0]]),
+        W_down=np.array([[1.0]]),
+        W_gate=np.array([[1.0]]),
+        b_gate=np.array([1.0]),
+        activation="bilinear",
+    )
+    x = np.linspace(-3, 3, 13)
+    assert np.allclose(x + (x + 1) * x, (x + 2) * x)
+    for blocks in ([block], [block, block], [block, skipsearch.MLPBlock(**block)]):
+        r = skipsearch.decide_stack(blocks)
+        assert r.verdict == "undecided"
+        assert "blocks[0] has inner biases (b_gate was given)" in r.reason
+    blocks = gated_pair(rng)
+    blocks[1]["b_gate"] = np.zeros(5)
+    r = skipsearch.decide_stack(blocks)
+    assert r.verdict == "undecided" and "blocks[1] has inner biases (b_gate" in r.reason
+
+
 def test_a_hand_made_gate_is_trusted_only_in_the_first_block(rng):
     W = [rng.standard_normal(s) for s in ((5, 3), (3, 5), (5, 3))]
     hand = dict(W_up=W[0], W_down=W[1], W_gate=W[2], activation=TANH_GATE)

@@ -366,20 +366,24 @@ def test_gate_bias(rng):
     mlp, *_ = _llama(rng, gate_bias=np.zeros(6))
     block = from_torch(mlp)
     assert block.activation == "swiglu"
-    # A zero gate bias leaves f unchanged but gives the layer inner biases, which
-    # MLPBlock records as a zero b_up: the linearization argument does not apply.
-    np.testing.assert_array_equal(block.b_up, np.zeros(6))
+    # A zero gate bias leaves f unchanged but gives the layer inner biases,
+    # which MLPBlock carries as b_gate: the linearization argument does not apply.
+    assert block.b_up is None
+    np.testing.assert_array_equal(block.b_gate, np.zeros(6))
     r = find_absorbing_subset(**dataclasses.asdict(block))
     assert (r.verdict, r.argument) == ("undecided", "none")
-    assert "inner biases" in r.reason
+    assert "inner biases" in r.reason and "b_gate" in r.reason
     # A zero up bias: the same.
     mlp, *_ = _llama(rng)
     mlp.up_proj.bias = FakeTensor(np.zeros(6))
     r = find_absorbing_subset(**dataclasses.asdict(from_torch(mlp)))
     assert (r.verdict, r.argument) == ("undecided", "none")
+    # A nonzero gate bias is carried as it is.
     mlp, *_ = _llama(rng, gate_bias=np.full(6, 0.5))
-    with pytest.raises(ValueError, match=r"LlamaMLP\.gate_proj has a nonzero bias"):
-        from_torch(mlp)
+    block = from_torch(mlp)
+    np.testing.assert_array_equal(block.b_gate, np.full(6, 0.5))
+    r = find_absorbing_subset(**dataclasses.asdict(block))
+    assert (r.verdict, r.argument) == ("undecided", "none") and "b_gate" in r.reason
 
 
 def test_gpt2_mlp_conv1d_is_transposed(rng):

@@ -97,3 +97,20 @@ def test_the_baseline_and_a_stack_take_the_same_options():
     stack = skipsearch.decide_stack([{"W_up": W_up, "W_down": W_down}] * 2, options=options)
     assert stack.verdict == "absorbable"
     assert all(b.tolerance == 1e-9 for b in stack.blocks)
+
+
+def test_distance_budget_takes_any_real_number():
+    from fractions import Fraction
+
+    assert SearchOptions(distance_budget=Fraction(1, 4)).distance_budget == 0.25
+    # An integer beyond float64 is no budget at all (or a negative one).
+    assert SearchOptions(distance_budget=10**400).distance_budget == float("inf")
+    with pytest.raises(ValueError, match="distance_budget must be a non-negative"):
+        SearchOptions(distance_budget=-(10**400))
+    with pytest.raises(TypeError, match="distance_budget must be a number"):
+        SearchOptions(distance_budget=1j)
+
+
+def test_a_conflict_names_the_keyword_the_caller_used():
+    with pytest.raises(TypeError, match=r"options=SearchOptions\(\.\.\.\) or keep_certificates,"):
+        skipsearch.scan("unused", options=SearchOptions(), keep_certificates=False)

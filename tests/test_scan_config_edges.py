@@ -227,3 +227,16 @@ def test_a_fused_tensor_is_read_once_per_block(tmp_path, monkeypatch):
     reports = skipsearch.scan(path)
     assert [r.verdict for r in reports] == ["not_absorbable"] * 2
     assert reads == Counter({key: 1 for key in tensors})
+
+
+@pytest.mark.parametrize("layers", [2**31, 2**63, 10**30])
+def test_a_huge_layer_count_is_named_without_listing_it(tmp_path, layers):
+    # The config's count is compared with the layers found, never listed: a
+    # range of 2**31 layers would take gigabytes, and one beyond ssize_t fails.
+    config = (
+        f'{{"model_type": "llama", "hidden_size": {D}, "intermediate_size": {M}, '
+        f'"num_hidden_layers": {layers}, "hidden_act": "silu"}}'
+    )
+    path = save(tmp_path / "m", gated(np.random.default_rng(3)), config)
+    with pytest.raises(CheckpointError, match=f"num_hidden_layers={layers} but .* holds 1 FFN"):
+        skipsearch.scan(path)

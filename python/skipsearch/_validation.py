@@ -370,9 +370,13 @@ def check_distance_budget(budget: Any) -> Optional[float]:
     """``distance_budget`` must be None or a non-negative number of seconds."""
     if budget is None:
         return None
-    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, float, np.number)):
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
         raise TypeError(f"distance_budget must be a number of seconds or None, got {budget!r}")
-    value = float(budget)
+    number: Any = budget  # numbers.Real declares no comparison with int
+    try:
+        value = float(number)
+    except OverflowError:  # an integer beyond float64: no budget at all, or negative
+        value = math.inf if number > 0 else -math.inf
     if math.isnan(value) or value < 0:
         raise ValueError(
             f"distance_budget must be a non-negative number of seconds, got {budget!r}"

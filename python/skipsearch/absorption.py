@@ -1065,11 +1065,12 @@ def _depth_hypotheses(blocks: Sequence[dict[str, Any]]) -> tuple[bool, str]:
         if problem is not None:
             return False, f"blocks[{k}]: {problem}"
     for k, kw in enumerate(blocks):
-        if kw.get("b_up") is not None:
-            return False, (
-                f"blocks[{k}] has inner biases (b_up was given), so its skip-free rivals may "
-                "have them too and need not have Jacobian 0 at 0"
-            )
+        for bias in ("b_up", "b_gate"):
+            if kw.get(bias) is not None:
+                return False, (
+                    f"blocks[{k}] has inner biases ({bias} was given), so its skip-free rivals "
+                    "may have them too and need not have Jacobian 0 at 0"
+                )
     for k, kw in enumerate(blocks[:last]):
         b_down = kw.get("b_down")
         if b_down is not None and np.any(as_float_array("b_down", b_down, 1, "(d_out,)")[0]):

@@ -136,11 +136,17 @@ def _check_bracket(bracket: Any) -> Optional[bool]:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SearchOptions))
 
 
-def merged(options: Optional[SearchOptions], **keywords: Any) -> SearchOptions:
+def merged(
+    options: Optional[SearchOptions],
+    aliases: Optional[dict[str, str]] = None,
+    **keywords: Any,
+) -> SearchOptions:
     """``options``, or an entry point's keyword arguments, as one validated
     :class:`SearchOptions`. A keyword at its default (``distance=None`` is
     ``"auto"``) counts as not given; giving both ``options`` and another
     value is refused, since one would silently win over the other.
+    ``aliases`` maps a field to the name the entry point's caller used for
+    it (``scan``'s ``keep_certificates``), for the message.
 
     Raises
     ------
@@ -153,7 +159,10 @@ def merged(options: Optional[SearchOptions], **keywords: Any) -> SearchOptions:
     if not isinstance(options, SearchOptions):
         raise TypeError(f"options must be a skipsearch.SearchOptions, got {type(options).__name__}")
     default = SearchOptions()
-    given = [name for name in keywords if getattr(loose, name) != getattr(default, name)]
+    names = aliases or {}
+    given = [
+        names.get(name, name) for name in keywords if getattr(loose, name) != getattr(default, name)
+    ]
     if given:
         raise TypeError(
             f"pass either options=SearchOptions(...) or {', '.join(sorted(given))}, not both"

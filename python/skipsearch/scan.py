@@ -423,6 +423,7 @@ def scan(  # noqa: PLR0913 - public keywords (the options object is the alternat
     keep_certificates = check_flag("keep_certificates", keep_certificates)
     opts = merged(
         options,
+        {"keep_certificate": "keep_certificates"},
         tol=tol,
         time_limit=time_limit,
         threads=threads,

@@ -93,10 +93,10 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         ``(d_out, m)``, ``W_gate`` of shape ``(m, d_in)`` or None,
         ``b_up`` of shape ``(m,)`` or None (None when the layer has
         ``bias=None``; a bias, even all zeros, means the block's form has
-        inner biases, which voids the degree and linearization arguments; a
-        zero gate bias, which ``MLPBlock`` cannot hold, gives a zero ``b_up``
-        when the up projection has none, for the same reason), ``b_down`` of
-        shape ``(d_out,)`` or None, the
+        inner biases, which voids the degree and linearization arguments),
+        ``b_gate`` of shape ``(m,)`` or None (the gate projection's bias, an
+        inner bias in the same way), ``b_down`` of shape ``(d_out,)`` or
+        None, the
         ``activation`` as a registry name (or the given Activation object),
         and ``skip=None`` (the identity skip, which needs ``d_in ==
         d_out``; replace it with ``dataclasses.replace`` otherwise). The
@@ -116,8 +116,7 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
         Sequential that is not ``Linear, activation, Linear`` (the message
         names what was found); layers whose shapes do not chain (both shapes
         are named); an unsupported activation module (the message lists the
-        supported ones and suggests ``activation=``); a nonzero gate bias;
-        an override that is gated for an ungated layout or the reverse; an
+        supported ones and suggests ``activation=``); an override that is gated for an ungated layout or the reverse; an
         unknown activation name; a quantized layer other than FP8 with its
         scale (GPTQ, AWQ, bitsandbytes, compressed-tensors packed weights,
         torchao or Quanto tensors, torch quantized tensors, nonzero zero

@@ -22,7 +22,7 @@ from skipsearch._torch.tensors import (
     read_linear,
     refuse_quantized,
 )
-from skipsearch.absorption import PAPER, MLPBlock
+from skipsearch.absorption import MLPBlock
 from skipsearch.activations import Activation
 
 #: One MLP layout: description, up, down, gate (or None) and the activation
@@ -163,22 +163,13 @@ def _from_layout(
     desc, up, down, gate, act_paths = layout
     W_up, b_up = read_linear(get_attribute(module, up), f"{where}.{up}", widened)
     W_down, b_down = read_linear(get_attribute(module, down), f"{where}.{down}", widened)
-    W_gate = None
+    W_gate = b_gate = None
     if gate is not None:
+        # A gate bias, even all zeros, gives the block's form inner biases;
+        # MLPBlock carries it as b_gate for the decision to see.
         W_gate, b_gate = read_linear(
             get_attribute(module, gate), f"{where}.{gate}", widened, flip=False
         )
-        if b_gate is not None and np.any(b_gate != 0):
-            raise ValueError(
-                f"{where}.{gate} has a nonzero bias, which MLPBlock cannot hold: the gated block "
-                "is W_down (gate(W_gate x) * (W_up x + b_up)) + b_down. With a gate bias the "
-                f"linearization and degree arguments ({PAPER}) do not apply, so the verdict "
-                "would be undecided"
-            )
-        if b_gate is not None and b_up is None:
-            # A zero gate bias leaves f unchanged, but the layer's form has
-            # inner biases: a zero b_up says so to find_absorbing_subset.
-            b_up = np.zeros(W_up.shape[0], dtype=b_gate.dtype)
     _check_chain(W_up, W_down, W_gate, (up, down, gate or ""), f"{where} ({desc})")
     act: Union[str, Activation]
     if activation is not None:
@@ -195,7 +186,13 @@ def _from_layout(
         path, act_mod = found[0]
         act = detected_activation(act_mod, f"{where}.{path}", gated=gate is not None)
     return MLPBlock(
-        W_up=W_up, W_down=W_down, activation=act, b_up=b_up, b_down=b_down, W_gate=W_gate
+        W_up=W_up,
+        W_down=W_down,
+        activation=act,
+        b_up=b_up,
+        b_down=b_down,
+        W_gate=W_gate,
+        b_gate=b_gate,
     )
 
 

@@ -549,10 +549,10 @@ def _incomplete(path: Path, what: str) -> FileNotFoundError:
     """The error for a link whose target is missing."""
     target = os.readlink(path)
     repo = hub_name(path.parent)
-    again = f"hf download {repo}" if repo else "download it again"
+    again = f" (hf download {repo})" if repo else ""
     return FileNotFoundError(
         f"{path} ({what}) is a link to {target}, which is missing: the download is incomplete "
-        f"(interrupted?); download the checkpoint again ({again})"
+        f"(interrupted?); download the checkpoint again{again}"
     )
 
 
