@@ -175,6 +175,8 @@ def _budget_seconds(text: str) -> Optional[float]:
     return value
 
 
+# Long on purpose: the command line, one add_argument per flag with its help, read top to
+# bottom as --help prints it; not part of the decision path.
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,

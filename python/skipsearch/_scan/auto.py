@@ -173,24 +173,17 @@ def _check_orientation(
     return key
 
 
-def automatic_parts(
-    config: dict[str, Any],
-    model_type: str,
-    activation: Union[str, Activation, None],
-    where: str,
-    ckpt: Checkpoint,
-    supported: tuple[str, ...],
-) -> tuple[str, list[tuple[Part, dict[str, Any]]]]:
-    """The automatic layout's one part for a checkpoint of an unknown
-    ``model_type``, and what the config gives for it.
+def _one_mapping(
+    ckpt: Checkpoint, keys: list[str], refuse: str, override: str
+) -> tuple[Candidate, list[str], Blocks]:
+    """The one mapping of the registry's names that finds FFN blocks in the
+    checkpoint, with the families that use it and the blocks it finds.
 
     Raises
     ------
     CheckpointError
-        No pattern matches, several do (the candidates are listed), or the
-        activation is neither given nor in the config.
+        No mapping finds blocks, or several do (the candidates are listed).
     """
-    keys = ckpt.keys()
     # Pattern sets that find the same blocks are one mapping (BERT's and
     # DeBERTa's names, say); its families are listed together.
     by_blocks: dict[tuple[Blocks, bool], tuple[Candidate, list[str]]] = {}
@@ -212,11 +205,6 @@ def automatic_parts(
         for (found, _), (candidate, types) in by_blocks.items()
         if candidate[2] is not None or frozenset((u, d) for u, d, _ in found) not in gated_pairs
     ]
-    refuse = (
-        f"model_type {model_type!r} in {where} is not supported by a registry family (supported: "
-        f"{', '.join(supported)})"
-    )
-    override = "give the mapping with --up/--down/--activation (and --gate), or a Layout"
     if not hits:
         raise CheckpointError(
             f"{refuse}, and the automatic layout found no FFN blocks under the names of the "
@@ -234,7 +222,33 @@ def automatic_parts(
             f"{refuse}, and the automatic layout is ambiguous: {len(hits)} mappings match "
             f"({listed}); {override}"
         )
-    (up, down, gate, transpose), types, found = hits[0]
+    return hits[0]
+
+
+def automatic_parts(
+    config: dict[str, Any],
+    model_type: str,
+    activation: Union[str, Activation, None],
+    where: str,
+    ckpt: Checkpoint,
+    supported: tuple[str, ...],
+) -> tuple[str, list[tuple[Part, dict[str, Any]]]]:
+    """The automatic layout's one part for a checkpoint of an unknown
+    ``model_type``, and what the config gives for it.
+
+    Raises
+    ------
+    CheckpointError
+        No pattern matches, several do (the candidates are listed), or the
+        activation is neither given nor in the config.
+    """
+    keys = ckpt.keys()
+    refuse = (
+        f"model_type {model_type!r} in {where} is not supported by a registry family (supported: "
+        f"{', '.join(supported)})"
+    )
+    override = "give the mapping with --up/--down/--activation (and --gate), or a Layout"
+    (up, down, gate, transpose), types, found = _one_mapping(ckpt, keys, refuse, override)
     gated = gate is not None
     _check_no_gate_beside(ckpt, keys, found, refuse, override)
     width_key = _check_orientation(ckpt, config, found, transpose, types, refuse, where)
