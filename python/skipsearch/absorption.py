@@ -603,6 +603,15 @@ def _zero_skip(act: Activation, w: Weights, tol: float, common: _Common) -> Abso
     )
 
 
+def _inner_bias(b_up: object, b_gate: object) -> Optional[Literal["b_up", "b_gate"]]:
+    """Which inner bias a block has, ``b_up`` first: any given, even all
+    zeros, gives the block's form inner biases, which the degree,
+    linearization and depth arguments exclude. None for neither."""
+    if b_up is not None:
+        return "b_up"
+    return None if b_gate is None else "b_gate"
+
+
 def _gate_bias(b_gate: Optional[npt.ArrayLike], w: Weights) -> Optional[FloatArray]:
     """The gate bias as a validated float64 array of shape ``(m,)``; it
     belongs to a gated block only."""
@@ -690,7 +699,8 @@ def _no_search(
     """The degree and linearization verdicts; both need a block without inner
     biases (``b_up=None`` and, for a gated block, ``b_gate=None``)."""
     w, b_gate = weights
-    if w.has_inner_bias:
+    bias = _inner_bias(w.b_up, b_gate)
+    if bias == "b_up":
         zeros = " (all zeros, which still counts)" if not np.any(w.b_up) else ""
         return AbsorptionResult(
             verdict="undecided",
@@ -704,7 +714,7 @@ def _no_search(
             tolerance=tol,
             **common,
         )
-    if b_gate is not None:
+    if bias == "b_gate":
         zeros = " (all zeros, which still counts)" if not np.any(b_gate) else ""
         return AbsorptionResult(
             verdict="undecided",
@@ -1065,12 +1075,12 @@ def _depth_hypotheses(blocks: Sequence[dict[str, Any]]) -> tuple[bool, str]:
         if problem is not None:
             return False, f"blocks[{k}]: {problem}"
     for k, kw in enumerate(blocks):
-        for bias in ("b_up", "b_gate"):
-            if kw.get(bias) is not None:
-                return False, (
-                    f"blocks[{k}] has inner biases ({bias} was given), so its skip-free rivals "
-                    "may have them too and need not have Jacobian 0 at 0"
-                )
+        bias = _inner_bias(kw.get("b_up"), kw.get("b_gate"))
+        if bias is not None:
+            return False, (
+                f"blocks[{k}] has inner biases ({bias} was given), so its skip-free rivals "
+                "may have them too and need not have Jacobian 0 at 0"
+            )
     for k, kw in enumerate(blocks[:last]):
         b_down = kw.get("b_down")
         if b_down is not None and np.any(as_float_array("b_down", b_down, 1, "(d_out,)")[0]):

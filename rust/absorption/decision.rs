@@ -60,16 +60,32 @@ struct RightHandSide {
 
 /// One decision in progress: the block, its options, the budget the
 /// stages poll and the record they fill.
-pub(crate) struct Decision<'a, 'b> {
-    pub block: &'a Block<'a>,
-    pub options: &'a Options,
-    pub budget: &'a mut Budget<'b>,
-    pub out: &'a mut Outcome,
+struct Decision<'a, 'b> {
+    block: &'a Block<'a>,
+    options: &'a Options,
+    budget: &'a mut Budget<'b>,
+    out: &'a mut Outcome,
+}
+
+/// Run every stage of one decision on `block`, filling `out`.
+pub(crate) fn run_stages(
+    block: &Block,
+    options: &Options,
+    budget: &mut Budget<'_>,
+    out: &mut Outcome,
+) -> Result<Finding, Stop> {
+    Decision {
+        block,
+        options,
+        budget,
+        out,
+    }
+    .run()
 }
 
 impl Decision<'_, '_> {
     /// Every stage in order; the finding of the last one to run.
-    pub fn run(&mut self) -> Result<Finding, Stop> {
+    fn run(&mut self) -> Result<Finding, Stop> {
         match self.stages() {
             Ok(finding) | Err(Settled::Found(finding)) => Ok(finding),
             Err(Settled::Stopped(stop)) => Err(stop),
@@ -346,13 +362,7 @@ impl Decision<'_, '_> {
             // A component with many free neurons on a small block (d = 1,
             // or m far above d^2): interval pruning is weak there, and
             // meeting in the middle costs 2^(m/2).
-            return Ok(listed_search(
-                block,
-                options.tol,
-                options.memory_limit,
-                self.budget,
-                self.out,
-            )?);
+            return self.listed();
         }
         if let Some(subset) = self.quick_search(null.as_ref(), &comps, &fixed, s_star)? {
             return found(Finding::Subset(subset));
@@ -369,15 +379,22 @@ impl Decision<'_, '_> {
             self.out,
         )?;
         if finding == Finding::Inconclusive(Numerics::IllConditioned) && listable {
-            return Ok(listed_search(
-                block,
-                options.tol,
-                options.memory_limit,
-                self.budget,
-                self.out,
-            )?);
+            return self.listed();
         }
         Ok(finding)
+    }
+
+    /// Stage 7 on the whole block: the meet in the middle lists every flip
+    /// set (small blocks only), each verified.
+    fn listed(&mut self) -> Stage<Finding> {
+        let options = self.options;
+        Ok(listed_search(
+            self.block,
+            options.tol,
+            options.memory_limit,
+            self.budget,
+            self.out,
+        )?)
     }
 
     /// Round the relaxed values of the fixed neurons, branch and bound on

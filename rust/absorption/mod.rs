@@ -482,13 +482,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         exact_estimate: None,
         seconds: 0.0,
     };
-    let finding = decision::Decision {
-        block,
-        options,
-        budget: &mut budget,
-        out: &mut out,
-    }
-    .run();
+    let finding = decision::run_stages(block, options, &mut budget, &mut out);
     out.finding = match finding {
         Ok(finding) => finding,
         Err(stop) => Finding::Stopped(stop),
@@ -1043,13 +1037,7 @@ mod tests {
         out.distance_bound = None;
         out.relaxation_distance = None;
         out.krylov_steps = 0;
-        let finding = decision::Decision {
-            block,
-            options,
-            budget: &mut budget,
-            out: &mut out,
-        }
-        .run();
+        let finding = decision::run_stages(block, options, &mut budget, &mut out);
         let made = budget.checks_made(n);
         (finding, out, made)
     }
