@@ -203,9 +203,16 @@ def _reject_beyond_int64(name: str, raw: npt.ArrayLike) -> None:
     if isinstance(raw, np.ndarray) and raw.dtype.kind not in "uO":
         return
     try:
-        # Lists keep their Python integers as objects here (numpy would
-        # widen a list holding 2**63 + 1 to float64, rounding it).
-        arr = np.asarray(raw, dtype=None if isinstance(raw, np.ndarray) else object)
+        arr = np.asarray(raw)
+        if (
+            not isinstance(raw, np.ndarray)
+            and arr.dtype.kind == "f"
+            and arr.size
+            and float(np.max(np.abs(arr))) >= 2.0**63
+        ):
+            # numpy widened a list holding such an integer to float64,
+            # rounding it: look at the Python integers themselves.
+            arr = np.asarray(raw, dtype=object)
     except (ValueError, TypeError):
         return  # as_float_array reports it
     if arr.dtype.kind == "O":
