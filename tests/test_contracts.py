@@ -242,3 +242,51 @@ def test_activation_names_round_trip(slope):
 def test_registry_names_round_trip(name):
     act = get_activation(name)
     assert get_activation(act.name) == act
+
+
+def test_the_gelu_theorem_is_cited_for_invertible_skips_only():
+    # MK26's theorem makes the flip condition necessary for GELU with an
+    # identity skip, and so for invertible ones (docs/theory.md §4.4); the
+    # kink argument for ReLU needs no such hypothesis.
+    rng = np.random.default_rng(7)
+    W_up, W_down = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    dense = rng.standard_normal((3, 3))
+    singular = np.outer(rng.standard_normal(3), rng.standard_normal(3))
+    for skip, verdict in (
+        (None, "not_absorbable"),
+        (2.0, "not_absorbable"),
+        (dense, "not_absorbable"),
+        (singular, "undecided"),
+    ):
+        r = find_absorbing_subset(W_up, W_down, activation="gelu", skip=skip)
+        assert r.verdict == verdict, (skip, r.reason)
+    assert "not proved invertible" in r.reason
+    W_down4 = rng.standard_normal((4, 6))
+    r = find_absorbing_subset(W_up, W_down4, activation="gelu", skip=rng.standard_normal((4, 3)))
+    assert r.verdict == "undecided" and "this skip is rectangular" in r.reason
+    r = find_absorbing_subset(W_up, W_down4, activation="relu", skip=rng.standard_normal((4, 3)))
+    assert r.verdict == "not_absorbable"
+
+
+@pytest.mark.parametrize("backend", ["rust", "baseline"])
+def test_a_certificate_of_a_subnormal_block_still_proves_its_bound(backend):
+    # Scaled back to the skip's units, this Y would be subnormal and lose
+    # the bits its proof rests on; any positive multiple proves the same,
+    # so it comes back scaled as near those units as no bit is lost.
+    h = lambda rows: np.array([[float.fromhex(x) for x in r] for r in rows])  # noqa: E731
+    W_up = h([["-0x1.8p-1020", "-0x1p-1022"], ["0x1p-1022", "-0x1.8p-1020"]])
+    W_down = h([["0x1p-1", "0x0p+0"], ["0x0p+0", "-0x1p-1"], ["0x0p+0", "-0x1.cp+0"]])
+    A = h(
+        [
+            ["0x1.a66666666bb3ap-1021", "0x0.8ccccccc8d2edp-1022"],
+            ["-0x0.0000000098cb2p-1022", "-0x0.000000007338cp-1022"],
+            ["0x0.000000012a208p-1022", "0x0.000000004b552p-1022"],
+        ]
+    )
+    find = find_absorbing_subset if backend == "rust" else baseline.find_absorbing_subset
+    act = "leaky_relu(0.1)"
+    r = find(W_up, W_down, activation=act, skip=A, tol=1e-10)
+    assert (r.verdict, r.argument) == ("not_absorbable", "certificate")
+    assert r.distance_bound > 1e-10
+    proved = skipsearch.check_certificate(r.certificate, W_up, W_down, activation=act, skip=A)
+    assert proved > 1e-10

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
-from skipsearch._depth import depth_class_problem, skip_product_nonzero
+from skipsearch._depth import _nonsingular, depth_class_problem, skip_product_nonzero
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import Argument, Backend, FloatArray, RankDecision, UInt8Array
 from skipsearch._validation import (
@@ -603,6 +603,20 @@ def _zero_skip(act: Activation, w: Weights, tol: float, common: _Common) -> Abso
     )
 
 
+def _proved_invertible(skip: FloatArray) -> bool:
+    """Whether the skip is proved invertible: square, and diagonal with no
+    zero on the diagonal (the identity and scalar skips, in O(d^2)), or
+    else proved nonsingular with a rigorous bound on an approximate
+    inverse (``_depth._nonsingular``, O(d^3))."""
+    d_out, d_in = skip.shape
+    if d_out != d_in:
+        return False
+    diagonal = np.diagonal(skip)
+    if np.count_nonzero(skip) == np.count_nonzero(diagonal):
+        return bool(np.all(diagonal != 0))
+    return _nonsingular(skip)
+
+
 def _inner_bias(b_up: object, b_gate: object) -> Optional[Literal["b_up", "b_gate"]]:
     """Which inner bias a block has, ``b_up`` first: any given, even all
     zeros, gives the block's form inner biases, which the degree,
@@ -795,7 +809,7 @@ def _from_search(
     argument, no_set = _EVIDENCE[raw["evidence"]]
     if raw.get("certificate") is not None:
         fields["certificate"] = np.asarray(raw["certificate"])
-    return _no_flip_set(act, genericity, argument, no_set(raw), fields)
+    return _no_flip_set(act, genericity, argument, no_set(raw), fields, w.A)
 
 
 def _search_stats(raw: _FlipSetSearch, backend: Backend) -> SearchStats:
@@ -957,10 +971,12 @@ def _no_flip_set(
     argument: Argument,
     no_set: str,
     fields: _SearchFields,
+    skip: FloatArray,
 ) -> AbsorptionResult:
     """No flip set exists: "not absorbable" when the activation's theorem
     makes the condition necessary and its hypotheses were checked on the
-    weights (docs/theory.md §3), else undecided, saying which failed."""
+    weights and the skip (docs/theory.md §3, §4.4), else undecided, saying
+    which failed."""
     if act.necessity not in ("genericity_checked", "generic_weights"):
         return AbsorptionResult(
             verdict="undecided",
@@ -979,6 +995,20 @@ def _no_flip_set(
             reason=(
                 f"Undecided: {no_set}, but the genericity check failed "
                 f"({genericity.describe()}), so the condition is not known to be necessary."
+            ),
+            argument="none",
+            **fields,
+        )
+    if act.necessity == "generic_weights" and not _proved_invertible(skip):
+        # MK26's theorem is stated for the identity skip, and carries over
+        # to invertible skips (docs/theory.md §4.4) only.
+        shape = "rectangular" if skip.shape[0] != skip.shape[1] else "not proved invertible"
+        return AbsorptionResult(
+            verdict="undecided",
+            reason=(
+                f"Undecided: {no_set}, but the theorem that makes the condition necessary for "
+                f"{act.name} ({PAPER}, main theorem for GELU) is stated for an identity skip "
+                f"and carries over to invertible ones only, and this skip is {shape}."
             ),
             argument="none",
             **fields,

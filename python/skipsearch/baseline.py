@@ -40,6 +40,20 @@ _CHUNK = 1 << 14
 _GRAM_RESOLUTION = 1024 * np.finfo(np.float64).eps
 
 
+def _unscaled(y: FloatArray, wanted: int) -> FloatArray:
+    """``y`` times ``2^wanted`` (back to the skip's units), or the nearest
+    power of two that keeps every nonzero entry normal and finite: any
+    positive multiple of a certificate proves the same bound, and one of
+    subnormals would prove nothing."""
+    nonzero = y[y != 0]
+    if nonzero.size == 0:
+        return np.ldexp(y, wanted)
+    _, e = np.frexp(nonzero)
+    most_down, most_up = -1021 - int(e.min()), 1024 - int(e.max())
+    shift = 0 if most_down > most_up else min(max(wanted, most_down), most_up)
+    return np.ldexp(y, shift)
+
+
 def _genericity(
     W_up: FloatArray, W_down: FloatArray, b_up: Optional[FloatArray], check: str, tol: float
 ) -> dict[str, Any]:
@@ -205,7 +219,7 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
             # best[2] is set: the loop above ran for Y and A.
             finding="no_subset",
             evidence="certificate",
-            certificate=np.ldexp(cast(FloatArray, best[2]), -k_skip),
+            certificate=_unscaled(cast(FloatArray, best[2]), -k_skip),
         )
         out["seconds"] = time.perf_counter() - start
         return cast("_FlipSetSearch", out)

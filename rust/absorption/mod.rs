@@ -421,12 +421,52 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         outcome.gram = None;
     }
     if let Some(y) = outcome.certificate.as_mut() {
-        // Y is in the units of the balanced skip, 2^k_skip A.
+        // Y is in the units of the balanced skip, 2^k_skip A: back to A's,
+        // or as close as no entry loses a bit (any positive multiple of Y
+        // proves the same bound; a Y of subnormals would prove nothing).
+        let shift = exact_shift(y.data(), -k_skip);
         y.data_mut()
             .iter_mut()
-            .for_each(|x| *x = crate::absorption::block::ldexp(*x, -k_skip));
+            .for_each(|x| *x = crate::absorption::block::ldexp(*x, shift));
     }
     Ok(outcome)
+}
+
+/// The power of two nearest `wanted` by which every entry of `data` scales
+/// exactly: no nonzero entry leaves the normal range (0 when none is
+/// nonzero, or when their spread leaves no such power).
+fn exact_shift(data: &[f64], wanted: i32) -> i32 {
+    let exponents = data
+        .iter()
+        .filter(|x| **x != 0.0 && x.is_finite())
+        .map(|x| frexp_exponent(*x));
+    let (mut low, mut high) = (i32::MAX, i32::MIN);
+    for e in exponents {
+        low = low.min(e);
+        high = high.max(e);
+    }
+    if low == i32::MAX {
+        return wanted;
+    }
+    // x = f 2^e with f in [1/2, 1): normal iff e >= -1021; finite iff e <= 1024.
+    let (most_down, most_up) = (-1021 - low, 1024 - high);
+    if most_down > most_up {
+        return 0;
+    }
+    wanted.clamp(most_down, most_up)
+}
+
+/// The exponent `e` of `x = f 2^e` with `|f|` in `[1/2, 1)` (`x` nonzero and
+/// finite, subnormals included).
+fn frexp_exponent(x: f64) -> i32 {
+    let bits = x.abs().to_bits();
+    let biased = (bits >> 52) as i32;
+    if biased == 0 {
+        // x = bits 2^-1074, its top bit at 63 - leading_zeros.
+        63 - bits.leading_zeros() as i32 - 1073
+    } else {
+        biased - 1022
+    }
 }
 
 /// About the bytes a decision's own arrays take at once: a few copies of
@@ -505,6 +545,30 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
 mod tests {
     use super::*;
     use crate::absorption::certificates::lower_bound;
+
+    #[test]
+    fn frexp_exponents_and_exact_shifts() {
+        for (x, e) in [
+            (1.0, 1),
+            (0.5, 0),
+            (3.0, 2),
+            (f64::MIN_POSITIVE, -1021),
+            (f64::MIN_POSITIVE / 2.0, -1022),
+            (5e-324, -1073),
+            (-6.0, 3),
+        ] {
+            assert_eq!(frexp_exponent(x), e, "{x}");
+        }
+        // A shift that would push 2^-1000 below the normal range stops at
+        // the last exact one; an all-zero Y takes the shift asked for.
+        let data = [2f64.powi(-1000), 1.0, 0.0];
+        let s = exact_shift(&data, -100);
+        assert_eq!(s, -22);
+        let back = |x: f64| block::ldexp(block::ldexp(x, s), -s);
+        assert!(data.iter().all(|&x| back(x) == x));
+        assert_eq!(exact_shift(&[0.0], -100), -100);
+        assert_eq!(exact_shift(&[1.0], -100), -100);
+    }
     use crate::absorption::relaxation::gram_lower;
     use crate::absorption::search::listed_search;
     use crate::absorption::verification::residual_bounds;
