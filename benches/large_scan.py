@@ -37,7 +37,6 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
-import platform
 import struct
 import subprocess
 import sys
@@ -46,6 +45,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine import cpu
 
 MODES = ("read", "no-distance", "default", "exact")
 _FLAGS = {"no-distance": ["--no-distance"], "default": [], "exact": ["--distance"]}
@@ -154,15 +154,7 @@ def _machine() -> str:
     r = skipsearch.find_absorbing_subset(
         rng.standard_normal((8, 4)), rng.standard_normal((4, 8)), activation="gelu"
     )
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, kernel {r.stats.kernel}"
+    return f"{cpu()}, {os.cpu_count()} cores, kernel {r.stats.kernel}"
 
 
 def main() -> None:

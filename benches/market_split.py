@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from machine import cpu
 
 DATA = Path(__file__).resolve().parent / "data" / "qoblib_marketsplit"
 SETS = ("ms_06", "ms_07", "ms_08", "ms_09", "ms_10_050")
@@ -96,16 +96,6 @@ def run_sd2(binary: str, path: Path, limit: float) -> tuple[str, float]:
                 p.wait()
         solved = any(f.exists() and f.stat().st_size > 0 for f in sols)
         return ("solved" if solved else "no solution"), seconds
-
-
-def cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

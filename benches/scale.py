@@ -71,6 +71,8 @@ import sys
 import tempfile
 import time
 
+from machine import cpu
+
 DEFAULT_SHAPES = ((384, 1536), (768, 3072), (1600, 6400))
 BIG_SHAPES = ((4096, 16384), (8192, 32768))
 KINDS = ("trained", "hard")
@@ -373,17 +375,6 @@ def _read_meminfo() -> dict:
     return info
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def _openblas_runtime() -> list:
     """Core type and threads of each OpenBLAS loaded in this process, read
     through its own API (threadpoolctl's numbers when it is installed)."""
@@ -451,7 +442,7 @@ def machine() -> dict:
     except OSError:
         commit = None
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu(),
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_total": mem.get("MemTotal"),
