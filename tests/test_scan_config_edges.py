@@ -240,3 +240,19 @@ def test_a_huge_layer_count_is_named_without_listing_it(tmp_path, layers):
     path = save(tmp_path / "m", gated(np.random.default_rng(3)), config)
     with pytest.raises(CheckpointError, match=f"num_hidden_layers={layers} but .* holds 1 FFN"):
         skipsearch.scan(path)
+
+
+@pytest.mark.parametrize(
+    ("config_text", "expected"),
+    [
+        # Beyond Python's digit limit for str-to-int conversion (4300).
+        ('{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+    ids=["5000-digit integer", "100000-deep nesting"],
+)
+def test_configs_json_cannot_parse_name_the_file(tmp_path, config_text, expected):
+    directory = save(tmp_path / "m", gated(np.random.default_rng(0)), config_text)
+    with pytest.raises(CheckpointError, match=expected) as info:
+        describe_checkpoint(directory)
+    assert "config.json" in str(info.value)

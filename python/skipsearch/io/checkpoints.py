@@ -428,7 +428,10 @@ def _parse_header(fh: Any) -> tuple[int, dict[str, Any]]:
     """The offset of the data section and the parsed JSON header of the
     safetensors file open as ``fh``."""
     (n,) = struct.unpack("<Q", fh.read(8))
-    header = json.loads(fh.read(n))
+    try:
+        header = json.loads(fh.read(n))
+    except RecursionError:
+        raise ValueError("the header is nested too deeply to parse") from None
     if not isinstance(header, dict):
         raise ValueError("the header is not a JSON object")
     return 8 + n, header
@@ -1167,8 +1170,12 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
             value = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
+    except ValueError as e:
+        # JSONDecodeError, UnicodeDecodeError, and an integer beyond Python's
+        # digit limit for str-to-int conversion (4300 by default).
+        raise CheckpointError(f"{path} ({what}) is not valid JSON: {e}") from e
+    except RecursionError as e:
+        raise CheckpointError(f"{path} ({what}) is nested too deeply to parse") from e
     if not isinstance(value, dict):
         raise CheckpointError(
             f"{path} ({what}) must hold a JSON object, got {type(value).__name__}"
