@@ -290,3 +290,15 @@ def test_a_certificate_of_a_subnormal_block_still_proves_its_bound(backend):
     assert r.distance_bound > 1e-10
     proved = skipsearch.check_certificate(r.certificate, W_up, W_down, activation=act, skip=A)
     assert proved > 1e-10
+
+
+def test_a_numpy_scalar_skip_counts_as_its_dtype_a_python_number_as_float64():
+    # The documented default tol: sqrt(eps) of the coarsest data of the flip
+    # condition; a numpy scalar skip brings its precision, a Python float
+    # does not.
+    V = -np.eye(2) * (1 + 2**-20)  # off by 9.5e-7: within float32's tol only
+    r64 = skipsearch.find_absorbing_subset(np.eye(2), V, skip=1.0)
+    r32 = skipsearch.find_absorbing_subset(np.eye(2), V, skip=np.float32(1.0))
+    assert r64.tolerance == pytest.approx(np.sqrt(np.finfo(np.float64).eps))
+    assert r32.tolerance == pytest.approx(np.sqrt(np.finfo(np.float32).eps))
+    assert (r64.verdict, r32.verdict) == ("not_absorbable", "absorbable")

@@ -244,7 +244,11 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         then have them too, so the degree and linearization arguments, which
         need a block without inner biases, do not apply and those verdicts
         become undecided. ``None`` (the default) is a block without inner
-        biases. Flip-linear verdicts hold with or without it.
+        biases. Flip-linear verdicts hold with or without it; it enters the
+        genericity check (two neurons are parallel when their rows of
+        ``[W_up | b_up]`` are) and so the exact rescaling of ``W_up``, which
+        follows the larger of the two: a ``b_up`` some 2^500 larger than
+        ``W_up`` leaves the block undecided (status ``"overflow"``).
     b_down : array_like, shape (d_out,), optional
         Output bias; it never affects the verdict.
     W_gate : array_like, shape (m, d_in), optional
@@ -263,8 +267,9 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         Relative Frobenius tolerance on ``||c W_down[:, S] W_up[S, :] + A||_F
         / ||A||_F``. Default: ``sqrt(eps)`` of the coarsest dtype among the
         data of that condition, ``W_up``, ``W_down`` and ``skip`` (1.5e-8 for
-        float64, 3.5e-4 for float32, 3.1e-2 for float16); integer inputs and
-        a scalar or ``None`` skip count as float64. The dtypes of ``b_up``,
+        float64, 3.5e-4 for float32, 3.1e-2 for float16); integer inputs, a
+        Python number and ``None`` as skip count as float64, a numpy scalar
+        skip as its dtype (``np.float32(1.0)`` is float32 data). The dtypes of ``b_up``,
         ``b_down`` and ``W_gate`` do not count: they are not in the condition.
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
@@ -900,9 +905,10 @@ _NUMERICS_REASONS: dict[str, Callable[[_FlipSetSearch, float], str]] = {
     "overflow": lambda raw, tol: (
         "products of the weights overflow float64 even at the best exact rescaling of "
         "the block by powers of two: the skip and W_down @ W_up differ in scale by "
-        "more than float64 can hold, or they are too large together, or entries near "
-        "float64's smallest (subnormal) values keep a matrix from being scaled down "
-        "exactly (rescale the block)"
+        "more than float64 can hold, or they are too large together, or b_up (which "
+        "W_up is rescaled with, for the genericity check) is far larger than W_up, or "
+        "entries near float64's smallest (subnormal) values keep a matrix from being "
+        "scaled down exactly (rescale the block)"
     ),
     "ill_conditioned": lambda raw, tol: (
         "no certificate proves impossibility once its rounding is accounted for, and "
