@@ -31,6 +31,16 @@ def save(directory, tensors, config_text):
     return directory
 
 
+def gated_config(model_type="llama", layers=1, extra=""):
+    """The config of a gated block of ``gated``: silu, ``layers`` layers,
+    and ``extra`` key-value text appended."""
+    tail = f", {extra}" if extra else ""
+    return (
+        f'{{"model_type": "{model_type}", "hidden_size": {D}, "intermediate_size": {M}, '
+        f'"num_hidden_layers": {layers}, "hidden_act": "silu"{tail}}}'
+    )
+
+
 def gated(rng, prefix="model.layers.0.mlp."):
     return {
         prefix + "gate_proj.weight": rng.standard_normal((M, D)).astype(np.float32),
@@ -74,11 +84,7 @@ def test_tied_blocks_in_different_dtypes_are_decided_apart(tmp_path):
     ],
 )
 def test_residual_multipliers_a_float_cannot_hold_are_named(tmp_path, model_type, extra, key):
-    config = (
-        f'{{"model_type": "{model_type}", "hidden_size": {D}, "intermediate_size": {M}, '
-        f'"num_hidden_layers": 1, "hidden_act": "silu", {extra}}}'
-    )
-    path = save(tmp_path / "m", gated(np.random.default_rng(1)), config)
+    path = save(tmp_path / "m", gated(np.random.default_rng(1)), gated_config(model_type, 1, extra))
     with pytest.raises(CheckpointError, match=f"{key} must be a finite nonzero number"):
         skipsearch.scan(path)
 
@@ -233,11 +239,7 @@ def test_a_fused_tensor_is_read_once_per_block(tmp_path, monkeypatch):
 def test_a_huge_layer_count_is_named_without_listing_it(tmp_path, layers):
     # The config's count is compared with the layers found, never listed: a
     # range of 2**31 layers would take gigabytes, and one beyond ssize_t fails.
-    config = (
-        f'{{"model_type": "llama", "hidden_size": {D}, "intermediate_size": {M}, '
-        f'"num_hidden_layers": {layers}, "hidden_act": "silu"}}'
-    )
-    path = save(tmp_path / "m", gated(np.random.default_rng(3)), config)
+    path = save(tmp_path / "m", gated(np.random.default_rng(3)), gated_config(layers=layers))
     with pytest.raises(CheckpointError, match=f"num_hidden_layers={layers} but .* holds 1 FFN"):
         skipsearch.scan(path)
 
