@@ -121,13 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--others", nargs="+", default=[], choices=["highs", "cpsat"], help="more solvers"
     )
+    parser.add_argument(
+        "--without-lattice",
+        action="store_true",
+        help="hide fpylll, as an install without the lattice extra (the core's LLL, no BKZ)",
+    )
     args = parser.parse_args(argv)
+    if args.without_lattice:
+        # An import of fpylll now fails as if it were not installed.
+        sys.modules["fpylll"] = None  # type: ignore[assignment]
     others = {}
     if args.others:
         from subset_sum_table import SOLVERS
 
         others = {name: SOLVERS[name] for name in args.others}
-    print(f"CPU: {cpu()}, {os.cpu_count()} cores; time limit {args.time_limit:g} s")
+    lattice = "without the lattice extra" if args.without_lattice else "with fpylll"
+    print(f"CPU: {cpu()}, {os.cpu_count()} cores; time limit {args.time_limit:g} s; {lattice}")
     warm_up()
     extra = "".join(f" {name} |" for name in others)
     print(f"| instance | k × n | skipsearch | seconds | stages | solvediophant | ratio |{extra}")

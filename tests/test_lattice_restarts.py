@@ -7,6 +7,7 @@ statuses that agree with an independent complete method
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -243,7 +244,9 @@ def test_closest_vector_form_keeps_the_lattice_and_isolates_the_last_coordinate(
     rows.append([1] * n + [1] + [scale * int(v) for v in b])
     M = IntegerMatrix.from_matrix(rows)
     LLL.reduction(M)
-    kernel = subset_sum_module._kernel_rows(M, n)
+    reduced = [[0] * M.ncols for _ in range(M.nrows)]
+    M.to_matrix(reduced)
+    kernel = subset_sum_module._kernel_rows(reduced, n)
     assert len(kernel) == n + 1 - k
     form = subset_sum_module._closest_vector_form(kernel, block, 1024, None, len(kernel))
     assert form.shape == (n + 1 - k, n + 1)
@@ -254,3 +257,79 @@ def test_closest_vector_form_keeps_the_lattice_and_isolates_the_last_coordinate(
         # Y = C X with C integral: solve in floats, round, check exactly.
         C = np.round(np.linalg.lstsq(X.astype(float).T, Y.astype(float).T, rcond=None)[0].T)
         np.testing.assert_array_equal(C.astype(np.int64).astype(object) @ X, Y)
+
+
+def embedding(name, scale):
+    """The embedding basis of a QOBLIB instance (as ``_reduced_kernel``
+    builds it, every column once) with its equations scaled by ``scale``."""
+    A, b = read_instance(DATA / name)
+    k, n = A.shape
+    rows = [
+        [2 * (i == j) for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]] for j in range(n)
+    ]
+    rows.append([1] * n + [1024] + [scale * int(v) for v in b])
+    return rows, n, k
+
+
+def combination_of(X, Y):
+    """Whether every row of ``Y`` is an integer combination of the rows of
+    ``X`` (solved in floats, rounded, checked in exact integers)."""
+    X, Y = np.array(X, dtype=object), np.array(Y, dtype=object)
+    C = np.round(np.linalg.lstsq(X.astype(float).T, Y.astype(float).T, rcond=None)[0].T)
+    return np.array_equal(C.astype(np.int64).astype(object) @ X, Y)
+
+
+@needs_lattice
+@pytest.mark.parametrize("name", ["ms_07_050_001.dat", "ms_08_100_002.dat", "ms_09_200_000.dat"])
+def test_the_core_lll_reduces_as_fpylll_does(name):
+    # The embedding with its equations weighted by 2^23, as the lattice
+    # route weights them: the core's LLL returns a basis of the same lattice
+    # that fpylll accepts as LLL-reduced, and the same kernel lattice.
+    from fpylll import LLL, IntegerMatrix
+
+    rows, n, k = embedding(name, 1 << 23)
+    reduced, failed = _core.lll_reduce(rows)
+    assert failed is None
+    M = IntegerMatrix.from_matrix(reduced)
+    assert LLL.is_reduced(M, delta=0.98, eta=0.52)
+    kernel = subset_sum_module._kernel_rows(reduced, n, 1024)
+    assert len(kernel) == n + 1 - k
+    F = IntegerMatrix.from_matrix(rows)
+    LLL.reduction(F)
+    theirs = [[0] * F.ncols for _ in range(F.nrows)]
+    F.to_matrix(theirs)
+    their_kernel = subset_sum_module._kernel_rows(theirs, n, 1024)
+    assert combination_of(kernel, their_kernel) and combination_of(their_kernel, kernel)
+    # Each row of the reduction is an integer combination of the input's
+    # (the identity part holds the coefficients) and the input's of it.
+    assert combination_of(rows, reduced) and combination_of(reduced, rows)
+
+
+@pytest.mark.parametrize(
+    ("basis", "kwargs", "message"),
+    [
+        ([[1, 2], [3]], {}, "every row must have the same length"),
+        ([[1, 2]], {"delta": 1.0}, "delta: must lie in (0.25, 1)"),
+        ([[1, 2]], {"time_limit": -1.0}, "time_limit must be a non-negative number"),
+    ],
+)
+def test_the_core_lll_names_bad_input(basis, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _core.lll_reduce(basis, **kwargs)
+
+
+def test_the_core_lll_reports_dependent_rows_and_huge_entries():
+    assert _core.lll_reduce([[1, 2], [2, 4]]) == (None, "the rows are linearly dependent")
+    with pytest.raises(OverflowError):
+        _core.lll_reduce([[2**130, 1], [1, 1]])
+    rows, _, _ = embedding("ms_08_100_002.dat", 1 << 23)
+    assert _core.lll_reduce(rows, time_limit=0.0) == (None, "time_limit")
+
+
+def test_without_the_lattice_extra_a_reduction_past_128_bits_is_a_reason(without_lattice):
+    # The equation weight is raised by 2^32 at a time until the kernel
+    # separates; past the core's 128-bit integers the route ends with a
+    # reason (status "incomplete"), never an exception.
+    reduced, failed = subset_sum_module._lll([[2**130, 1], [1, 1]], None)
+    assert reduced is None and failed == "an entry is beyond the core's 128-bit integers"
+    assert subset_sum_module._stop_of(failed) == "incomplete"

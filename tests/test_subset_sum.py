@@ -539,11 +539,51 @@ def test_without_the_lattice_extra_the_lists_decide_up_to_52_columns(without_lat
             assert r.status == "infeasible" and r.solution is None
 
 
-def test_without_the_lattice_extra_larger_components_are_incomplete(without_lattice):
-    A, b = market_split(7, 0)  # 60 columns: beyond the lists' 52
-    r = skipsearch.subset_sum(A, b)
-    assert r.status == "incomplete" and r.solution is None
-    assert "pip install 'skipsearch[lattice]'" in r.method[-1]
+def market_split_beyond_the_lists(seed, planted):
+    """7 x 54 market splits: past Schroeppel-Shamir's 52 columns, so they
+    take the lattice route. Unplanted (b = floor(sum / 2)), seeds 0-2 are
+    infeasible, as the depth-first search with fpylll's bases shows too."""
+    rng = np.random.default_rng([54, seed])
+    A = rng.integers(0, 100, size=(7, 54))
+    b = A @ rng.integers(0, 2, 54) if planted else A.sum(axis=1) // 2
+    return A, b
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("planted", [True, False])
+def test_without_the_lattice_extra_the_core_lll_decides_beyond_52_columns(
+    seed, planted, without_lattice
+):
+    A, b = market_split_beyond_the_lists(seed, planted)
+    r = skipsearch.subset_sum(A, b, threads=2)
+    assert subset_sum_module.LATTICE_CORE in r.method
+    reductions = [step for step in r.method if step != subset_sum_module.LATTICE_CORE]
+    assert not any("BKZ" in step for step in reductions), r.method
+    if planted:
+        assert r.status == "feasible"
+        np.testing.assert_array_equal(A @ r.solution, b)
+    else:
+        assert r.status == "infeasible" and r.solution is None
+        assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"
+
+
+@needs_lattice
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_core_lll_and_fpylll_agree_on_infeasibility(seed, monkeypatch):
+    A, b = market_split_beyond_the_lists(seed, planted=False)
+    with_fpylll = skipsearch.subset_sum(A, b)
+    monkeypatch.setitem(sys.modules, "fpylll", None)
+    with_core = skipsearch.subset_sum(A, b)
+    assert with_fpylll.status == with_core.status == "infeasible"
+    assert subset_sum_module.LATTICE_CORE in with_core.method
+    assert subset_sum_module.LATTICE_CORE not in with_fpylll.method
+
+
+def test_without_the_lattice_extra_qoblib_ms_07_is_solved(without_lattice):
+    A, b = read_instance(QOBLIB / "ms_07_050_001.dat")
+    r = skipsearch.subset_sum(A, b, threads=2, time_limit=60)
+    assert r.status == "feasible"
+    np.testing.assert_array_equal(A @ r.solution, b)
 
 
 def test_float_a_with_a_huge_integral_b_takes_the_float_path():

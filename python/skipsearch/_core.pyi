@@ -24,6 +24,7 @@ __all__ = [  # noqa: RUF022 - the module's own order, which tests/test_typing.py
     "schroeppel_shamir",
     "meet_in_the_middle",
     "feasibility_jump",
+    "lll_reduce",
     "flip_set_bracket",
     "erf",
     "enter_float_env",
@@ -319,6 +320,20 @@ def feasibility_jump(
     shape ``(k, n)``) by feasibility jump, a weighted local search from
     zero, flipping at most ``max_moves`` variables. Returns ``solution``
     (uint8 array, or None: nothing is proved then) and ``moves``.
+    """
+
+def lll_reduce(
+    basis: list[list[int]],
+    delta: float = 0.99,
+    time_limit: Optional[float] = None,
+) -> tuple[Optional[list[list[int]]], Optional[str]]:
+    """LLL-reduce the rows of ``basis`` (linearly independent, of equal
+    length, entries within 128 bits) with Lovasz parameter ``delta`` in
+    ``(0.25, 1)``: Householder-based floating-point LLL on an exact integer
+    basis, used when the ``lattice`` extra (fpylll) is absent. Returns the
+    reduced rows, which span the same lattice, and None; or None and why
+    there are none (``"time_limit"``, ``"interrupted"``, dependent rows, an
+    entry past 128 bits, or double precision not enough).
     """
 
 def meet_in_the_middle(

@@ -317,9 +317,8 @@ class AbsorptionResult(FieldEquality):
         ``"memory_limit"`` (the exact Gram path does not fit
         ``memory_limit`` and no cheap certificate decided),
         ``"incomplete"`` (integer weights: the exact engine's lattice
-        reduction could not isolate the kernel, or a component has more
-        than 52 columns and the optional ``skipsearch[lattice]`` extra is
-        not installed, which the reason then says; nothing was proved),
+        reduction could not isolate the kernel, which the reason then says;
+        nothing was proved),
         ``"ill_conditioned"`` (the rigorous windows of the complete search
         are too wide to list the candidate flip sets), ``"unresolved"`` (a
         candidate's residual cannot be placed on either side of the

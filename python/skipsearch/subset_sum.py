@@ -11,9 +11,12 @@ Howgrave-Graham & Joux (2010), with exact fingerprint matching: meet-in-the-
 middle time in ``2^(n/4)`` memory. A larger one first gets a float heuristic and
 is then embedded in a lattice whose short bounded vectors are its solutions
 (Aardal, Hurkens & Lenstra 2000; the embedding of Wassermann's
-solvediophant), with equal columns merged into one bounded variable. fpylll reduces the basis (LLL, then BKZ): a
-well-kept library does the reduction, which is not where the difficulty lies,
-and it is far faster and better tested than a reduction written here. The
+solvediophant), with equal columns merged into one bounded variable. fpylll
+(the ``lattice`` extra) reduces the basis (LLL, then BKZ): a well-kept library
+does the reduction, which is not where the difficulty lies. Without it, the
+core's own LLL (``rust/subset_sum/reduction.rs``: floating-point Gram-Schmidt
+data over an exact integer basis, so the lattice is always the same) stands in,
+without BKZ, and the searches below run on its bases. The
 Rust core then enumerates the kernel lattice completely, in parallel, so an
 empty enumeration proves infeasibility. When Knuth's estimate of that tree
 exceeds 1e8 nodes (QOBLIB's ms_08 to ms_10 market splits), where the nodes to
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -139,9 +143,8 @@ class SubsetSumResult(FieldEquality):
         ``"feasible"``, ``"infeasible"``, ``"time_limit"`` or ``"node_limit"``
         (a limit stopped the search before a proof),
         ``"incomplete"`` (the lattice reduction could not isolate a basis of
-        the integer kernel, or a component has more than 52 columns and the
-        optional ``skipsearch[lattice]`` extra, fpylll, is not installed; the
-        last ``method`` step says which; nothing was proved); for
+        the integer kernel; the last ``method`` step says why; nothing was
+        proved); for
         float data also ``"memory_limit"`` (the relaxation's Gram matrix
         does not fit the memory budget and no certificate decided),
         ``"ill_conditioned"`` or ``"overflow"`` (float64 cannot settle the
@@ -597,15 +600,18 @@ def _lattice(
     threads: Optional[int],
     start: float,
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
-    """Reduce the embedding with fpylll, enumerate its kernel part in Rust."""
-    if not _import_fpylll():
+    """Reduce the embedding (fpylll, or the core's LLL without the lattice
+    extra), enumerate its kernel part in Rust."""
+    fpylll = _import_fpylll()
+    if not fpylll and A_full.shape[1] <= _LISTS_FALLBACK_MAX:
+        # Schroeppel-Shamir settles these without any reduction.
         return None, "incomplete", 0, 0, [LATTICE_MISSING]
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
     A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
     where = np.asarray(where).reshape(-1)
     n = A.shape[1]
-    steps: list[str] = []
+    steps: list[str] = [] if fpylll else [LATTICE_CORE]
     if n < A_full.shape[1]:
         steps.append(
             f"lattice: {A_full.shape[1] - n} duplicate columns merged into bounded variables"
@@ -661,13 +667,12 @@ def _lattice(
         steps.append(_LDS_END[True])
     if x is not None or stop != "node_limit" or search.limit_reached():
         return x, stop, search.nodes, search.memory, steps
-    first = _closest_vector_form(
-        lll_kernel.tolist(), min(_BKZ_BLOCK, len(lll_kernel)), weight, deadline, want
-    )
+    block = min(_BKZ_BLOCK, len(lll_kernel))
+    first = _closest_vector_form(lll_kernel.tolist(), block, weight, deadline, want)
     if first is None:
-        steps.append(f"BKZ-{min(_BKZ_BLOCK, len(lll_kernel))} (stopped by the time limit)")
+        steps.append(f"{_reduction_name(block)} (stopped by the time limit)")
         return None, "time_limit", search.nodes, search.memory, steps
-    steps.append(f"BKZ-{min(_BKZ_BLOCK, len(lll_kernel))}")
+    steps.append(_reduction_name(block))
     estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
     steps.append(f"estimate: {estimate:.1e} nodes depth first")
     x, stop, more = _portfolio(first, estimate, search, weight, deadline)
@@ -690,9 +695,6 @@ def _reduced_kernel(
     ``weights[1]``; with the entries of the embedding (for the memory
     count). ``None`` and the status when the deadline passes or the basis
     cannot be isolated in int64; what was done goes into ``steps``."""
-    # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
-    from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
-
     n = A.shape[1]
     weight, scale = weights
     rows: list[list[int]] = []
@@ -701,34 +703,85 @@ def _reduced_kernel(
             [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
         )
     rows.append([int(v) for v in c] + [weight] + [scale * int(v) for v in b])
-    basis = IntegerMatrix.from_matrix(rows)
-    if not _reduce(lambda: LLL.reduction(basis), deadline):
-        steps.append("lattice: LLL (stopped by the time limit)")
-        return None, "time_limit", 0
+    size = len(rows) * len(rows[0])
+    reduced, failed = _lll(rows, deadline)
+    if reduced is None:
+        steps.append(f"lattice: LLL ({_failure(failed)})")
+        return None, _stop_of(failed), 0
     steps.append("lattice: LLL (closest-vector form)")
     # The rows with a zero equation part are a basis of the kernel lattice
     # only if there are n + 1 - rank of them; a weight too small for large
     # entries leaves kernel vectors mixed with equation vectors. Raise the
     # weight until they separate.
-    kernel_rows = _kernel_rows(basis, n, weight)
+    kernel_rows = _kernel_rows(reduced, n, weight)
     for _ in range(_LATTICE_RESCALES):
         if len(kernel_rows) >= want:
             break
-        for i in range(basis.nrows):
-            for j in range(n + 1, basis.ncols):
-                basis[i, j] = basis[i, j] << 32
-        if not _reduce(lambda: LLL.reduction(basis), deadline):
-            steps.append("lattice: equation weight x 2^32, LLL (stopped by the time limit)")
-            return None, "time_limit", 0
+        rows = [[*r[: n + 1], *(v << 32 for v in r[n + 1 :])] for r in reduced]
+        reduced, failed = _lll(rows, deadline)
+        if reduced is None:
+            steps.append(f"lattice: equation weight x 2^32, LLL ({_failure(failed)})")
+            return None, _stop_of(failed), 0
         steps.append("lattice: equation weight x 2^32, LLL")
-        kernel_rows = _kernel_rows(basis, n, weight)
+        kernel_rows = _kernel_rows(reduced, n, weight)
     if len(kernel_rows) < want:
         steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
         return None, "incomplete", 0
     if not _fits_int64(kernel_rows):
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0
-    return kernel_rows, None, basis.nrows * basis.ncols
+    return kernel_rows, None, size
+
+
+#: The method step of a lattice search without the lattice extra.
+LATTICE_CORE = (
+    "lattice: fpylll is not installed; reduced with the core's LLL alone (BKZ needs the "
+    "lattice extra: pip install 'skipsearch[lattice]')"
+)
+
+
+def _failure(failed: Optional[str]) -> str:
+    """What a reduction's failure reads as in the method trace."""
+    return "stopped by the time limit" if failed == "time_limit" else str(failed)
+
+
+def _stop_of(failed: Optional[str]) -> str:
+    """The search's status when a reduction fails: its limit, or
+    ``incomplete`` when the reducer could not go on (no answer either way)."""
+    return failed if failed in ("time_limit", "interrupted") else "incomplete"
+
+
+def _reduction_name(block: int) -> str:
+    """The method step of reducing a kernel basis with BKZ-``block``: the
+    core's LLL does it instead without the lattice extra."""
+    return f"BKZ-{block}" if sys.modules.get("fpylll") is not None else "LLL"
+
+
+def _lll(
+    rows: list[list[int]], deadline: Optional[float]
+) -> tuple[Optional[list[list[int]]], Optional[str]]:
+    """LLL-reduce ``rows`` with fpylll when it is installed, else with the
+    core's LLL: the reduced rows, or None and why (``"time_limit"``, or the
+    core's reason)."""
+    if sys.modules.get("fpylll") is None:
+        try:
+            return _core.lll_reduce(rows, 0.99, _remaining(deadline))
+        except OverflowError:
+            # The equation weight raised past 128 bits.
+            return None, "an entry is beyond the core's 128-bit integers"
+    # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
+    from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
+
+    basis = IntegerMatrix.from_matrix(rows)
+    if not _reduce(lambda: LLL.reduction(basis), deadline):
+        return None, "time_limit"
+    out = [[0] * basis.ncols for _ in range(basis.nrows)]
+    basis.to_matrix(out)
+    return out, None
+
+
+def _remaining(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
 #: Least weight of the homogenising coordinate while a kernel basis is
@@ -754,9 +807,17 @@ def _closest_vector_form(
     should the weight not separate the coordinate, the core just gets no
     restriction. Returns None when the deadline stops the reduction.
     """
+    weighted = [[*r[:-1], int(r[-1]) * weight] for r in rows]
+    if sys.modules.get("fpylll") is None:
+        # Without the lattice extra: the core's LLL, no BKZ. Should it fail
+        # for want of precision, the rows as they are span the same lattice.
+        out, failed = _core.lll_reduce(weighted, 0.99, _remaining(deadline))
+        if out is None and failed in ("time_limit", "interrupted"):
+            return None
+        return _unweighted(out or weighted, rows, weight, want)
     from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
-    M = IntegerMatrix.from_matrix([[*r[:-1], int(r[-1]) * weight] for r in rows])
+    M = IntegerMatrix.from_matrix(weighted)
 
     def run() -> None:
         LLL.reduction(M)
@@ -774,6 +835,15 @@ def _closest_vector_form(
         return None
     out = [[0] * M.ncols for _ in range(M.nrows)]
     M.to_matrix(out)
+    return _unweighted(out, rows, weight, want)
+
+
+def _unweighted(
+    out: list[list[int]], rows: list[list[int]], weight: int, want: int
+) -> npt.NDArray[np.int64]:
+    """A reduced, weighted kernel basis with its weight taken off again, the
+    row carrying the homogenising coordinate last (``rows`` as they were
+    should the reduction have lost a vector)."""
     kept = [[*r[:-1], r[-1] // weight] for r in out if any(r)]
     if len(kept) != want or not _fits_int64(kept):  # pragma: no cover - fplll keeps a basis
         kept = [list(r) for r in rows]
@@ -951,13 +1021,16 @@ def _portfolio(
     def steps() -> list[str]:
         if small:
             # One short pass, then the whole depth-first search.
-            out = [f"limited discrepancy (BKZ-20 basis, up to {int(small_cap)} nodes)"]
+            out = [
+                f"limited discrepancy ({_reduction_name(_BKZ_BLOCK)} basis, "
+                f"up to {int(small_cap)} nodes)"
+            ]
             if complete_turns:
                 out.append("depth-first enumeration (to the end)")
             return out + ([found_by] if found_by else [])
-        out = [f"BKZ-{block} (kernel lattice)"]
+        out = [f"{_reduction_name(block)} (kernel lattice)"]
         if bases > 2:
-            out.append(f"BKZ-{block} on {bases - 2} re-randomised bases")
+            out.append(f"{_reduction_name(block)} on {bases - 2} re-randomised bases")
         if bases:
             out.append(f"limited discrepancy on {bases} bases (Luby restarts)")
         if complete_turns:
@@ -1038,7 +1111,6 @@ def _import_fpylll() -> bool:
     """
     global _ALARM_UNAVAILABLE
     import signal
-    import sys
 
     if sys.modules.get("fpylll") is not None:
         return True
@@ -1101,12 +1173,10 @@ def _equation_scale(norm_sq: float) -> int:
     return 1 << math.ceil(math.log2(4 * norm_sq))
 
 
-def _kernel_rows(basis: Any, n: int, weight: int = 1) -> list[list[int]]:
+def _kernel_rows(rows: list[list[int]], n: int, weight: int = 1) -> list[list[int]]:
     """The nonzero rows of a reduced embedding basis whose equation part is
     zero, cut to their first ``n + 1`` coordinates (Python integers), the
     last one (the homogenising coordinate) divided by its ``weight``."""
-    rows = [[0] * basis.ncols for _ in range(basis.nrows)]
-    basis.to_matrix(rows)
     return [
         [*row[:n], row[n] // weight] for row in rows if not any(row[n + 1 :]) and any(row[: n + 1])
     ]

@@ -33,7 +33,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::linalg::matrix::Matrix;
 use crate::rigor::float_env::{self, FloatEnv};
-use crate::subset_sum::lattice;
+use crate::subset_sum::{lattice, reduction};
 
 mod absorption;
 mod environment;
@@ -185,7 +185,7 @@ pub(super) fn run_on_pool_until<T: Send>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 9;
+const CORE_ABI: u32 = 10;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -199,6 +199,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(subset_sum::schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::meet_in_the_middle, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::feasibility_jump, m)?)?;
+    m.add_function(wrap_pyfunction!(subset_sum::lll_reduce, m)?)?;
     m.add_function(wrap_pyfunction!(absorption::flip_set_bracket, m)?)?;
     m.add_function(wrap_pyfunction!(environment::erf, m)?)?;
     m.add_function(wrap_pyfunction!(environment::enter_float_env, m)?)?;

@@ -313,3 +313,25 @@ pub(super) fn feasibility_jump<'py>(
     d.set_item("moves", result.moves)?;
     Ok(d)
 }
+
+/// The reduced rows, or None and why not (`lll_reduce`'s answer).
+type LllAnswer = (Option<Vec<Vec<i128>>>, Option<&'static str>);
+
+/// LLL-reduce the rows of an integer basis (the lattice extra's stand-in);
+/// see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (basis, delta=0.99, time_limit=None))]
+pub(super) fn lll_reduce(
+    py: Python<'_>,
+    basis: Vec<Vec<i128>>,
+    delta: f64,
+    time_limit: Option<f64>,
+) -> PyResult<LllAnswer> {
+    let reduction = run_on_pool(py, Some(1), time_limit, None, |limits, cancel| {
+        reduction::lll(&basis, delta, limits, cancel)
+    })?;
+    Ok(match reduction {
+        Ok(rows) => (Some(rows), None),
+        Err(why) => (None, Some(why.as_str())),
+    })
+}

@@ -30,4 +30,5 @@
 pub mod feasibility_jump;
 pub mod lattice;
 pub mod meet_in_the_middle;
+pub mod reduction;
 pub mod schroeppel_shamir;
