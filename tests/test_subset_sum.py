@@ -525,13 +525,13 @@ def test_integer_route_respects_a_tolerance_above_integer_resolution():
     assert not any("exact integer" in step for step in r.stats.method)
 
 
-def test_without_the_lattice_extra_the_lists_decide_up_to_52_columns(without_lattice):
-    # 40 columns: the lattice's share, which Schroeppel-Shamir takes without fpylll.
+def test_without_the_lattice_extra_the_core_lll_decides_from_33_columns(without_lattice):
+    # 40 columns: the lattice's share, on the core's LLL without fpylll.
     for planted in (True, False):
         A, b = market_split(5, 3, planted)
         r = skipsearch.subset_sum(A, b)
-        assert any("fpylll is not installed" in step for step in r.method), r.method
-        assert r.method[-1].startswith("Schroeppel-Shamir (n=40")
+        assert subset_sum_module.LATTICE_CORE in r.method
+        assert not any(step.startswith("Schroeppel-Shamir") for step in r.method), r.method
         if planted:
             assert r.status == "feasible"
             np.testing.assert_array_equal(A @ r.solution, b)
@@ -540,8 +540,8 @@ def test_without_the_lattice_extra_the_lists_decide_up_to_52_columns(without_lat
 
 
 def market_split_beyond_the_lists(seed, planted):
-    """7 x 54 market splits: past Schroeppel-Shamir's 52 columns, so they
-    take the lattice route. Unplanted (b = floor(sum / 2)), seeds 0-2 are
+    """7 x 54 market splits: past the 52 columns Schroeppel-Shamir takes
+    when the lattice fails, so only the lattice route decides them. Unplanted (b = floor(sum / 2)), seeds 0-2 are
     infeasible, as the depth-first search with fpylll's bases shows too."""
     rng = np.random.default_rng([54, seed])
     A = rng.integers(0, 100, size=(7, 54))
@@ -596,17 +596,23 @@ def test_float_a_with_a_huge_integral_b_takes_the_float_path():
 def test_schroeppel_shamir_limits_hold_in_one_huge_residue(without_lattice):
     # A breaker's case: the first 26 columns are multiples of the lists'
     # modulus (8209 at 52 columns), so every left pair shares one residue.
+    # The lists are the fallback when the lattice cannot be used.
     p = 8209
     rng = np.random.default_rng(0)
     a = p * rng.integers(1, 1000, 52)
     a[-1] = 1
     A = a[None, :]
     b = np.array([p * int(a[:-1].sum() // p) // 2 + 2])
-    for limits in ({"time_limit": 0.1}, {"node_limit": 100_000}):
+    for time_limit, node_limit, stop in ((0.1, None, "time_limit"), (None, 100_000, "node_limit")):
         start = time.perf_counter()
-        r = skipsearch.subset_sum(A, b, **limits)
-        assert r.status == next(iter(limits)) and r.solution is None
+        x, status, *_ = subset_sum_module._lists(A, b, time_limit, node_limit, None)
+        assert status == stop and x is None
         assert time.perf_counter() - start < 5.0
+    # Every subset sums to 0 or 1 modulo p, and b does not: the lattice
+    # route (the core's LLL here) proves it.
+    assert int(b[0]) % p not in (0, 1)
+    r = skipsearch.subset_sum(A, b)
+    assert r.status == "infeasible" and subset_sum_module.LATTICE_CORE in r.method
 
 
 def test_integer_blocks_with_large_entries_reach_the_exact_engine():

@@ -66,8 +66,7 @@ Argument = Literal[
 
 #: ``AbsorptionResult.status``: ``"complete"``, a limit that stopped the
 #: search (``"incomplete"``: the exact integer engine's lattice reduction
-#: could not isolate the kernel, or the optional lattice extra is not
-#: installed for a component beyond Schroeppel-Shamir's 52 columns), or why
+#: could not isolate the kernel), or why
 #: float64 could not settle it.
 #: (The core's ``"interrupted"`` never reaches a result: Ctrl-C raises
 #: ``KeyboardInterrupt``.)

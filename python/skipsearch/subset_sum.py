@@ -93,11 +93,6 @@ _LATTICE_RESCALES = 4
 #: Largest lattice dimension (distinct columns + 1) reduced: LLL takes
 #: seconds at a few hundred and its memory grows fast beyond.
 _LATTICE_MAX_DIM = 600
-#: The method step, and so the reason, when the optional lattice extra is absent.
-LATTICE_MISSING = (
-    "lattice: unavailable, fpylll is not installed; install the extra with "
-    "pip install 'skipsearch[lattice]' (from a source checkout: pip install '.[lattice]')"
-)
 #: Primes for the rank of ``[A | b]`` (products stay below 2^62).
 _RANK_PRIMES = (2_147_483_647, 2_147_483_629, 2_147_483_587)
 #: Block size of the BKZ pass after LLL (for n >= 30).
@@ -603,9 +598,6 @@ def _lattice(
     """Reduce the embedding (fpylll, or the core's LLL without the lattice
     extra), enumerate its kernel part in Rust."""
     fpylll = _import_fpylll()
-    if not fpylll and A_full.shape[1] <= _LISTS_FALLBACK_MAX:
-        # Schroeppel-Shamir settles these without any reduction.
-        return None, "incomplete", 0, 0, [LATTICE_MISSING]
     # Equal columns become one variable x_j in 0..c_j (c_j copies): a
     # smaller lattice, and no symmetric copies of each solution to visit.
     A, where, c = np.unique(A_full, axis=1, return_inverse=True, return_counts=True)
