@@ -9,7 +9,8 @@
 //! short vector `sum_j x_j v_j - v_n = (2x - c, -1, 0)`: entry `j` lies in
 //! `{-c_j, -c_j + 2, ..., c_j}` and the `N`-weighted part is zero (Aardal,
 //! Hurkens & Lenstra 2000; Wassermann's solvediophant embeds the same way).
-//! Lattice reduction (done by fpylll in the Python layer) with a large `N`
+//! Lattice reduction (fpylll in the Python layer, or `reduction.rs` without
+//! it) with a large `N`
 //! puts a basis of the sublattice with zero `N`-part first; this module
 //! receives that kernel basis and the bounds `(c, 1)` and enumerates
 //! *every* lattice vector of squared norm at most `|c|^2 + 1`

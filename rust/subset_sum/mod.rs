@@ -14,7 +14,8 @@
 //!   measured, since its lists stay in cache);
 //! - `lattice` beyond: the Python layer embeds the component in a lattice
 //!   (Aardal, Hurkens & Lenstra 2000), equal columns merged into bounded
-//!   variables, and reduces it with fpylll, raising the equation weight
+//!   variables, and reduces it with fpylll (or, without it, with
+//!   `reduction`'s LLL), raising the equation weight
 //!   until `n + 1 - rank` kernel vectors separate; this crate enumerates the
 //!   kernel part completely for vectors within the per-coordinate bounds
 //!   (`+-1` for plain columns), with Wassermann's infinity-norm pruning,
