@@ -662,8 +662,9 @@ def _lattice(
     block = min(_BKZ_BLOCK, len(lll_kernel))
     first = _closest_vector_form(lll_kernel.tolist(), block, weight, deadline, want)
     if first is None:
-        steps.append(f"{_reduction_name(block)} (stopped by the time limit)")
-        return None, "time_limit", search.nodes, search.memory, steps
+        stop = _reduction_stop(deadline)
+        steps.append(f"{_reduction_name(block)} ({_failure(stop)})")
+        return None, stop, search.nodes, search.memory, steps
     steps.append(_reduction_name(block))
     estimate = _core.estimate_nodes(first, bounds, radius_sq, _ESTIMATE_DIVES)
     steps.append(f"estimate: {estimate:.1e} nodes depth first")
@@ -719,6 +720,16 @@ def _reduced_kernel(
     if len(kernel_rows) < want:
         steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
         return None, "incomplete", 0
+    if sys.modules.get("fpylll") is None:
+        # The core's LLL on the embedding is not certified (its equation
+        # weights are beyond what f64 resolves against the kernel vectors):
+        # the kernel basis is reduced again on its own, and certified, since
+        # the enumeration's float Gram-Schmidt data need a reduced basis.
+        certified, failed = _core.lll_reduce(kernel_rows, 0.99, _remaining(deadline))
+        if certified is None:
+            steps.append(f"lattice: LLL of the kernel basis ({_failure(failed)})")
+            return None, _stop_of(failed), 0
+        kernel_rows = certified
     if not _fits_int64(kernel_rows):
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0
@@ -734,7 +745,19 @@ LATTICE_CORE = (
 
 def _failure(failed: Optional[str]) -> str:
     """What a reduction's failure reads as in the method trace."""
-    return "stopped by the time limit" if failed == "time_limit" else str(failed)
+    if failed == "time_limit":
+        return "stopped by the time limit"
+    if failed == "incomplete":
+        return "the core's LLL could not certify its result in double precision"
+    return str(failed)
+
+
+def _reduction_stop(deadline: Optional[float]) -> str:
+    """Why a kernel basis reduction returned nothing: the deadline, or
+    (only the core's LLL fails otherwise) an uncertified result."""
+    if deadline is not None and time.perf_counter() >= deadline:
+        return "time_limit"
+    return "incomplete"
 
 
 def _stop_of(failed: Optional[str]) -> str:
@@ -757,7 +780,7 @@ def _lll(
     core's reason)."""
     if sys.modules.get("fpylll") is None:
         try:
-            return _core.lll_reduce(rows, 0.99, _remaining(deadline))
+            return _core.lll_reduce(rows, 0.99, _remaining(deadline), certify=False)
         except OverflowError:
             # The equation weight raised past 128 bits.
             return None, "an entry is beyond the core's 128-bit integers"
@@ -797,16 +820,14 @@ def _closest_vector_form(
     it, and the search order below it suits limited discrepancy. The
     lattice is the same whatever happens, so the search stays complete;
     should the weight not separate the coordinate, the core just gets no
-    restriction. Returns None when the deadline stops the reduction.
+    restriction. Returns None when the deadline stops the reduction, or
+    when the core's LLL (without fpylll) cannot certify its result.
     """
     weighted = [[*r[:-1], int(r[-1]) * weight] for r in rows]
     if sys.modules.get("fpylll") is None:
-        # Without the lattice extra: the core's LLL, no BKZ. Should it fail
-        # for want of precision, the rows as they are span the same lattice.
-        out, failed = _core.lll_reduce(weighted, 0.99, _remaining(deadline))
-        if out is None and failed in ("time_limit", "interrupted"):
-            return None
-        return _unweighted(out or weighted, rows, weight, want)
+        # Without the lattice extra: the core's LLL, certified, no BKZ.
+        out, _ = _core.lll_reduce(weighted, 0.99, _remaining(deadline))
+        return None if out is None else _unweighted(out, rows, weight, want)
     from fpylll import BKZ, LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
     M = IntegerMatrix.from_matrix(weighted)
@@ -1061,7 +1082,7 @@ def _portfolio(
             )
             cap = _luby(i) * _RESTART_UNIT
         if basis is None or best is None:
-            return None, "time_limit", steps()
+            return None, _reduction_stop(deadline), steps()
         bases += 1
         before = search.nodes
         x, stop = search.limited_discrepancy(basis, cap)

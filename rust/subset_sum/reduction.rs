@@ -74,15 +74,67 @@ pub type Reduction = Result<Vec<Vec<i128>>, Failure>;
 /// LLL-reduce the rows of `basis` with Lovasz parameter `delta` (in
 /// `(0.25, 1)`; 0.99 as fpylll). Rows must be linearly independent and of
 /// equal length.
+///
+/// With `certify`, the result is returned only if [`certified`] holds for
+/// it, else [`Failure::Precision`]: the floats then could not show that it
+/// is reduced. Without, a basis whose rows differ in length beyond what
+/// `f64` resolves (an embedding with heavy equation weights, used only to
+/// read off the rows with a zero equation part) is returned as reduced as
+/// the floats made it.
 pub fn lll(
     basis: &[Vec<i128>],
     delta: f64,
+    certify: bool,
     limits: Limits,
     cancel: &AtomicBool,
 ) -> Result<Reduction, Error> {
     check(basis, delta)?;
     let budget = Budget::new(limits, cancel);
-    Ok(Lll::new(basis).run(delta, &budget))
+    Ok(match Lll::new(basis).run(delta, &budget) {
+        Ok(reduced) if certify && !certified(&reduced, delta) => Err(Failure::Precision),
+        other => other,
+    })
+}
+
+/// Slack of [`certified`] on the size-reduction bound and on `delta`.
+const SLACK: f64 = 0.05;
+
+/// Whether `basis` is LLL-reduced with parameters `(delta - SLACK, ETA +
+/// SLACK)` once the rounding of a fresh `f64` Householder QR is accounted
+/// for. Householder QR is backward stable: each computed `r_kj` is within
+/// about `(n + d) u |b_k|` of the exact one (`u = 2^-53`; Higham, Accuracy
+/// and Stability of Numerical Algorithms, section 19.3); this takes four
+/// times that, and fails where that error alone exceeds the slack, so a
+/// basis that is far from reduced but looks reduced in floats (rows far
+/// longer than their Gram-Schmidt vectors) is not certified.
+pub fn certified(basis: &[Vec<i128>], delta: f64) -> bool {
+    let d = basis.len();
+    let Some(n) = basis.first().map(Vec::len) else {
+        return true;
+    };
+    let mut qr = Lll::new(basis);
+    let gamma = 4.0 * (n + d) as f64 * f64::EPSILON / 2.0;
+    let mut length = vec![0.0; d];
+    for k in 0..d {
+        qr.orthogonalize(k);
+        length[k] = dot(&qr.f[k], &qr.f[k]).sqrt();
+        let err = gamma * length[k];
+        for (j, &len) in length[..k].iter().enumerate() {
+            let rjj = qr.r[j][j].abs() - gamma * len;
+            if rjj <= 0.0 || qr.r[k][j].abs() + err > (ETA + SLACK) * rjj {
+                return false;
+            }
+        }
+        if k > 0 {
+            let below = (qr.r[k - 1][k - 1].abs() - gamma * length[k - 1]).max(0.0);
+            let diag = qr.r[k][k].abs() + err;
+            let off = qr.r[k][k - 1].abs() + err;
+            if (delta - SLACK) * below * below > diag * diag + off * off {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 fn check(basis: &[Vec<i128>], delta: f64) -> Result<(), Error> {
@@ -235,7 +287,8 @@ impl Lll {
                     continue;
                 }
                 let q = m.round();
-                if !q.is_finite() || q.abs() >= 2f64.powi(126) {
+                // `q as i128` would saturate from here on.
+                if !q.is_finite() || q.abs() >= i128::MAX as f64 {
                     return Err(Failure::Overflow);
                 }
                 let qi = q as i128;
@@ -290,7 +343,7 @@ mod tests {
 
     fn reduce(basis: &[Vec<i128>]) -> Vec<Vec<i128>> {
         let cancel = AtomicBool::new(false);
-        lll(basis, 0.99, Limits::default(), &cancel)
+        lll(basis, 0.99, true, Limits::default(), &cancel)
             .unwrap()
             .unwrap()
     }
@@ -387,10 +440,46 @@ mod tests {
     #[test]
     fn dependent_rows_and_bad_input_are_reported() {
         let cancel = AtomicBool::new(false);
-        let got = lll(&[vec![1, 2], vec![2, 4]], 0.99, Limits::default(), &cancel).unwrap();
+        let got = lll(
+            &[vec![1, 2], vec![2, 4]],
+            0.99,
+            true,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
         assert_eq!(got, Err(Failure::Dependent));
-        assert!(lll(&[vec![1, 2], vec![2]], 0.99, Limits::default(), &cancel).is_err());
-        assert!(lll(&[vec![1, 2]], 1.5, Limits::default(), &cancel).is_err());
+        assert!(lll(
+            &[vec![1, 2], vec![2]],
+            0.99,
+            true,
+            Limits::default(),
+            &cancel
+        )
+        .is_err());
+        assert!(lll(&[vec![1, 2]], 1.5, true, Limits::default(), &cancel).is_err());
+    }
+
+    #[test]
+    fn a_basis_the_floats_cannot_show_reduced_is_not_certified() {
+        // A red-team case: the floats take mu = -6.1 for at most 0.51 (rows
+        // 2^62 long against a Gram-Schmidt vector of length 6); with
+        // `certify` that is a precision failure, not a reduced basis.
+        let basis = vec![
+            vec![2, 6],
+            vec![3_937_417_526_807_858_676, 3_764_042_909_819_986_594],
+        ];
+        let cancel = AtomicBool::new(false);
+        let got = lll(&basis, 0.99, true, Limits::default(), &cancel).unwrap();
+        assert!(matches!(got, Err(Failure::Precision)) || is_reduced(&got.unwrap(), 0.98));
+        assert!(!certified(
+            &[
+                vec![2, 6],
+                vec![2_414_462_901_181_076_818, -804_820_967_060_358_980]
+            ],
+            0.99
+        ));
+        assert!(certified(&reduce(&[vec![1000, 1], vec![1001, 1]]), 0.99));
     }
 
     #[test]
@@ -411,7 +500,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let got = lll(&basis, 0.99, Limits::default(), &cancel).unwrap();
+        let got = lll(&basis, 0.99, true, Limits::default(), &cancel).unwrap();
         assert_eq!(got, Err(Failure::Stopped(Stop::Interrupted)));
     }
 }
