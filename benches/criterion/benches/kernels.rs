@@ -1,7 +1,8 @@
 //! The core's dense kernels at MiniLM's FFN shape (d = 384, m = 1536) and
 //! the lattice enumeration on a fixed basis: the Gram matrix (stage 3), the
-//! pivoted Cholesky factor (stage 4), the genericity checks (stage 1) and
-//! a depth-first enumeration of a small kernel lattice.
+//! pivoted Cholesky factor (stage 4), the genericity checks (stage 1), a
+//! depth-first enumeration of a small kernel lattice, and the core's LLL on
+//! a market-split embedding (the reduction without fpylll).
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
@@ -14,6 +15,7 @@ use skipsearch::limits::Budget;
 use skipsearch::linalg::cholesky::PivotedCholesky;
 use skipsearch::rng::SplitMix64;
 use skipsearch::subset_sum::lattice::enumerate_bounded;
+use skipsearch::subset_sum::reduction::lll;
 use skipsearch::{Limits, Matrix};
 
 /// Uniforms in [-1, 1) from the crate's generator.
@@ -87,9 +89,39 @@ fn lattice(c: &mut Criterion) {
     });
 }
 
+/// The embedding of a 7 x 60 market split (entries in 0..100, b = half
+/// the row sums) with equations weighted by 2^23, as the lattice route
+/// builds it: 61 rows of 68 entries.
+fn reduction(c: &mut Criterion) {
+    let (k, n) = (7, 60);
+    let mut rng = SplitMix64::new(7);
+    let a: Vec<Vec<i128>> = (0..k)
+        .map(|_| (0..n).map(|_| (rng.next_u64() % 100) as i128).collect())
+        .collect();
+    let scale = 1i128 << 23;
+    let mut basis: Vec<Vec<i128>> = (0..n)
+        .map(|j| {
+            let mut row = vec![0i128; n + 1 + k];
+            row[j] = 2;
+            for (i, a_i) in a.iter().enumerate() {
+                row[n + 1 + i] = scale * a_i[j];
+            }
+            row
+        })
+        .collect();
+    let mut last = vec![1i128; n];
+    last.push(1024);
+    last.extend(a.iter().map(|a_i| scale * (a_i.iter().sum::<i128>() / 2)));
+    basis.push(last);
+    let cancel = AtomicBool::new(false);
+    c.bench_function("lll 61x68 market split embedding", |bench| {
+        bench.iter(|| black_box(lll(&basis, 0.99, false, Limits::default(), &cancel).unwrap()))
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10);
-    targets = dense, lattice
+    targets = dense, lattice, reduction
 }
 criterion_main!(benches);
