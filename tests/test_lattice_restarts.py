@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import skipsearch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skipsearch import _core
 
 from tests.conftest import needs_lattice
@@ -333,3 +335,57 @@ def test_without_the_lattice_extra_a_reduction_past_128_bits_is_a_reason(without
     reduced, failed = subset_sum_module._lll([[2**130, 1], [1, 1]], None)
     assert reduced is None and failed == "an entry is beyond the core's 128-bit integers"
     assert subset_sum_module._stop_of(failed) == "incomplete"
+
+
+def integer_solution(X, y):
+    """Integer ``c`` with ``c @ X == y`` for the rows of ``X`` (independent),
+    in exact fractions; None when the rational solution is not integral."""
+    from fractions import Fraction
+
+    d, n = len(X), len(X[0])
+    # Columns of the system: the transpose of X, augmented with y.
+    M = [[Fraction(X[i][t]) for i in range(d)] + [Fraction(y[t])] for t in range(n)]
+    row = 0
+    pivots = []
+    for col in range(d):
+        p = next((r for r in range(row, n) if M[r][col] != 0), None)
+        if p is None:
+            continue
+        M[row], M[p] = M[p], M[row]
+        for r in range(n):
+            if r != row and M[r][col] != 0:
+                f = M[r][col] / M[row][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[row])]
+        pivots.append(col)
+        row += 1
+    if any(M[r][d] != 0 for r in range(row, n)):
+        return None
+    c = [M[i][d] / M[i][col] for i, col in enumerate(pivots)]
+    return c if all(v.denominator == 1 for v in c) else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda d: st.lists(
+            st.lists(st.integers(-(2**40), 2**40), min_size=d + 1, max_size=d + 1),
+            min_size=d,
+            max_size=d,
+        )
+    )
+)
+def test_the_core_lll_keeps_the_lattice_and_certifies_what_it_returns(rows):
+    given_rows = [list(r) for r in rows]
+    reduced, failed = _core.lll_reduce(rows)
+    assert rows == given_rows  # the input is untouched
+    if reduced is None:
+        # Only honest failures: dependent rows, or floats that could not
+        # certify (never a basis of another lattice).
+        assert failed in (
+            "the rows are linearly dependent",
+            "double precision was not enough for its Gram-Schmidt data",
+        )
+        return
+    assert len(reduced) == len(rows)
+    for X, Y in ((rows, reduced), (reduced, rows)):
+        assert all(integer_solution(X, y) is not None for y in Y)
