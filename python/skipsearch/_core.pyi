@@ -327,6 +327,7 @@ def lll_reduce(
     delta: float = 0.99,
     time_limit: Optional[float] = None,
     certify: bool = True,
+    deep: int = 0,
 ) -> tuple[Optional[list[list[int]]], Optional[str]]:
     """LLL-reduce the rows of ``basis`` (linearly independent, of equal
     length, entries within 128 bits, else OverflowError) with Lovasz

@@ -320,16 +320,17 @@ type LllAnswer = (Option<Vec<Vec<i128>>>, Option<&'static str>);
 /// LLL-reduce the rows of an integer basis (the lattice extra's stand-in);
 /// see `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (basis, delta=0.99, time_limit=None, certify=true))]
+#[pyo3(signature = (basis, delta=0.99, time_limit=None, certify=true, deep=0))]
 pub(super) fn lll_reduce(
     py: Python<'_>,
     basis: Vec<Vec<i128>>,
     delta: f64,
     time_limit: Option<f64>,
     certify: bool,
+    deep: usize,
 ) -> PyResult<LllAnswer> {
     let reduction = run_on_pool(py, Some(1), time_limit, None, |limits, cancel| {
-        reduction::lll(&basis, delta, certify, limits, cancel)
+        reduction::lll(&basis, delta, deep, certify, limits, cancel)
     })?;
     Ok(match reduction {
         Ok(rows) => (Some(rows), None),

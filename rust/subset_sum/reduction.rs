@@ -84,13 +84,14 @@ pub type Reduction = Result<Vec<Vec<i128>>, Failure>;
 pub fn lll(
     basis: &[Vec<i128>],
     delta: f64,
+    deep: usize,
     certify: bool,
     limits: Limits,
     cancel: &AtomicBool,
 ) -> Result<Reduction, Error> {
     check(basis, delta)?;
     let budget = Budget::new(limits, cancel);
-    Ok(match Lll::new(basis).run(delta, &budget) {
+    Ok(match Lll::new(basis).run(delta, deep, &budget) {
         Ok(reduced) if certify && !certified(&reduced, delta) => Err(Failure::Precision),
         other => other,
     })
@@ -203,7 +204,24 @@ impl Lll {
         self.r[k][j] / self.r[j][j]
     }
 
-    fn run(mut self, delta: f64, budget: &Budget<'_>) -> Reduction {
+    /// Where row `k` (size-reduced) goes: the first `i` below `deep`, or
+    /// `k - 1`, where its projection orthogonal to `b_0 .. b_(i-1)` is
+    /// shorter than `delta |b*_i|` (Schnorr & Euchner's deep insertion;
+    /// `deep = 0` is LLL's Lovasz test alone); None when it stays.
+    fn insertion(&self, k: usize, delta: f64, deep: usize) -> Option<usize> {
+        // |pi_i(b_k)|^2 = sum_{j >= i} r_kj^2, from the top down.
+        let mut tail: f64 = self.r[k][k] * self.r[k][k];
+        let mut projected = vec![0.0; k + 1];
+        for i in (0..k).rev() {
+            tail += self.r[k][i] * self.r[k][i];
+            projected[i] = tail;
+        }
+        (0..deep.min(k - 1))
+            .chain(std::iter::once(k - 1))
+            .find(|&i| delta * self.norm(i) > projected[i])
+    }
+
+    fn run(mut self, delta: f64, deep: usize, budget: &Budget<'_>) -> Reduction {
         let d = self.b.len();
         if d == 0 {
             return Ok(self.b);
@@ -226,20 +244,18 @@ impl Lll {
             }
             steps += 1;
             self.size_reduce(k)?;
-            let mu = self.mu(k, k - 1);
-            let below = self.norm(k - 1);
-            if delta * below > self.norm(k) + mu * mu * below {
-                self.b.swap(k - 1, k);
-                self.f.swap(k - 1, k);
+            if let Some(i) = self.insertion(k, delta, deep) {
+                // Move b_k to position i (i = k - 1 is LLL's swap).
+                self.b[i..=k].rotate_right(1);
+                self.f[i..=k].rotate_right(1);
                 swaps += 1;
                 if swaps > max_swaps {
                     return Err(Failure::Precision);
                 }
-                if k == 1 {
+                if i == 0 {
                     self.size_reduce(0)?;
-                } else {
-                    k -= 1;
                 }
+                k = i.max(1);
             } else {
                 k += 1;
             }
@@ -342,8 +358,12 @@ mod tests {
     }
 
     fn reduce(basis: &[Vec<i128>]) -> Vec<Vec<i128>> {
+        reduce_deep(basis, 0)
+    }
+
+    fn reduce_deep(basis: &[Vec<i128>], deep: usize) -> Vec<Vec<i128>> {
         let cancel = AtomicBool::new(false);
-        lll(basis, 0.99, true, Limits::default(), &cancel)
+        lll(basis, 0.99, deep, true, Limits::default(), &cancel)
             .unwrap()
             .unwrap()
     }
@@ -409,19 +429,21 @@ mod tests {
                     r
                 })
                 .collect();
-            let reduced = reduce(&basis);
-            assert_eq!(reduced.len(), n);
-            assert!(is_reduced(&reduced, 0.99));
-            // Row r is sum_j r[j] (e_j, N a_j): in the lattice exactly when
-            // its last entry is N sum_j r[j] a_j; the coefficients form a
-            // unimodular matrix exactly when the rows span all of it.
-            for r in &reduced {
-                assert_eq!(r[n], (1 << 20) * (0..n).map(|j| r[j] * a[j]).sum::<i128>());
+            for deep in [0, 1000] {
+                let reduced = reduce_deep(&basis, deep);
+                assert_eq!(reduced.len(), n);
+                assert!(is_reduced(&reduced, 0.99));
+                // Row r is sum_j r[j] (e_j, N a_j): in the lattice exactly when
+                // its last entry is N sum_j r[j] a_j; the coefficients form a
+                // unimodular matrix exactly when the rows span all of it.
+                for r in &reduced {
+                    assert_eq!(r[n], (1 << 20) * (0..n).map(|j| r[j] * a[j]).sum::<i128>());
+                }
+                let u: Vec<Vec<i128>> = reduced.iter().map(|r| r[..n].to_vec()).collect();
+                assert_eq!(determinant(u).abs(), 1);
+                // The heavy last coordinate is eliminated from all rows but one.
+                assert_eq!(reduced.iter().filter(|r| r[n] != 0).count(), 1);
             }
-            let u: Vec<Vec<i128>> = reduced.iter().map(|r| r[..n].to_vec()).collect();
-            assert_eq!(determinant(u).abs(), 1);
-            // The heavy last coordinate is eliminated from all rows but one.
-            assert_eq!(reduced.iter().filter(|r| r[n] != 0).count(), 1);
         }
     }
 
@@ -443,6 +465,7 @@ mod tests {
         let got = lll(
             &[vec![1, 2], vec![2, 4]],
             0.99,
+            0,
             true,
             Limits::default(),
             &cancel,
@@ -452,12 +475,13 @@ mod tests {
         assert!(lll(
             &[vec![1, 2], vec![2]],
             0.99,
+            0,
             true,
             Limits::default(),
             &cancel
         )
         .is_err());
-        assert!(lll(&[vec![1, 2]], 1.5, true, Limits::default(), &cancel).is_err());
+        assert!(lll(&[vec![1, 2]], 1.5, 0, true, Limits::default(), &cancel).is_err());
     }
 
     #[test]
@@ -470,7 +494,7 @@ mod tests {
             vec![3_937_417_526_807_858_676, 3_764_042_909_819_986_594],
         ];
         let cancel = AtomicBool::new(false);
-        let got = lll(&basis, 0.99, true, Limits::default(), &cancel).unwrap();
+        let got = lll(&basis, 0.99, 0, true, Limits::default(), &cancel).unwrap();
         assert!(matches!(got, Err(Failure::Precision)) || is_reduced(&got.unwrap(), 0.98));
         assert!(!certified(
             &[
@@ -500,7 +524,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let got = lll(&basis, 0.99, true, Limits::default(), &cancel).unwrap();
+        let got = lll(&basis, 0.99, 0, true, Limits::default(), &cancel).unwrap();
         assert_eq!(got, Err(Failure::Stopped(Stop::Interrupted)));
     }
 }

@@ -115,7 +115,7 @@ fn reduction(c: &mut Criterion) {
     basis.push(last);
     let cancel = AtomicBool::new(false);
     c.bench_function("lll 61x68 market split embedding", |bench| {
-        bench.iter(|| black_box(lll(&basis, 0.99, false, Limits::default(), &cancel).unwrap()))
+        bench.iter(|| black_box(lll(&basis, 0.99, 0, false, Limits::default(), &cancel).unwrap()))
     });
 }
 
