@@ -763,8 +763,10 @@ def _failure(failed: Optional[str]) -> str:
 
 
 def _reduction_stop(deadline: Optional[float]) -> str:
-    """Why a kernel basis reduction returned nothing: the deadline, or
-    (only the core's LLL fails otherwise) an uncertified result."""
+    """Why a kernel basis reduction returned nothing: the deadline (all
+    that stops fpylll's), or an uncertified result of the core's LLL."""
+    if sys.modules.get("fpylll") is not None:
+        return "time_limit"
     if deadline is not None and time.perf_counter() >= deadline:
         return "time_limit"
     return "incomplete"
