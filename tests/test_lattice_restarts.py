@@ -266,10 +266,7 @@ def embedding(name, scale):
     builds it, every column once) with its equations scaled by ``scale``."""
     A, b = read_instance(DATA / name)
     k, n = A.shape
-    rows = [
-        [2 * (i == j) for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]] for j in range(n)
-    ]
-    rows.append([1] * n + [1024] + [scale * int(v) for v in b])
+    rows = subset_sum_module._embedding(A, b, np.ones(n, dtype=np.int64), 1024, scale)
     return rows, n, k
 
 

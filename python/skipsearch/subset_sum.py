@@ -698,12 +698,7 @@ def _reduced_kernel(
     cannot be isolated in int64; what was done goes into ``steps``."""
     n = A.shape[1]
     weight, scale = weights
-    rows: list[list[int]] = []
-    for j in range(n):
-        rows.append(
-            [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
-        )
-    rows.append([int(v) for v in c] + [weight] + [scale * int(v) for v in b])
+    rows = _embedding(A, b, c, weight, scale)
     size = len(rows) * len(rows[0])
     reduced, failed = _lll(rows, deadline)
     if reduced is None:
@@ -728,7 +723,7 @@ def _reduced_kernel(
     if len(kernel_rows) < want:
         steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
         return None, "incomplete", 0
-    if sys.modules.get("fpylll") is None:
+    if not _fpylll_loaded():
         # The core's LLL on the embedding is not certified (its equation
         # weights are beyond what f64 resolves against the kernel vectors):
         # the kernel basis is reduced again on its own, and certified, since
@@ -744,6 +739,25 @@ def _reduced_kernel(
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0
     return kernel_rows, None, size
+
+
+def _embedding(A: IntArray, b: IntArray, c: IntArray, weight: int, scale: int) -> list[list[int]]:
+    """The rows ``(2 e_j, 0, scale A[:, j])`` and ``(c, weight, scale b)``
+    whose lattice holds every solution as ``(2x - c, -1, 0)``, in Python
+    integers (theory section 7.2)."""
+    n = A.shape[1]
+    rows = [
+        [2 if i == j else 0 for i in range(n)] + [0] + [scale * int(v) for v in A[:, j]]
+        for j in range(n)
+    ]
+    rows.append([int(v) for v in c] + [weight] + [scale * int(v) for v in b])
+    return rows
+
+
+def _fpylll_loaded() -> bool:
+    """Whether fpylll is imported (after ``_import_fpylll``): it reduces the
+    lattices then; else the core's LLL does."""
+    return sys.modules.get("fpylll") is not None
 
 
 #: The method step of a lattice search without the lattice extra.
@@ -765,7 +779,7 @@ def _failure(failed: Optional[str]) -> str:
 def _reduction_stop(deadline: Optional[float]) -> str:
     """Why a kernel basis reduction returned nothing: the deadline (all
     that stops fpylll's), or an uncertified result of the core's LLL."""
-    if sys.modules.get("fpylll") is not None:
+    if _fpylll_loaded():
         return "time_limit"
     if deadline is not None and time.perf_counter() >= deadline:
         return "time_limit"
@@ -781,7 +795,7 @@ def _stop_of(failed: Optional[str]) -> str:
 def _reduction_name(block: int) -> str:
     """The method step of reducing a kernel basis with BKZ-``block``: the
     core's LLL does it instead without the lattice extra."""
-    return f"BKZ-{block}" if sys.modules.get("fpylll") is not None else "LLL"
+    return f"BKZ-{block}" if _fpylll_loaded() else "LLL"
 
 
 def _lll(
@@ -790,7 +804,7 @@ def _lll(
     """LLL-reduce ``rows`` with fpylll when it is installed, else with the
     core's LLL: the reduced rows, or None and why (``"time_limit"``, or the
     core's reason)."""
-    if sys.modules.get("fpylll") is None:
+    if not _fpylll_loaded():
         try:
             return _core.lll_reduce(rows, 0.99, _remaining(deadline), certify=False)
         except OverflowError:
@@ -836,7 +850,7 @@ def _closest_vector_form(
     when the core's LLL (without fpylll) cannot certify its result.
     """
     weighted = [[*r[:-1], int(r[-1]) * weight] for r in rows]
-    if sys.modules.get("fpylll") is None:
+    if not _fpylll_loaded():
         # Without the lattice extra: the core's LLL, certified, no BKZ.
         out, _ = _core.lll_reduce(weighted, 0.99, _remaining(deadline), deep=_CORE_DEEP)
         return None if out is None else _unweighted(out, rows, weight, want)
@@ -1137,7 +1151,7 @@ def _import_fpylll() -> bool:
     global _ALARM_UNAVAILABLE
     import signal
 
-    if sys.modules.get("fpylll") is not None:
+    if _fpylll_loaded():
         return True
     if threading.current_thread() is threading.main_thread():
         try:
