@@ -35,12 +35,16 @@ def test_node_limit_is_a_status():
 
 @needs_lattice
 def test_time_limit_is_a_status():
+    # m = 160, d = 5: the lattice route has not settled it after 30 s (the
+    # m = 80 instance is settled in about half a second, too close to the
+    # limit on a fast CPU).
+    slow = hard_instance(m=160, d=5)
     start = time.perf_counter()
-    r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0.2)
+    r = skipsearch.find_absorbing_subset(*slow, time_limit=0.2)
     assert r.verdict == "undecided" and r.status == "time_limit"
     assert 0.2 <= r.stats.seconds < 0.2 + 5.0
     assert time.perf_counter() - start >= 0.2
-    r = skipsearch.find_absorbing_subset(*hard_instance(), time_limit=0)
+    r = skipsearch.find_absorbing_subset(*slow, time_limit=0)
     assert r.status == "time_limit"
 
 
