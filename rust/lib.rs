@@ -13,7 +13,7 @@
 //! the SIMD kernels chosen at run time, the pivoted Cholesky factor),
 //! [`rigor`] (rigorous rounding bounds, exact expansions and the IEEE
 //! environment they assume), [`limits`] (deadlines, cancellation, worker
-//! pools), [`rng`] (the seeded generator) and [`error`].
+//! pools), [`rng`] (the seeded generators) and [`error`].
 //! The PyO3 bindings live in their own module, `python`, built only with the
 //! `python` feature.
 

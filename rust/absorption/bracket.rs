@@ -819,6 +819,8 @@ mod tests {
         .unwrap()
     }
 
+    use crate::rng::Stream;
+
     /// The crate's generator, centred on 0.
     struct Rng(crate::rng::SplitMix64);
     impl Rng {

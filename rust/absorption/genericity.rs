@@ -19,6 +19,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::absorption::block::Block;
 use crate::linalg::matrix::{dot, gemm, Matrix};
+use crate::rng::{Stream, XorShift64Star};
 
 /// Which pair test the activation's theorem needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -402,25 +403,6 @@ impl Radii {
     }
 }
 
-/// A small deterministic generator (xorshift64*).
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `[-1, 1)`.
-    fn symmetric(&mut self) -> f64 {
-        (self.next() >> 11) as f64 * 2f64.powi(-52) - 1.0
-    }
-}
-
 /// `K` directions in `R^n` (rows of `q`, `K x n`), or the identity.
 struct Projection {
     k: usize,
@@ -483,7 +465,7 @@ impl Projection {
                 frobenius: up((n as f64).sqrt(), 2),
             };
         }
-        let mut rng = XorShift(SEED ^ ((n as u64) << 20) ^ k as u64);
+        let mut rng = XorShift64Star::new(SEED ^ ((n as u64) << 20) ^ k as u64);
         let mut q: Vec<f64> = (0..k * n).map(|_| rng.symmetric()).collect();
         // Cholesky QR until Q Q^T is close to the identity (once for a
         // well-conditioned random matrix). Orthonormality only tightens the

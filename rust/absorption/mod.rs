@@ -573,6 +573,7 @@ mod tests {
     use crate::absorption::search::listed_search;
     use crate::absorption::verification::residual_bounds;
     use crate::linalg::matrix::dot;
+    use crate::rng::Stream;
 
     /// The crate's generator, with the test data drawn from it.
     struct SplitMix(crate::rng::SplitMix64);

@@ -594,6 +594,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Matrix;
+    use crate::rng::Stream;
 
     /// Uniform numbers in `[-1/2, 1/2)` from the crate's generator started
     /// at `state`.

@@ -21,6 +21,7 @@
 use std::time::Instant;
 
 use crate::limits::Limits;
+use crate::rng::{Stream, XorShift64Star};
 
 /// What the local search found.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,18 +36,6 @@ pub struct JumpResult {
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Moves a variable stays fixed after a forced move.
 const TABU: u64 = 8;
-
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
-    }
-}
 
 /// Search for `x` in `{0, 1}^n` with `sum_j x_j columns[j] = b`, flipping at
 /// most `max_moves` variables (the time limit in `limits` is honoured too;
@@ -72,7 +61,7 @@ pub fn feasibility_jump(
     let mut w = vec![1.0f64; k];
     let mut score = vec![0.0f64; n];
     let mut tabu_until = vec![0u64; n];
-    let mut rng = Rng(SEED);
+    let mut rng = XorShift64Star::new(SEED);
     let mut moves = 0u64;
     let rescore = |x: &[u8], r: &[i64], w: &[f64], score: &mut [f64]| {
         for (j, col) in columns.iter().enumerate() {
@@ -123,7 +112,7 @@ pub fn feasibility_jump(
                     w[i] += 1.0;
                 }
                 rescore(&x, &r, &w, &mut score);
-                let row = violated[rng.below(violated.len())];
+                let row = violated[(rng.next_u64() >> 33) as usize % violated.len()];
                 let mut pick: Option<usize> = None;
                 for j in 0..n {
                     // Only flips that move this row toward zero.

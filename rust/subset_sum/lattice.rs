@@ -57,6 +57,7 @@ use crate::limits::{Limits, Stop};
 #[cfg(target_arch = "x86_64")]
 use crate::linalg::kernels::{Avx2, Avx512};
 use crate::linalg::kernels::{AxpyL1, AxpyL1Kernel, Portable, LANES};
+use crate::rng::{Stream, XorShift64};
 
 /// The enumeration tree is cut into at least this many parallel subtrees:
 /// enough that the last one to finish is short (1.89x on two threads for a
@@ -807,10 +808,10 @@ impl<'a, 'b> Walker<'a, 'b> {
 
     /// One random dive of Knuth's estimator (1975): from the root, the
     /// values of each level that pass the radius and infinity-norm tests
-    /// are listed, one is taken at random (`rng`, xorshift64), and the
+    /// are listed, one is taken at random (`rng`), and the
     /// product of the list lengths so far is added up over the levels. Its
     /// mean over many dives is an unbiased estimate of the tree's node count.
-    fn dive(&mut self, rng: &mut u64) -> f64 {
+    fn dive(&mut self, rng: &mut XorShift64) -> f64 {
         let d = self.coeffs.len();
         self.coeffs.fill(0);
         self.begin.fill(d - 1);
@@ -841,10 +842,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             if t == 0 {
                 break;
             }
-            *rng ^= *rng << 13;
-            *rng ^= *rng >> 7;
-            *rng ^= *rng << 17;
-            let (c, diff, next) = children[(*rng % children.len() as u64) as usize];
+            let (c, diff, next) = children[(rng.next_u64() % children.len() as u64) as usize];
             self.project(t, diff, next);
             self.set(t, c);
             partial = next;
@@ -899,7 +897,7 @@ pub fn estimate_nodes(
     let cancel = AtomicBool::new(false);
     let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
     let mut walker = Walker::new(&shared, 0);
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = XorShift64::new(0x9E37_79B9_7F4A_7C15);
     let sum: f64 = (0..dives.max(1)).map(|_| walker.dive(&mut rng)).sum();
     Ok(sum / dives.max(1) as f64)
 }

@@ -348,7 +348,7 @@ impl Lll {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::SplitMix64;
+    use crate::rng::{SplitMix64, Stream};
 
     /// The exact inner product (test lattices stay far inside `i128`).
     fn exact_dot(x: &[i128], y: &[i128]) -> Option<i128> {
