@@ -4,8 +4,10 @@ statuses, and the result does not depend on threads."""
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -423,10 +425,12 @@ def test_float_meet_in_the_middle_proves_what_branch_and_bound_cannot(monkeypatc
 
 
 @needs_lattice
-def test_schroeppel_shamir_takes_over_when_the_lattice_cannot():
+def test_degenerate_kernel_vectors_beyond_the_radius_are_dropped(monkeypatch):
     # Three distinct columns with 32-bit entries, repeated: after merging,
-    # the kernel basis has entries beyond int64. Schroeppel-Shamir needs no
-    # reduction and finds the planted solution.
+    # the kernel lattice has a vector beyond int64. No solution can use it
+    # (its exact Gram-Schmidt norm exceeds the radius), so it is dropped and
+    # the enumeration finds the planted solution. When the lattice route
+    # cannot finish, Schroeppel-Shamir takes over at this size.
     cols = np.array([[-3729969448, 3031720477, 3752432356], [2648324952, -1352658707, 3379170014]])
     order = [
         2,
@@ -468,8 +472,16 @@ def test_schroeppel_shamir_takes_over_when_the_lattice_cannot():
     A = cols[:, order]
     b = np.array([2423323138, 24052987402])
     r = skipsearch.subset_sum(A, b)
+    assert r.status == "feasible" and r.method[-1] == "enumeration", r.method
+    assert "lattice: 1 basis vectors beyond the radius dropped (exact Gram-Schmidt)" in r.method
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    monkeypatch.setattr(
+        subset_sum_module, "_lattice", lambda *args: (None, "incomplete", 0, 0, ["lattice: cut"])
+    )
+    r = skipsearch.subset_sum(A, b)
     assert r.status == "feasible" and r.method[-1].startswith("Schroeppel-Shamir (n=35,"), r.method
     np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    monkeypatch.undo()
     # Beyond what the lattice reduces, the answer is honest: no proof.
     A = np.random.default_rng(0).integers(0, 2**40, (1, 1000))
     r = skipsearch.subset_sum(A, A.sum(axis=1) // 2 + 1, time_limit=30)
@@ -577,6 +589,100 @@ def test_the_core_lll_and_fpylll_agree_on_infeasibility(seed, monkeypatch):
     assert with_fpylll.status == with_core.status == "infeasible"
     assert subset_sum_module.LATTICE_CORE in with_core.method
     assert subset_sum_module.LATTICE_CORE not in with_fpylll.method
+
+
+def duplicate_heavy(seed):
+    """A breaker's family: 2-6 rows of 20-bit entries, 3-7 distinct
+    columns, 40-89 columns in all (so many copies of each), and a planted
+    solution. Their kernel lattices hold vectors of 2^50 to 2^80 beside
+    short ones."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 7))
+    distinct = rng.integers(-(2**20), 2**20, size=(k, int(rng.integers(3, 8))))
+    A = distinct[:, rng.integers(0, distinct.shape[1], size=int(rng.integers(40, 90)))]
+    return A, A @ rng.integers(0, 2, size=A.shape[1])
+
+
+def has_solution_with_copies(A, b):
+    """Exact truth for few distinct columns: meet in the middle over the
+    merged counts ``x_j in 0..c_j``, in Python integers."""
+    U, counts = np.unique(A, axis=1, return_counts=True)
+    n = U.shape[1]
+
+    def sums(cols):
+        return {
+            tuple(sum(int(U[i, j]) * x for j, x in zip(cols, xs)) for i in range(U.shape[0]))
+            for xs in itertools.product(*(range(int(counts[j]) + 1) for j in cols))
+        }
+
+    left, right = sums(range(n // 2)), sums(range(n // 2, n))
+    return any(tuple(int(t) - v for t, v in zip(b, s)) in right for s in left)
+
+
+#: Seeds of ``duplicate_heavy`` that ended incomplete before kernel vectors
+#: beyond the radius were dropped (with fpylll, or without it, or both).
+DUPLICATE_HEAVY_SEEDS = [0, 1, 5, 6, 7, 13, 15, 16, 19, 24, 28, 41, 50, 52, 54, 58, 59]
+
+
+@pytest.mark.parametrize(
+    "lean", [pytest.param(False, marks=needs_lattice, id="fpylll"), pytest.param(True, id="core")]
+)
+def test_duplicate_heavy_instances_are_settled_exactly(lean, monkeypatch):
+    if lean:
+        monkeypatch.setitem(sys.modules, "fpylll", None)
+    infeasible = 0
+    for seed in DUPLICATE_HEAVY_SEEDS:
+        A, b = duplicate_heavy(seed)
+        for target in (b, b + 1):
+            r = skipsearch.subset_sum(A, target, time_limit=60)
+            assert r.status in ("feasible", "infeasible"), (seed, r.method)
+            if r.status == "feasible":
+                np.testing.assert_array_equal(A @ r.solution.astype(np.int64), target)
+            else:
+                assert target is not b and not has_solution_with_copies(A, target), seed
+                infeasible += 1
+    assert infeasible >= 5  # the shifted targets are mostly infeasible
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda d: st.tuples(
+            st.lists(
+                st.lists(st.integers(-(2**30), 2**30), min_size=d + 1, max_size=d + 1),
+                min_size=d,
+                max_size=d,
+            ),
+            st.lists(st.integers(-2, 2), min_size=d, max_size=d),
+        )
+    )
+)
+def test_rows_dropped_beyond_the_radius_are_used_by_no_vector_within_it(case):
+    rows, a = case
+    d = len(rows)
+    G = [[sum(x * y for x, y in zip(u, v)) for v in rows] for u in rows]
+    if d and subset_sum_module._exact_rank(np.array(rows, dtype=object)) < d:
+        return
+    # The minors give the exact Gram-Schmidt norms.
+    minors = subset_sum_module._leading_minors(G)
+    star, norms = [], []
+    for r in rows:
+        v = [Fraction(x) for x in r]
+        for s, n in zip(star, norms):
+            mu = sum(x * y for x, y in zip(r, s)) / n
+            v = [x - mu * y for x, y in zip(v, s)]
+        star.append(v)
+        norms.append(sum(x * x for x in v))
+    assert [Fraction(minors[k + 1], minors[k]) for k in range(d)] == norms
+    # A radius reached by one small combination: every combination within
+    # it leaves the dropped rows out.
+    radius_sq = sum(sum(c * r[t] for c, r in zip(a, rows)) ** 2 for t in range(d + 1))
+    kept = len(subset_sum_module._within_radius(rows, radius_sq, []))
+    for coeffs in itertools.product(range(-3, 4), repeat=d):
+        v = [sum(c * r[t] for c, r in zip(coeffs, rows)) for t in range(d + 1)]
+        if sum(x * x for x in v) <= radius_sq:
+            assert not any(coeffs[kept:]), (coeffs, kept)
+    assert not any(a[kept:])
 
 
 def test_without_the_lattice_extra_qoblib_ms_07_is_solved(without_lattice):

@@ -635,6 +635,13 @@ def _lattice(
     kernel_rows, failed, size = _reduced_kernel(A, b, c, (weight, scale), want, deadline, steps)
     if kernel_rows is None:
         return None, failed, 0, 0, steps
+    # Fewer when rows beyond the radius were dropped (_within_radius).
+    want = len(kernel_rows)
+    if not any(r[-1] for r in kernel_rows):
+        # No vector within the radius has the homogenising coordinate +-1,
+        # which every solution has.
+        steps.append("lattice: no kernel vector within the radius reaches b: infeasible")
+        return None, None, 0, 0, steps
     search = _KernelSearch(
         bounds=bounds,
         radius_sq=radius_sq,
@@ -709,20 +716,30 @@ def _reduced_kernel(
     # only if there are n + 1 - rank of them; a weight too small for large
     # entries leaves kernel vectors mixed with equation vectors. Raise the
     # weight until they separate.
+    radius_sq = sum(int(v) ** 2 for v in c) + 1
     kernel_rows = _kernel_rows(reduced, n, weight)
     for _ in range(_LATTICE_RESCALES):
         if len(kernel_rows) >= want:
             break
         rows = [[*r[: n + 1], *(v << 32 for v in r[n + 1 :])] for r in reduced]
-        reduced, failed = _lll(rows, deadline)
+        last, (reduced, failed) = reduced, _lll(rows, deadline)
         if reduced is None:
             steps.append(f"lattice: equation weight x 2^32, LLL ({_failure(failed)})")
-            return None, _stop_of(failed), 0
+            near = _near_kernel(last, n, (weight, radius_sq), steps)
+            if near is None or failed in ("time_limit", "interrupted"):
+                return None, _stop_of(failed), 0
+            kernel_rows, reduced = near, last
+            break
         steps.append("lattice: equation weight x 2^32, LLL")
         kernel_rows = _kernel_rows(reduced, n, weight)
     if len(kernel_rows) < want:
-        steps.append(f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)")
-        return None, "incomplete", 0
+        near = _near_kernel(reduced, n, (weight, radius_sq), steps)
+        if near is None:
+            steps.append(
+                f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)"
+            )
+            return None, "incomplete", 0
+        kernel_rows = near
     if not _fpylll_loaded():
         # The core's LLL on the embedding is not certified (its equation
         # weights are beyond what f64 resolves against the kernel vectors):
@@ -731,14 +748,104 @@ def _reduced_kernel(
         certified, failed = _core.lll_reduce(
             kernel_rows, 0.99, _remaining(deadline), deep=_CORE_DEEP
         )
+        if certified is None and failed != "time_limit":
+            # Rows far longer than the radius defeat the certificate; those
+            # that no admissible vector uses are dropped (in the order of an
+            # uncertified reduction: only the lattice matters there), and
+            # the rest certified.
+            reduced, _ = _core.lll_reduce(kernel_rows, 0.99, _remaining(deadline), certify=False)
+            kernel_rows = _within_radius(reduced or kernel_rows, radius_sq, steps)
+            certified, failed = _core.lll_reduce(
+                kernel_rows, 0.99, _remaining(deadline), deep=_CORE_DEEP
+            )
         if certified is None:
             steps.append(f"lattice: LLL of the kernel basis ({_failure(failed)})")
             return None, _stop_of(failed), 0
         kernel_rows = certified
     if not _fits_int64(kernel_rows):
+        # A prefix of a reduced basis is reduced: no certificate is lost.
+        kernel_rows = _within_radius(kernel_rows, radius_sq, steps)
+    if not _fits_int64(kernel_rows):
         steps.append("lattice: kernel basis has entries of 2**62 or more")
         return None, "incomplete", 0
     return kernel_rows, None, size
+
+
+#: Largest basis whose Gram-Schmidt norms ``_within_radius`` computes exactly.
+_EXACT_GSO_MAX = 64
+
+
+def _within_radius(rows: list[list[int]], radius_sq: int, steps: list[str]) -> list[list[int]]:
+    """The leading rows of a reduced basis that span every lattice vector of
+    squared norm at most ``radius_sq`` (theory section 7.2).
+
+    A vector ``sum_i a_i b_i`` has norm at least ``|a_last| |b*_last|``, so
+    when the last Gram-Schmidt vector is longer than the radius, every
+    vector within it has ``a_last = 0``; the argument repeats on the rows
+    before. The Gram-Schmidt norms are exact here (``D_k / D_(k-1)`` of the
+    Gram matrix's leading minors, by fraction-free elimination), so the
+    rows dropped are provably unused and the enumeration on the rest stays
+    complete. Rows are taken in the order given: a reduced basis has the
+    long ones last. A basis of more than ``_EXACT_GSO_MAX`` rows is returned
+    as it is.
+    """
+    d = len(rows)
+    if d > _EXACT_GSO_MAX:
+        return rows
+    try:
+        minors = _leading_minors([[sum(x * y for x, y in zip(u, v)) for v in rows] for u in rows])
+    except ValueError:  # pragma: no cover - the rows are a basis
+        return rows
+    keep = d
+    # |b*_(k-1)|^2 = D_k / D_(k-1) > radius_sq, in integers.
+    while keep > 0 and minors[keep] > radius_sq * minors[keep - 1]:
+        keep -= 1
+    if keep < d:
+        steps.append(
+            f"lattice: {d - keep} basis vectors beyond the radius dropped (exact Gram-Schmidt)"
+        )
+    return [list(r) for r in rows[:keep]]
+
+
+def _near_kernel(
+    reduced: list[list[int]], n: int, radius: tuple[int, int], steps: list[str]
+) -> Optional[list[list[int]]]:
+    """When reduction could not isolate the whole kernel lattice: a basis
+    of the kernel vectors that can be solutions, or None.
+
+    Every solution is a vector of the embedding's lattice of squared norm
+    at most ``radius_sq + weight^2`` (``radius = (weight, radius_sq)``)
+    with a zero equation part. The reduced embedding's rows beyond that
+    radius are dropped (:func:`_within_radius`, exact); when the rows left
+    all have a zero equation part, they span every solution, and are
+    returned cut to the kernel coordinates. Degenerate instances (a few
+    distinct columns, many copies) have kernel vectors far longer than the
+    equation weights, which the weight would have to pass to isolate them.
+    """
+    weight, radius_sq = radius
+    near = _within_radius(reduced, radius_sq + weight**2, steps)
+    if len(near) == len(reduced) or any(any(r[n + 1 :]) for r in near):
+        return None
+    return _kernel_rows(near, n, weight)
+
+
+def _leading_minors(G: list[list[int]]) -> list[int]:
+    """``D_0 = 1, D_1, ..., D_d``: the leading principal minors of a
+    positive definite integer matrix, by Bareiss's fraction-free
+    elimination (every division exact)."""
+    M = [list(r) for r in G]
+    d = len(M)
+    minors, prev = [1], 1
+    for k in range(d):
+        pivot = M[k][k]
+        if pivot <= 0:
+            raise ValueError("the Gram matrix is not positive definite")
+        minors.append(pivot)
+        for i in range(k + 1, d):
+            for j in range(k + 1, d):
+                M[i][j] = (M[i][j] * pivot - M[i][k] * M[k][j]) // prev
+        prev = pivot
+    return minors
 
 
 def _embedding(A: IntArray, b: IntArray, c: IntArray, weight: int, scale: int) -> list[list[int]]:

@@ -20,6 +20,11 @@
 //! `|b*_k|^2 = |b_k|^2 - sum_j mu_kj^2 |b*_j|^2` loses all of its digits to
 //! that cancellation, where the reflections lose only a factor `|b_k|`.
 //!
+//! Where `f64` fails (rows about `2^50` times longer than the Gram-Schmidt
+//! vectors they are reduced against, as in degenerate kernel lattices),
+//! the reduction starts again from the input in double-double arithmetic
+//! (`linalg::double_double`, about 100 bits).
+//!
 //! Whatever the floats do, the output spans the same lattice as the input:
 //! every change to the basis is an integer row operation (`b_k -= q b_j`,
 //! or a swap), carried out exactly or refused. So the enumeration that
@@ -33,6 +38,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::error::Error;
 use crate::limits::{Budget, Limits, Stop};
+use crate::linalg::double_double::{Dd, Real};
 
 /// Size-reduction target: `|mu_kj| <= ETA` after reduction (0.5 in exact
 /// arithmetic; a little above leaves room for rounding, as fplll's 0.51).
@@ -51,7 +57,8 @@ pub enum Failure {
     /// An entry, or an exact inner product, left the `i128` range.
     Overflow,
     /// The floating-point Gram-Schmidt data went wrong (a norm that is not
-    /// positive, or no progress within the swap budget).
+    /// positive, or no progress within the swap budget) in `f64` and then in
+    /// double-double, or the result could not be certified.
     Precision,
 }
 
@@ -62,7 +69,10 @@ impl Failure {
             Failure::Stopped(stop) => stop.as_str(),
             Failure::Dependent => "the rows are linearly dependent",
             Failure::Overflow => "an entry or inner product left the 128-bit range",
-            Failure::Precision => "double precision was not enough for its Gram-Schmidt data",
+            Failure::Precision => {
+                "its floats (double, then double-double) could not reduce the basis, or not \
+                 certify the result in double precision"
+            }
         }
     }
 }
@@ -91,10 +101,19 @@ pub fn lll(
 ) -> Result<Reduction, Error> {
     check(basis, delta)?;
     let budget = Budget::new(limits, cancel);
-    Ok(match Lll::new(basis).run(delta, deep, &budget) {
+    let accept = |reduction: Reduction| match reduction {
         Ok(reduced) if certify && !certified(&reduced, delta) => Err(Failure::Precision),
         other => other,
-    })
+    };
+    Ok(
+        match accept(Lll::<f64>::new(basis).run(delta, deep, &budget)) {
+            // Double-double resolves rows about 2^50 times longer than their
+            // Gram-Schmidt vectors where f64 does not; it starts again from the
+            // input, as the failed run's basis may be further from reduced.
+            Err(Failure::Precision) => accept(Lll::<Dd>::new(basis).run(delta, deep, &budget)),
+            other => other,
+        },
+    )
 }
 
 /// Slack of [`certified`] on the size-reduction bound and on `delta`.
@@ -113,7 +132,7 @@ pub fn certified(basis: &[Vec<i128>], delta: f64) -> bool {
     let Some(n) = basis.first().map(Vec::len) else {
         return true;
     };
-    let mut qr = Lll::new(basis);
+    let mut qr = Lll::<f64>::new(basis);
     let gamma = 4.0 * (n + d) as f64 * f64::EPSILON / 2.0;
     let mut length = vec![0.0; d];
     for k in 0..d {
@@ -165,42 +184,42 @@ fn check(basis: &[Vec<i128>], delta: f64) -> Result<(), Error> {
 /// Householder QR factorization of the rows below the current one: row `j`
 /// of `r` holds `r_j0 .. r_jj` (`b_j = sum_i r_ji q_i`), `v[j]` and `tau[j]`
 /// the reflection that maps `b_j` onto the first `j + 1` axes.
-struct Lll {
+struct Lll<T> {
     b: Vec<Vec<i128>>,
-    f: Vec<Vec<f64>>,
-    r: Vec<Vec<f64>>,
-    v: Vec<Vec<f64>>,
-    tau: Vec<f64>,
+    f: Vec<Vec<T>>,
+    r: Vec<Vec<T>>,
+    v: Vec<Vec<T>>,
+    tau: Vec<T>,
 }
 
-fn to_f64(row: &[i128]) -> Vec<f64> {
-    row.iter().map(|&v| v as f64).collect()
+fn to_real<T: Real>(row: &[i128]) -> Vec<T> {
+    row.iter().map(|&v| T::from_i128(v)).collect()
 }
 
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    x.iter().zip(y).map(|(a, b)| a * b).sum()
+fn dot<T: Real>(x: &[T], y: &[T]) -> T {
+    x.iter().zip(y).fold(T::ZERO, |acc, (&a, &b)| acc + a * b)
 }
 
-impl Lll {
+impl<T: Real> Lll<T> {
     fn new(basis: &[Vec<i128>]) -> Self {
         let d = basis.len();
         let n = basis.first().map_or(0, Vec::len);
         Lll {
             b: basis.to_vec(),
-            f: basis.iter().map(|r| to_f64(r)).collect(),
-            r: vec![vec![0.0; d]; d],
-            v: vec![vec![0.0; n]; d],
-            tau: vec![0.0; d],
+            f: basis.iter().map(|r| to_real(r)).collect(),
+            r: vec![vec![T::ZERO; d]; d],
+            v: vec![vec![T::ZERO; n]; d],
+            tau: vec![T::ZERO; d],
         }
     }
 
     /// Squared Gram-Schmidt norm of row `k`.
-    fn norm(&self, k: usize) -> f64 {
+    fn norm(&self, k: usize) -> T {
         self.r[k][k] * self.r[k][k]
     }
 
     /// The Gram-Schmidt coefficient `mu_kj`.
-    fn mu(&self, k: usize, j: usize) -> f64 {
+    fn mu(&self, k: usize, j: usize) -> T {
         self.r[k][j] / self.r[j][j]
     }
 
@@ -210,12 +229,13 @@ impl Lll {
     /// `deep = 0` is LLL's Lovasz test alone); None when it stays.
     fn insertion(&self, k: usize, delta: f64, deep: usize) -> Option<usize> {
         // |pi_i(b_k)|^2 = sum_{j >= i} r_kj^2, from the top down.
-        let mut tail: f64 = self.r[k][k] * self.r[k][k];
-        let mut projected = vec![0.0; k + 1];
+        let mut tail = self.r[k][k] * self.r[k][k];
+        let mut projected = vec![T::ZERO; k + 1];
         for i in (0..k).rev() {
-            tail += self.r[k][i] * self.r[k][i];
+            tail = tail + self.r[k][i] * self.r[k][i];
             projected[i] = tail;
         }
+        let delta = T::from_f64(delta);
         (0..deep.min(k - 1))
             .chain(std::iter::once(k - 1))
             .find(|&i| delta * self.norm(i) > projected[i])
@@ -274,19 +294,23 @@ impl Lll {
             let v = &self.v[j];
             let t = self.tau[j] * dot(&v[j..], &x[j..]);
             for (xi, vi) in x[j..].iter_mut().zip(&v[j..]) {
-                *xi -= t * vi;
+                *xi -= t * *vi;
             }
         }
         let tail = dot(&x[k..], &x[k..]).sqrt();
-        let alpha = if x[k] > 0.0 { -tail } else { tail };
+        let alpha = if x[k] > T::ZERO { -tail } else { tail };
         self.r[k][..k].copy_from_slice(&x[..k]);
         self.r[k][k] = alpha;
         let v = &mut self.v[k];
-        v.fill(0.0);
+        v.fill(T::ZERO);
         v[k..].copy_from_slice(&x[k..]);
         v[k] -= alpha;
         let vv = dot(&v[k..], &v[k..]);
-        self.tau[k] = if vv > 0.0 { 2.0 / vv } else { 0.0 };
+        self.tau[k] = if vv > T::ZERO {
+            T::from_f64(2.0) / vv
+        } else {
+            T::ZERO
+        };
     }
 
     /// Size-reduce row `k` against the rows below it until every `|mu_kj|`
@@ -294,20 +318,17 @@ impl Lll {
     fn size_reduce(&mut self, k: usize) -> Result<(), Failure> {
         // Each pass at least halves the largest coefficient in exact
         // arithmetic; a float reduction that makes no headway ends here.
+        let eta = T::from_f64(ETA);
         for _ in 0..256 {
             self.orthogonalize(k);
             let mut changed = false;
             for j in (0..k).rev() {
                 let m = self.mu(k, j);
-                if m.abs() <= ETA {
+                if m.abs() <= eta {
                     continue;
                 }
-                let q = m.round();
-                // `q as i128` would saturate from here on.
-                if !q.is_finite() || q.abs() >= i128::MAX as f64 {
-                    return Err(Failure::Overflow);
-                }
-                let qi = q as i128;
+                let qi = m.round_to_i128().ok_or(Failure::Overflow)?;
+                let q = T::from_i128(qi);
                 let (below, row) = self.b.split_at_mut(k);
                 for (x, &y) in row[0].iter_mut().zip(&below[j]) {
                     *x = qi
@@ -317,7 +338,8 @@ impl Lll {
                 }
                 let (below, row) = self.r.split_at_mut(k);
                 for i in 0..=j {
-                    row[0][i] -= q * below[j][i];
+                    let step = q * below[j][i];
+                    row[0][i] -= step;
                 }
                 changed = true;
             }
@@ -326,7 +348,7 @@ impl Lll {
             }
             // Recompute from the exact row: its float image is now far
             // more accurate than the updated coefficients.
-            self.f[k] = to_f64(&self.b[k]);
+            self.f[k] = to_real(&self.b[k]);
         }
         Err(Failure::Precision)
     }
@@ -338,7 +360,7 @@ impl Lll {
             return Err(Failure::Dependent);
         }
         let norm = self.norm(k);
-        if !(norm > 0.0 && norm.is_finite()) {
+        if !(norm > T::ZERO && norm.is_finite()) {
             return Err(Failure::Precision);
         }
         Ok(())
@@ -504,6 +526,39 @@ mod tests {
             0.99
         ));
         assert!(certified(&reduce(&[vec![1000, 1], vec![1001, 1]]), 0.99));
+    }
+
+    #[test]
+    fn double_double_reduces_what_double_cannot() {
+        // Rows 2^52 longer than the Gram-Schmidt vector they are reduced
+        // against: f64 cannot size-reduce them, double-double can. The
+        // result keeps the lattice (same determinant up to sign: the change
+        // of basis is unimodular) and passes the exact LLL test.
+        let cancel = AtomicBool::new(false);
+        let budget = Budget::new(Limits::default(), &cancel);
+        let basis = vec![vec![1i128 << 55, 1], vec![3, 4]];
+        assert!(matches!(
+            Lll::<f64>::new(&basis).run(0.99, 0, &budget),
+            Err(Failure::Precision)
+        ));
+        // `lll` falls back to double-double on its own.
+        let via = lll(&basis, 0.99, 0, false, Limits::default(), &cancel).unwrap();
+        assert!(is_reduced(&via.unwrap(), 0.98));
+        for basis in [
+            basis,
+            vec![
+                vec![(1i128 << 60) + 12_345, 7, 1],
+                vec![3, 4, 0],
+                vec![0, 5, 9],
+            ],
+        ] {
+            let got = Lll::<Dd>::new(&basis).run(0.99, 0, &budget).unwrap();
+            assert!(is_reduced(&got, 0.98), "{got:?}");
+            assert_eq!(
+                determinant(got.clone()).abs(),
+                determinant(basis.clone()).abs()
+            );
+        }
     }
 
     #[test]
