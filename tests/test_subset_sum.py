@@ -644,6 +644,20 @@ def test_duplicate_heavy_instances_are_settled_exactly(lean, monkeypatch):
     assert infeasible >= 5  # the shifted targets are mostly infeasible
 
 
+def test_without_the_lattice_extra_deep_insertions_end_on_a_sparse_kernel(without_lattice):
+    # A breaker's case: 20 x 116, 10% nonzero entries up to 2^40. Unbounded
+    # deep insertions on its 84-dimensional kernel basis made over 380,000
+    # swaps (28 s on an Intel Xeon, model 167); past 8 d^2 swaps the
+    # reduction now goes on as plain LLL, and the planted solution is found
+    # in about 5 s there.
+    rng = np.random.default_rng(1)
+    A = rng.integers(-(2**40), 2**40, size=(20, 116)) * (rng.random((20, 116)) < 0.1)
+    b = A @ rng.integers(0, 2, 116)
+    r = skipsearch.subset_sum(A, b, time_limit=25)
+    assert r.status == "feasible", r.method
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     st.integers(1, 4).flatmap(

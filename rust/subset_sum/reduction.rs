@@ -44,6 +44,13 @@ use crate::linalg::double_double::{Dd, Real};
 /// arithmetic; a little above leaves room for rounding, as fplll's 0.51).
 const ETA: f64 = 0.51;
 
+/// Swaps (in units of `d^2`) after which deep insertions stop and the
+/// reduction goes on as plain LLL. Deep insertions have no polynomial
+/// bound: on a sparse 84-dimensional kernel basis they ran past 380,000
+/// swaps (54 d^2) without ending, where the QOBLIB kernel bases (d = 54 to
+/// 81) need at most 4 d^2.
+const DEEP_SWAPS_PER_ROW_SQ: u64 = 8;
+
 /// Largest dimension reduced: the Python layer stops at 600.
 const MAX_ROWS: usize = 1024;
 
@@ -91,6 +98,10 @@ pub type Reduction = Result<Vec<Vec<i128>>, Failure>;
 /// `f64` resolves (an embedding with heavy equation weights, used only to
 /// read off the rows with a zero equation part) is returned as reduced as
 /// the floats made it.
+///
+/// `deep` > 0 adds Schnorr & Euchner's deep insertions at positions below
+/// `deep`, for the first `DEEP_SWAPS_PER_ROW_SQ * d^2` swaps; the rest of
+/// the reduction is plain LLL, so it ends.
 pub fn lll(
     basis: &[Vec<i128>],
     delta: f64,
@@ -241,7 +252,7 @@ impl<T: Real> Lll<T> {
             .find(|&i| delta * self.norm(i) > projected[i])
     }
 
-    fn run(mut self, delta: f64, deep: usize, budget: &Budget<'_>) -> Reduction {
+    fn run(mut self, delta: f64, mut deep: usize, budget: &Budget<'_>) -> Reduction {
         let d = self.b.len();
         if d == 0 {
             return Ok(self.b);
@@ -254,6 +265,7 @@ impl<T: Real> Lll<T> {
         // room to spare, and a float reduction that cycles ends here.
         let bits = 2.0 * 128.0;
         let max_swaps = ((d * d) as f64 * bits / -delta.ln()).min(1e12) as u64 + 1000;
+        let deep_swaps = DEEP_SWAPS_PER_ROW_SQ * (d * d) as u64;
         let mut swaps = 0u64;
         let mut steps = 0u64;
         self.size_reduce(0)?;
@@ -271,6 +283,9 @@ impl<T: Real> Lll<T> {
                 swaps += 1;
                 if swaps > max_swaps {
                     return Err(Failure::Precision);
+                }
+                if swaps > deep_swaps {
+                    deep = 0;
                 }
                 if i == 0 {
                     self.size_reduce(0)?;
