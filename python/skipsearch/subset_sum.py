@@ -718,27 +718,30 @@ def _reduced_kernel(
     # weight until they separate.
     radius_sq = sum(int(v) ** 2 for v in c) + 1
     kernel_rows = _kernel_rows(reduced, n, weight)
+    failed = None
     for _ in range(_LATTICE_RESCALES):
         if len(kernel_rows) >= want:
             break
         rows = [[*r[: n + 1], *(v << 32 for v in r[n + 1 :])] for r in reduced]
-        last, (reduced, failed) = reduced, _lll(rows, deadline)
-        if reduced is None:
+        raised, failed = _lll(rows, deadline)
+        if raised is None:
             steps.append(f"lattice: equation weight x 2^32, LLL ({_failure(failed)})")
-            near = _near_kernel(last, n, (weight, radius_sq), steps)
-            if near is None or failed in ("time_limit", "interrupted"):
+            if failed in ("time_limit", "interrupted"):
                 return None, _stop_of(failed), 0
-            kernel_rows, reduced = near, last
             break
         steps.append("lattice: equation weight x 2^32, LLL")
+        reduced = raised
         kernel_rows = _kernel_rows(reduced, n, weight)
     if len(kernel_rows) < want:
+        # The last reduced basis: its rows within the radius may still be
+        # all kernel vectors.
         near = _near_kernel(reduced, n, (weight, radius_sq), steps)
         if near is None:
-            steps.append(
-                f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)"
-            )
-            return None, "incomplete", 0
+            if failed is None:
+                steps.append(
+                    f"lattice: kernel basis not isolated ({len(kernel_rows)} of {want} vectors)"
+                )
+            return None, _stop_of(failed), 0
         kernel_rows = near
     if not _fpylll_loaded():
         # The core's LLL on the embedding is not certified (its equation
@@ -823,9 +826,11 @@ def _near_kernel(
     equation weights, which the weight would have to pass to isolate them.
     """
     weight, radius_sq = radius
-    near = _within_radius(reduced, radius_sq + weight**2, steps)
+    dropped: list[str] = []
+    near = _within_radius(reduced, radius_sq + weight**2, dropped)
     if len(near) == len(reduced) or any(any(r[n + 1 :]) for r in near):
         return None
+    steps.extend(dropped)
     return _kernel_rows(near, n, weight)
 
 
