@@ -310,6 +310,7 @@ def test_the_core_lll_reduces_as_fpylll_does(name):
         ([[1, 2], [3]], {}, "every row must have the same length"),
         ([[1, 2]], {"delta": 1.0}, "delta: must lie in (0.25, 1)"),
         ([[1, 2]], {"time_limit": -1.0}, "time_limit must be a non-negative number"),
+        ([[1, 2]], {"deep": -1}, "deep: must be a nonnegative integer, got -1"),
     ],
 )
 def test_the_core_lll_names_bad_input(basis, kwargs, message):

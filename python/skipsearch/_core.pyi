@@ -335,10 +335,12 @@ def lll_reduce(
     LLL on an exact integer basis, used when the ``lattice`` extra (fpylll)
     is absent. Returns the reduced rows, which span the same lattice, and
     None; or None and why there are none (``"time_limit"``, dependent rows,
-    an entry past 128 bits, or double precision not enough; Ctrl-C raises
-    KeyboardInterrupt). With ``certify``, rows are returned only when a
-    fresh QR with its rounding bound shows them reduced (``delta - 0.05``,
-    size reduction to 0.56).
+    an entry past 128 bits, or floats not enough: double, then
+    double-double; Ctrl-C raises KeyboardInterrupt). With ``certify``, rows
+    are returned only when a fresh double-precision QR with its rounding
+    bound shows them reduced (``delta - 0.05``, size reduction to 0.56).
+    ``deep`` (``>= 0``, else ValueError) adds deep insertions below that
+    position, for the first ``8 d^2`` swaps.
     """
 
 def meet_in_the_middle(

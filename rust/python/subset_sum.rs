@@ -327,8 +327,14 @@ pub(super) fn lll_reduce(
     delta: f64,
     time_limit: Option<f64>,
     certify: bool,
-    deep: usize,
+    deep: i64,
 ) -> PyResult<LllAnswer> {
+    // Taken signed so that a negative depth is a ValueError naming it, not
+    // PyO3's bare OverflowError.
+    let deep = usize::try_from(deep).map_err(|_| Error::InvalidOption {
+        option: "deep",
+        message: format!("must be a nonnegative integer, got {deep}"),
+    })?;
     let reduction = run_on_pool(py, Some(1), time_limit, None, |limits, cancel| {
         reduction::lll(&basis, delta, deep, certify, limits, cancel)
     })?;
