@@ -74,6 +74,9 @@ impl Real for f64 {
     fn sqrt(self) -> Self {
         f64::sqrt(self)
     }
+    fn abs(self) -> Self {
+        f64::abs(self)
+    }
     fn round_to_i128(self) -> Option<i128> {
         let q = self.round();
         (q.is_finite() && q.abs() < I128_LIMIT).then_some(q as i128)
@@ -106,16 +109,6 @@ impl Dd {
     pub fn new(hi: f64, lo: f64) -> Self {
         let (s, e) = two_sum(hi, lo);
         Dd { hi: s, lo: e }
-    }
-
-    /// The high word, the `f64` nearest to the value.
-    pub fn hi(self) -> f64 {
-        self.hi
-    }
-
-    /// The low word.
-    pub fn lo(self) -> f64 {
-        self.lo
     }
 
     /// Product with an `f64`.
@@ -265,10 +258,9 @@ impl Real for Dd {
 mod tests {
     use super::*;
 
-    /// The exact value of `x` as a rational `num / 2^shift`, for checks.
-    fn exact(x: Dd, shift: i32) -> i128 {
-        let s = 2f64.powi(shift);
-        (x.hi * s) as i128 + (x.lo * s) as i128
+    /// The exact value of an integer-valued `x`.
+    fn exact(x: Dd) -> i128 {
+        x.hi as i128 + x.lo as i128
     }
 
     #[test]
@@ -283,7 +275,7 @@ mod tests {
         ] {
             let x = Dd::from_i128(v);
             assert_eq!(x.round_to_i128(), Some(v));
-            assert_eq!(exact(x, 0), v);
+            assert_eq!(exact(x), v);
         }
         assert_eq!(Dd::from_i128(i128::MAX).round_to_i128(), None);
     }
@@ -295,7 +287,7 @@ mod tests {
         let a = Dd::from_i128((1 << 53) + 1);
         let sq = a * a;
         let want: i128 = (1 << 106) + (1 << 54);
-        assert!((exact(sq, 0) - want).abs() <= 1);
+        assert!((exact(sq) - want).abs() <= 1);
         // Division and square root undo the product to about 2^-100.
         let back = sq / a;
         assert!((back - a).abs().to_f64() / a.to_f64() < 1e-29);
