@@ -369,7 +369,8 @@ def test_granite_residual_multiplier(tmp_path):
     info = describe_checkpoint(path)
     assert [p.scale for p in info.parts] == [0.22]
     reports = scan(path)
-    # The linearization argument needs only a nonzero skip, (1/a) I with a = 0.22.
+    # x + 0.22 f(x) is decided with the activation 0.22 swiglu: still gated,
+    # gate(0) = 0, so the linearization argument applies.
     assert_not_absorbable(reports, "granite", ["model.layers.0.mlp", "model.layers.1.mlp"])
     for r in reports:
         assert r.form == "x + 0.22 * f(RMSNorm x) (residual_multiplier = 0.22)"
@@ -397,8 +398,10 @@ def test_granite_mlp_bias_undecided(tmp_path, multiplier):
         assert (r.family, r.activation, r.d, r.m) == ("granite", "swiglu", D, M)
         assert r.verdict == "undecided", r.result
         assert r.result.argument == "none"
-        if multiplier != 0.22:  # 1/a exact: the inner biases are the reason
-            assert "linearization" in r.reason and "bias" in r.reason
+        # With a folded into the activation, the inner biases are the reason
+        # for every a (decided through the skip (1/a) I, a = 0.22 gave
+        # "1/a is not exact").
+        assert "linearization" in r.reason and "bias" in r.reason
 
 
 # -- InternLM2 ---------------------------------------------------------------------------------

@@ -91,8 +91,9 @@ def test_residual_multipliers_a_float_cannot_hold_are_named(tmp_path, model_type
 
 @pytest.mark.parametrize("a", ["5e-324", "-1e-320", "1e-300"])
 def test_tiny_residual_multipliers_keep_the_gated_verdict(tmp_path, a):
-    # 1/a overflows float64 (or nearly does), but the linearization argument
-    # needs only a nonzero skip: x + a f(x) with a gated f is not absorbable.
+    # a act underflows nearly everywhere, but the activation a swiglu keeps
+    # gate(0) = 0 and the linearization argument: x + a f(x) with a gated f
+    # is not absorbable.
     config = (
         f'{{"model_type": "granite", "hidden_size": {D}, "intermediate_size": {M}, '
         f'"num_hidden_layers": 1, "hidden_act": "silu", "residual_multiplier": {a}}}'

@@ -83,6 +83,7 @@ from skipsearch.activations import (
     get_activation,
     known_activations,
     leaky_relu,
+    scaled_activation,
 )
 from skipsearch.checks import check_certificate
 from skipsearch.construction import (
@@ -149,6 +150,7 @@ __all__ = [
     "reports_to_pandas",
     "reports_to_polars",
     "residual_block_output",
+    "scaled_activation",
     "scan",
     "scan_checkpoint",
     "subset_sum",

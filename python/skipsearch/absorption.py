@@ -540,8 +540,7 @@ def _decide(
     result (the bracket) from the validated weights, the activation and the
     options, with what is left of ``options.time_limit``."""
     act = get_activation(block.activation)
-    tol, time_limit = options.tol, options.time_limit
-    W_up, W_down, W_gate = block.W_up, block.W_down, block.W_gate
+    time_limit = options.time_limit
     # The limit covers the whole call: validation and the skip's expansion
     # (np.eye at d = 4000 takes a sizeable part of a second) come out of it.
     started = time.perf_counter()
@@ -551,22 +550,7 @@ def _decide(
             return None
         return max(0.0, time_limit - (time.perf_counter() - started))
 
-    if act.gated and W_gate is None:
-        raise ValueError(
-            f"activation {act.name!r} is gated: pass W_gate with the shape of W_up, (m, d_in)"
-        )
-    if not act.gated and W_gate is not None:
-        raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
-    w = Weights(W_up, W_down, block.b_up, block.b_down, W_gate, block.skip)
-    b_gate = _gate_bias(block.b_gate, w)
-    tol = w.default_tol() if tol is None else tol
-    common = _Common(
-        activation=act.name,
-        activation_class=act.kind,
-        flip_constant=act.flip_constant,
-        stats=SearchStats(backend=backend),
-    )
-
+    w, b_gate, tol, common = _validated(block, act, options.tol, backend)
     if not np.any(w.A):
         result = _zero_skip(act, w, tol, common)
         if finish is None or act.kind != FLIP_LINEAR:
@@ -587,6 +571,41 @@ def _decide(
     if finish is None:
         return result
     return finish(result, w, act, options.replace(time_limit=seconds_left()), gram)
+
+
+def _validated(
+    block: MLPBlock, act: Activation, tol: Optional[float], backend: Backend
+) -> tuple[Weights, Optional[FloatArray], float, _Common]:
+    """The block's arrays validated for ``act`` (a gate exactly for a gated
+    activation), its gate bias, the tolerance (``tol`` or the default of
+    the weights' precision) and the fields every result shares."""
+    if act.gated and block.W_gate is None:
+        raise ValueError(
+            f"activation {act.name!r} is gated: pass W_gate with the shape of W_up, (m, d_in)"
+        )
+    if not act.gated and block.W_gate is not None:
+        raise ValueError(f"W_gate was given but activation {act.name!r} is not gated")
+    w = Weights(block.W_up, block.W_down, block.b_up, block.b_down, block.W_gate, block.skip)
+    b_gate = _gate_bias(block.b_gate, w)
+    common = _Common(
+        activation=act.name,
+        activation_class=act.kind,
+        flip_constant=act.flip_constant,
+        stats=SearchStats(backend=backend),
+    )
+    return w, b_gate, w.default_tol() if tol is None else tol, common
+
+
+def undecided_form(block: MLPBlock, why: str, options: SearchOptions) -> AbsorptionResult:
+    """The result for a block whose form no theorem covers (gpt-oss's
+    clamped experts): its arrays are validated as :func:`find_absorbing_subset`
+    validates them (same errors), no search runs, and the verdict is
+    ``"undecided"`` with ``why`` as the reason."""
+    act = get_activation(block.activation)
+    _, _, tol, common = _validated(block, act, options.tol, "rust")
+    return AbsorptionResult(
+        verdict="undecided", reason=f"Undecided: {why}.", argument="none", tolerance=tol, **common
+    )
 
 
 def _zero_skip(act: Activation, w: Weights, tol: float, common: _Common) -> AbsorptionResult:

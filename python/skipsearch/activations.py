@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from fractions import Fraction
+from typing import Callable, Optional, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +46,7 @@ __all__ = [
     "get_activation",
     "known_activations",
     "leaky_relu",
+    "scaled_activation",
 ]
 
 #: Activation classes.
@@ -308,6 +310,115 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
         rule=_RULE_RELU,
         c=c,
         c_lo=c_lo,
+    )
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """``factor * function``: a module-level class, so that a scaled
+    activation pickles whenever the activation it scales does."""
+
+    factor: float
+    function: Callable[[np.ndarray], np.ndarray]
+
+    def __call__(self, z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        out: npt.NDArray[np.float64] = self.factor * np.asarray(self.function(z), dtype=np.float64)
+        return out
+
+
+def _scaled_flip_constant(act: Activation, factor: Fraction, where: str) -> tuple[float, float]:
+    """``factor * (flip_constant + flip_constant_lo)`` as a float64 and its
+    rounding error, both exact; ``ValueError`` when no such pair holds it."""
+    exact = factor * (Fraction(cast(float, act.flip_constant)) + Fraction(act.flip_constant_lo))
+    try:
+        hi = float(exact)  # correctly rounded
+    except OverflowError:
+        hi = math.inf
+    lo = float(exact - Fraction(hi)) if math.isfinite(hi) else math.nan
+    if not (
+        math.isfinite(hi) and hi != 0.0 and hi + lo == hi and Fraction(hi) + Fraction(lo) == exact
+    ):
+        raise ValueError(
+            f"{where}: its flip constant {float(exact)!r} is not the sum of a float64 and its "
+            "rounding error, so the flip condition could not be checked exactly"
+        )
+    return hi, lo
+
+
+def scaled_activation(activation: Union[str, Activation], factor: float) -> Activation:
+    """The activation ``factor * act``, for blocks that compute ``A x + a f(x)``.
+
+    A residual multiplier ``a`` (Granite's ``residual_multiplier``) makes a
+    block compute ``A x + a W_down act(W_up x + b_up) + a b_down``. Its
+    ``a`` folds into the activation: that is ``A x + W_down (a act)(W_up x +
+    b_up) + a b_down``, and the skip-free blocks of the same width with
+    ``a act`` are exactly those with ``act`` (scale ``W_down`` by ``a``), so
+    every theorem that applies to ``act`` applies unchanged: the class, the
+    degree, ``gate(0) = 0`` and the genericity hypotheses are those of
+    ``act``, and the flip constant is ``a c`` (docs/theory.md §2.3). Pass
+    the result as ``activation=`` with ``b_down`` multiplied by ``a``; the
+    skip-free block built from a flip set keeps ``W_down`` and evaluates
+    ``a act``, so it is exact in its weights like any other.
+
+    Parameters
+    ----------
+    activation : str or Activation
+        The block's activation (for a gated block, its gated entry such as
+        ``"swiglu"``; the gate is scaled, which scales the whole product).
+    factor : float
+        ``a``, finite and nonzero.
+
+    Returns
+    -------
+    Activation
+        Named ``"<a>*<name>"`` (``"0.22*swiglu"``), with the shortest
+        decimal that reads back as exactly ``a``. Its flip constant is
+        ``a c`` exactly, as ``flip_constant + flip_constant_lo``.
+
+    Raises
+    ------
+    TypeError
+        If ``factor`` is not a real number.
+    ValueError
+        If ``factor`` is not finite or is zero; if ``a c`` is not the sum of
+        a float64 and its rounding error (a LeakyReLU slope whose ``1 +
+        slope`` is not a float64 times an ``a`` that is no power of two, or
+        ``|a c|`` near the ends of float64's range); or if a gate's nonzero
+        ``gate(0)`` times ``a`` underflows to zero.
+    """
+    act = get_activation(activation)
+    if isinstance(factor, (bool, np.bool_)) or not isinstance(
+        factor, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"factor must be a real number, got {type(factor).__name__}")
+    a = float(factor)
+    if not math.isfinite(a) or a == 0.0:
+        raise ValueError(f"factor must be finite and nonzero, got {factor!r}")
+    name = f"{_exact(a)}*{act.name}"
+    where = f"scaled_activation({act.name!r}, {a!r})"
+    c_hi: Optional[float] = None
+    c_lo = 0.0
+    if act.kind == FLIP_LINEAR:
+        c_hi, c_lo = _scaled_flip_constant(act, Fraction(a), where)
+    gate_at_zero = act.gate_at_zero
+    if gate_at_zero is not None and gate_at_zero != 0.0:
+        gate_at_zero = a * gate_at_zero
+        if gate_at_zero == 0.0 or not math.isfinite(gate_at_zero):
+            raise ValueError(
+                f"{where}: gate(0) = {act.gate_at_zero!r} times {a!r} is not a nonzero float64"
+            )
+    return Activation(
+        name=name,
+        kind=act.kind,
+        function=_Scaled(a, act.function),
+        flip_constant=c_hi,
+        flip_constant_lo=c_lo,
+        degree=act.degree,
+        gate_at_zero=gate_at_zero,
+        gate_differentiable=act.gate_differentiable,
+        necessity=act.necessity,
+        genericity=act.genericity,
+        rule=act.rule,
     )
 
 
@@ -679,8 +790,9 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
     ----------
     activation : str or Activation
         A name from :func:`known_activations` (case-insensitive; plain
-        ``"leaky_relu"`` has slope 0.01), ``"leaky_relu(<slope>)"``, or an
-        activation object such as ``leaky_relu(0.2)``.
+        ``"leaky_relu"`` has slope 0.01), ``"leaky_relu(<slope>)"``,
+        ``"<a>*<name>"`` for :func:`scaled_activation` (``"0.22*swiglu"``),
+        or an activation object such as ``leaky_relu(0.2)``.
 
     Returns
     -------
@@ -713,7 +825,17 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
                 f"activation {activation!r}: the slope must be a number, e.g. 'leaky_relu(0.2)'"
             ) from None
         return leaky_relu(slope)
+    scaled = re.fullmatch(r"([^*]+)\*(.+)", key)
+    if scaled:
+        try:
+            factor = float(scaled.group(1))
+        except ValueError:
+            raise ValueError(
+                f"activation {activation!r}: the factor must be a number, e.g. '0.22*swiglu'"
+            ) from None
+        return scaled_activation(get_activation(scaled.group(2)), factor)
     raise ValueError(
         f"unknown activation {activation!r}; known activations: "
-        f"{', '.join(known_activations())}, or 'leaky_relu(<slope>)'"
+        f"{', '.join(known_activations())}, 'leaky_relu(<slope>)', or '<a>*<name>' for a "
+        "times one of them"
     )

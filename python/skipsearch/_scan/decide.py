@@ -8,16 +8,15 @@ pickle them.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from typing import Optional, Union
 
+import numpy as np
 import numpy.typing as npt
 
-from skipsearch.absorption import find_absorbing_subset
-from skipsearch.activations import Activation
+from skipsearch.absorption import MLPBlock, find_absorbing_subset, undecided_form
+from skipsearch.activations import Activation, get_activation, scaled_activation
 from skipsearch.options import SearchOptions
 from skipsearch.result import AbsorptionResult
 
@@ -32,12 +31,14 @@ class BlockJob:
     ``dask.distributed`` can pickle it.
 
     ``scale`` is a residual multiplier ``a``: the model computes ``x + a
-    f(x)``, which equals ``a ((1/a) x + f(x))``, so it is absorbable exactly
-    when the block with skip ``(1/a) I`` is (a skip-free block divided by
-    ``a`` is one of the same width). ``undecided`` is a reason why no
-    theorem covers the block's form (gpt-oss's clamped gated experts): the
-    block is still run through the decision, for the checks on its weights,
-    and reported undecided with that reason.
+    f(x)``, decided as the block ``x + f_a(x)`` whose activation is ``a
+    act`` (:func:`~skipsearch.scaled_activation`) and whose ``b_down`` is
+    ``a b_down`` rounded to float64 (``b_down`` never enters the verdict; a
+    flip set's skip-free block then has its ``b_down'`` within one ulp of
+    the model's rather than half). ``undecided`` is a reason why no theorem covers the
+    block's form (gpt-oss's clamped gated experts): the block's arrays are
+    validated as the decision validates them, and it is reported undecided
+    with that reason.
     """
 
     W_up: npt.ArrayLike
@@ -53,66 +54,57 @@ class BlockJob:
 
 
 def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
-    """Decide the block ``x -> x + f(x)``; return the result and the seconds
-    it took.
+    """Decide the block ``x -> x + f(x)`` (``x + a f(x)`` with a residual
+    multiplier); return the result and the seconds it took.
 
     A gate bias tensor in the checkpoint, even all zeros, goes to the
     decision as ``b_gate`` (the block's form then has inner biases, and the
-    linearization and degree arguments do not apply). When ``1/a`` (see
-    :class:`BlockJob`) is not exact in float64, only the arguments that need
-    the skip to be nonzero (the gated and degree arguments) stand; any other
-    verdict is undecided.
+    linearization and degree arguments do not apply). The multiplier ``a``
+    goes into the activation, so every verdict is about the model's block
+    as it is, and a flip set's block is that block's skip-free form (it
+    evaluates ``a act``). Where ``a c`` is no double-double (see
+    :func:`~skipsearch.scaled_activation`) the block is undecided, with
+    that reason.
     """
-    scale, undecided, b_gate = job.scale, job.undecided, job.b_gate
     start = time.perf_counter()
-    skip: Optional[float] = None
-    exact_skip = True
-    if scale is not None:
-        # A power of two has an exact reciprocal unless it overflows.
-        exact_skip = math.frexp(abs(scale))[0] == 0.5
-        skip = 1.0 / scale if abs(scale) >= 2.0**-1022 else math.inf
-        if not math.isfinite(skip):
-            # |a| < 2^-1022: 1/a is no float64. Only the arguments that need
-            # a nonzero skip can stand, and any nonzero skip of a's sign
-            # serves them.
-            skip, exact_skip = math.copysign(1.0, scale), False
-    result = find_absorbing_subset(
-        job.W_up,
-        job.W_down,
-        activation=job.activation,
-        b_up=job.b_up,
-        b_down=job.b_down,
-        W_gate=job.W_gate,
-        b_gate=b_gate,
-        skip=skip,
-        options=job.options,
-    )
+    activation, b_down, undecided = job.activation, job.b_down, job.undecided
+    if job.scale is not None and undecided is None:
+        # An unknown activation is the caller's error, raised here as the
+        # decision would raise it; only what a does to it is a reason.
+        act = get_activation(activation)
+        why = f"the model computes x + a f(x) with a = {job.scale!r}, decided as the block "
+        try:
+            activation = scaled_activation(act, job.scale)
+        except ValueError as e:
+            undecided = f"{why}with activation a act, but {e}"
+        if b_down is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                scaled = job.scale * np.asarray(b_down, dtype=np.float64)
+            if np.all(np.isfinite(scaled)):
+                b_down = scaled
+            elif undecided is None and np.all(np.isfinite(np.asarray(b_down, dtype=np.float64))):
+                # The unscaled bias is validated as it is.
+                undecided = f"{why}with output bias a b_down, which overflows float64"
     if undecided is not None:
-        result = dataclasses.replace(
-            result, verdict="undecided", argument="none", reason=f"Undecided: {undecided}"
+        block = MLPBlock(
+            job.W_up,
+            job.W_down,
+            activation=activation,
+            b_up=job.b_up,
+            b_down=b_down,
+            W_gate=job.W_gate,
+            b_gate=job.b_gate,
         )
-    elif (
-        not exact_skip
-        and result.verdict != "undecided"
-        and result.argument not in ("linearization", "degree", "boundedness")
-    ):
-        result = dataclasses.replace(
-            result,
-            verdict="undecided",
-            argument="none",
-            reason=(
-                f"Undecided: the model computes x + a f(x) with a = {scale!r}, decided as the "
-                f"block with skip (1/a) I, and 1/a is not exact in float64, so a verdict resting "
-                "on the tolerance would be about a rounded skip."
-            ),
-        )
-    elif scale is not None and result.verdict == "absorbable":
-        result = dataclasses.replace(
-            result,
-            reason=(
-                f"{result.reason} The model computes x + a f(x) with a = {scale!r}; this is "
-                "the block (1/a) x + f(x) times a, so the model's skip-free block is a times the "
-                "one built (W_down and b_down scaled by a)."
-            ),
+        result = undecided_form(block, undecided, job.options)
+    else:
+        result = find_absorbing_subset(
+            job.W_up,
+            job.W_down,
+            activation=activation,
+            b_up=job.b_up,
+            b_down=b_down,
+            W_gate=job.W_gate,
+            b_gate=job.b_gate,
+            options=job.options,
         )
     return result, time.perf_counter() - start

@@ -269,7 +269,10 @@ def block_report(
         layer=block.layer,
         d=block.d,
         m=block.m,
-        activation=result.activation,
+        # A residual multiplier a is decided with the activation a act
+        # (result.activation "0.22*swiglu"); the row names the model's own,
+        # and its form shows a.
+        activation=result.activation if part.scale is None else part.activation,
         norm=part.norm,
         scope=NORM_SCOPES[part.norm],
         verdict=result.verdict,
