@@ -45,6 +45,8 @@ def write(path, arch, tensors, meta=None, qtypes=None):
             w.add_bool(key, value)
         elif isinstance(value, int):
             w.add_uint32(key, value)
+        elif isinstance(value, float):
+            w.add_float32(key, value)
         else:
             w.add_string(key, value)
     for name, array in tensors.items():
@@ -270,6 +272,97 @@ def test_qwen2moe_gguf_experts_and_shared_expert(tmp_path):
     assert all("sigmoid" in r.note for r in reports if r.kind == "shared_expert")
 
 
+def granite_tensors(rng, d, m, layers=2, bias=False):
+    """Dense granite layers (llama.cpp src/models/granite.cpp: ffn_gate, ffn_up
+    {n_embd, n_ff}, ffn_down {n_ff, n_embd}, optional biases)."""
+    t = {"token_embd.weight": rng.standard_normal((9, d)), "output_norm.weight": np.ones(d)}
+    for i in range(layers):
+        t[f"blk.{i}.attn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
+        for name, shape in (("gate", (m, d)), ("up", (m, d)), ("down", (d, m))):
+            t[f"blk.{i}.ffn_{name}.weight"] = rng.standard_normal(shape)
+            if bias:
+                t[f"blk.{i}.ffn_{name}.bias"] = rng.standard_normal(shape[0])
+    return t
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_granite_gguf_residual_scale(tmp_path, bias):
+    """granite's graph multiplies the FFN's output by granite.residual_scale
+    (a float32 in the file) before the residual add: x + a f(x), decided with
+    the activation a swiglu."""
+    rng = np.random.default_rng(6)
+    d, m = 4, 6
+    meta = {**sizes("granite", d, m, 2), "granite.residual_scale": 0.22}
+    path = write(tmp_path / "granite.gguf", "granite", granite_tensors(rng, d, m, bias=bias), meta)
+    info = describe_checkpoint(path)
+    a = float(np.float32(0.22))
+    assert [p.scale for p in info.parts] == [a]
+    reports = skipsearch.scan(path)
+    assert [(r.block, r.family, r.activation) for r in reports] == [
+        ("blk.0", "gguf-granite", "swiglu"),
+        ("blk.1", "gguf-granite", "swiglu"),
+    ]
+    for r in reports:
+        assert r.form.startswith("x + 0.22 * f(N(x))")
+        assert r.form.endswith("(granite.residual_scale = 0.22)")
+        assert r.result.activation == f"{a!r}*swiglu"
+        if bias:  # inner biases: no theorem for the class
+            assert (r.verdict, r.result.argument) == ("undecided", "none")
+            assert "bias" in r.reason
+        else:
+            assert (r.verdict, r.result.argument) == ("not_absorbable", "linearization")
+    # Without the key the graph does not scale.
+    del meta["granite.residual_scale"]
+    path = write(tmp_path / "plain.gguf", "granite", granite_tensors(rng, d, m), meta)
+    assert [p.scale for p in describe_checkpoint(path).parts] == [None]
+
+
+def test_granitemoe_gguf_experts_shared_expert_and_scale(tmp_path):
+    """granitemoe (llama.cpp src/models/granite.cpp): ffn_*_exps {n_embd, n_ff,
+    n_expert} and, with expert_shared_feed_forward_length, ffn_*_shexp; the
+    sum is multiplied by granitemoe.residual_scale."""
+    rng = np.random.default_rng(7)
+    d, m, m_sh, experts = 4, 6, 10, 3
+    t = {"token_embd.weight": rng.standard_normal((9, d))}
+    for i in range(2):
+        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
+        t[f"blk.{i}.ffn_gate_inp.weight"] = rng.standard_normal((experts, d))
+        t[f"blk.{i}.ffn_gate_exps.weight"] = rng.standard_normal((experts, m, d))
+        t[f"blk.{i}.ffn_up_exps.weight"] = rng.standard_normal((experts, m, d))
+        t[f"blk.{i}.ffn_down_exps.weight"] = rng.standard_normal((experts, d, m))
+        t[f"blk.{i}.ffn_gate_shexp.weight"] = rng.standard_normal((m_sh, d))
+        t[f"blk.{i}.ffn_up_shexp.weight"] = rng.standard_normal((m_sh, d))
+        t[f"blk.{i}.ffn_down_shexp.weight"] = rng.standard_normal((d, m_sh))
+    meta = sizes(
+        "granitemoe",
+        d,
+        m,
+        2,
+        expert_count=experts,
+        expert_used_count=2,
+        expert_shared_feed_forward_length=m_sh,
+        residual_scale=0.25,
+    )
+    reports = skipsearch.scan(write(tmp_path / "moe.gguf", "granitemoe", t, meta))
+    rows = sorted((r.layer, r.kind, r.expert, r.m) for r in reports)
+    assert rows == sorted(
+        [(i, "expert", e, m) for i in range(2) for e in range(experts)]
+        + [(i, "shared_expert", None, m_sh) for i in range(2)]
+    )
+    for r in reports:
+        assert (r.d, r.activation, r.verdict) == (d, "swiglu", "not_absorbable")
+        assert "0.25 * f(" in r.form and "(granitemoe.residual_scale = 0.25)" in r.form
+        assert r.result.activation == "0.25*swiglu"
+    # Granite MoE without a shared expert: the routed experts alone.
+    for i in range(2):
+        for name in ("gate", "up", "down"):
+            del t[f"blk.{i}.ffn_{name}_shexp.weight"]
+    del meta["granitemoe.expert_shared_feed_forward_length"]
+    reports = skipsearch.scan(write(tmp_path / "routed.gguf", "granitemoe", t, meta))
+    assert {r.kind for r in reports} == {"expert"} and len(reports) == 2 * experts
+
+
 def test_phi3_gguf_fused_gate_up(tmp_path):
     """phi3 (llama.cpp src/models/phi3.cpp): one ffn_up {n_embd, 2 n_ff}, LLM_FFN_SWIGLU:
     SiLU of the first half times the second."""
@@ -314,6 +407,8 @@ def test_gguf_family_names_are_the_gguf_constants():
             "mpt",
             "qwen2moe",
             "qwen3moe",
+            "granite",
+            "granitemoe",
         )
     }
     for model_type, family in FAMILIES.items():

@@ -29,6 +29,15 @@ residual form are fixed by its graph in llama.cpp (``src/models/<arch>.cpp``,
   biases where the file has them. GPT-NeoX adds attention and FFN in
   parallel when ``gptneox.use_parallel_residual`` is true; Falcon always
   does, feeding the FFN the attention's LayerNorm output.
+- ``granite``, ``granitemoe`` (``src/models/granite.cpp``): SwiGLU
+  (``LLM_FFN_SILU, LLM_FFN_PAR``) after RMSNorm, its output multiplied by
+  ``<arch>.residual_scale`` (read when present; 0 or absent is no scaling)
+  before the residual add: ``x + a f(x)``. ``granite`` has the dense
+  ``ffn_gate``/``ffn_up``/``ffn_down`` with optional biases;
+  ``granitemoe`` has routed SwiGLU experts ``ffn_*_exps`` of width
+  ``<arch>.feed_forward_length`` and, when
+  ``<arch>.expert_shared_feed_forward_length`` is set, a shared expert
+  ``ffn_*_shexp`` added to them before the scaling (Granite MoE Shared).
 - ``qwen2moe``: routed SwiGLU experts (``ffn_*_exps``) plus a shared SwiGLU
   expert (``ffn_*_shexp``) scaled by ``sigmoid(ffn_gate_inp_shexp . y)``;
   ``qwen3moe``: routed experts only.
@@ -124,7 +133,7 @@ def _experts(arch: str, m_keys: tuple[str, ...], shared: str = "", **kw: Any) ->
     )
 
 
-def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "") -> Part:
+def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "", **kw: Any) -> Part:
     """The shared SwiGLU expert: ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp."""
     return _ffn(
         arch,
@@ -133,7 +142,14 @@ def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "") -> Part:
         m_keys=m_keys,
         activation="silu",
         note=_SHARED.format(scaled=scaled),
+        **kw,
     )
+
+
+def _residual_scale(arch: str) -> dict[str, Any]:
+    """llama.cpp's granite graph scales the FFN's output by
+    ``<arch>.residual_scale`` (``ggml_scale`` before the residual add)."""
+    return {"scale_keys": (f"{arch}.residual_scale",)}
 
 
 def _neox_form(config: dict[str, Any]) -> str:
@@ -157,6 +173,29 @@ FAMILIES: dict[str, Family] = dict(
             "llama",
             _gated("llama", "silu", optional=True),
             _experts("llama", ("llama.feed_forward_length",), optional=True),
+        ),
+        _family("granite", _gated("granite", "silu", **_residual_scale("granite"))),
+        _family(
+            "granitemoe",
+            _experts(
+                "granitemoe",
+                ("granitemoe.feed_forward_length",),
+                shared=" and a shared expert when the file has one",
+                experts_keys=("granitemoe.expert_count",),
+                **_residual_scale("granitemoe"),
+            ),
+            # Present only with expert_shared_feed_forward_length (llama.cpp
+            # creates no shared tensors without it); the second key only
+            # sizes the part in a file that has none.
+            _shared(
+                "granitemoe",
+                (
+                    "granitemoe.expert_shared_feed_forward_length",
+                    "granitemoe.feed_forward_length",
+                ),
+                optional=True,
+                **_residual_scale("granitemoe"),
+            ),
         ),
         _family("qwen2", _gated("qwen2", "silu")),
         _family("qwen3", _gated("qwen3", "silu")),
