@@ -6,8 +6,10 @@ its hypotheses stay those of ``act``, and a flip set's block evaluates
 
 from __future__ import annotations
 
+import itertools
 import math
 import pickle
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -54,7 +56,9 @@ def test_what_scaling_cannot_hold_exactly_is_refused():
     # 1.1 is no float64, so leaky_relu(0.1)'s c is hi + lo; 0.22 c needs
     # more than two float64s, while a power of two only shifts both.
     assert scaled_activation(leaky_relu(0.1), 0.5).flip_constant_lo != 0.0
-    with pytest.raises(ValueError, match=r"flip constant 0\.242 is not the sum of a float64"):
+    with pytest.raises(
+        ValueError, match=r"flip constant a c \(about 0\.242\) is not the sum of a float64"
+    ):
         scaled_activation(leaky_relu(0.1), 0.22)
     # 1.5 * 2^-1074 falls between two subnormals, and no float64 holds the rest.
     assert scaled_activation("relu", 5e-324).flip_constant == 5e-324
@@ -67,13 +71,57 @@ def test_what_scaling_cannot_hold_exactly_is_refused():
             scaled_activation("relu", bad)
     with pytest.raises(TypeError, match="factor must be a real number, got bool"):
         scaled_activation("relu", True)
-    with pytest.raises(ValueError, match=r"the factor must be a number, e\.g\. '0\.22\*swiglu'"):
-        skipsearch.get_activation("x*relu")
     nested = scaled_activation(scaled_activation("leaky_relu(0.5)", 2), -0.75)
     assert (nested.name, nested.flip_constant) == ("-0.75*2*leaky_relu(0.5)", -2.25)
     assert skipsearch.get_activation(nested.name) == nested
     with pytest.raises(ValueError, match="unknown activation 'nope'"):
         skipsearch.get_activation("0.5*nope")
+
+
+def test_factors_float64_cannot_hold_are_refused_not_rounded():
+    # 2^53 + 1 would round to 2^53, and a c with it: a wrong "exact" constant.
+    with pytest.raises(ValueError, match=r"factor 9007199254740993 is not a float64"):
+        scaled_activation("relu", 2**53 + 1)
+    with pytest.raises(ValueError, match="is not a float64"):
+        scaled_activation("relu", np.longdouble(1) / 10)
+    with pytest.raises(ValueError, match=r"finite and nonzero in float64, got 10000.*characters"):
+        scaled_activation("relu", 10**400)
+    assert scaled_activation("relu", 2**53).flip_constant == 2.0**53
+    assert scaled_activation("relu", np.float32(0.1)).flip_constant == float(np.float32(0.1))
+
+
+def test_huge_factors_give_errors_or_usable_activations():
+    # a c beyond float64: a ValueError (not an OverflowError).
+    with pytest.raises(ValueError, match="beyond float64's range"):
+        scaled_activation(leaky_relu(3.0), 1e308)
+    with pytest.raises(ValueError, match="beyond float64's range"):
+        skipsearch.get_activation("1e308*leaky_relu(3)")
+    # a act overflows at |z| of a few, but the claims are those of act: the
+    # activation is checked through act, not by sampling a act.
+    for name, a in (("relu", 1e308), ("relu2", 1e307), ("reglu", 5e307), ("tanh", -1e308)):
+        act = scaled_activation(name, a)
+        assert skipsearch.get_activation(act) == act == skipsearch.get_activation(act.name)
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    r, _ = decide_block(
+        BlockJob(W, np.ones((2, 3)), "reglu", None, None, W, None, SearchOptions(), scale=5e307)
+    )
+    assert (r.verdict, r.argument) == ("not_absorbable", "degree")
+
+
+def test_scaled_names_are_parsed_strictly_and_errors_name_the_whole_input():
+    for name, message in [
+        ("0.5**relu", "each factor must be a decimal number"),
+        ("2*x*relu", "each factor must be a decimal number"),
+        ("1_0*relu", "each factor must be a decimal number"),
+        ("nan*relu", "each factor must be a decimal number"),
+        ("relu*", "each factor must be a decimal number"),
+        ("1e-400*relu", "the factor 1e-400 rounds to 0 in float64"),
+        ("0.5*nope", "unknown activation 'nope'"),
+        ("1*" * 17 + "relu", "at most 16 factors, got 17"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(f"activation {name!r}: ") + ".*" + message):
+            skipsearch.get_activation(name)
+    assert skipsearch.get_activation(" +2.*GELU").name == "2*gelu"
 
 
 def planted(rng, a, act="relu", d=3, m=8, flip=(1, 4, 6)):
@@ -147,6 +195,24 @@ def test_an_output_bias_the_multiplier_overflows_is_undecided_not_an_error():
     assert result.verdict == "absorbable"
 
 
+def test_a_job_validates_its_scale_reason_and_output_bias_as_the_decision_would():
+    rng = np.random.default_rng(10)
+    W_up, W_down, _ = planted(rng, 0.22)
+    for bad in (0.0, -0.0, math.nan, math.inf, True, "2"):
+        with pytest.raises(ValueError, match="scale must be a finite nonzero number or None"):
+            job(W_up, W_down, None, bad)
+    for bad in ("", 123):
+        with pytest.raises(ValueError, match="undecided must be a non-empty reason"):
+            BlockJob(W_up, W_down, "relu", None, None, None, None, SearchOptions(), undecided=bad)
+    for b_down in ([[1.0, 2.0], [3.0]], "abc", ["1", "2", "3"], np.array([1j, 0, 0])):
+        with pytest.raises((TypeError, ValueError)) as reference:
+            skipsearch.find_absorbing_subset(W_up, W_down, b_down=b_down)
+        with pytest.raises(type(reference.value)) as scaled:
+            decide_block(job(W_up, W_down, b_down, 0.22))
+        assert "b_down" in str(scaled.value)
+        assert str(scaled.value).split(":")[0] == str(reference.value).split(":")[0]
+
+
 def test_gated_blocks_keep_the_linearization_verdict_for_every_multiplier():
     rng = np.random.default_rng(9)
     W_up, W_gate, W_down = (rng.standard_normal(s) for s in ((6, 3), (6, 3), (3, 6)))
@@ -155,3 +221,42 @@ def test_gated_blocks_keep_the_linearization_verdict_for_every_multiplier():
             BlockJob(W_up, W_down, "swiglu", None, None, W_gate, None, SearchOptions(), scale=a)
         )
         assert (result.verdict, result.argument) == ("not_absorbable", "linearization")
+    # a b_down overflows, but a gated verdict never reads b_down.
+    result, _ = decide_block(
+        BlockJob(
+            W_up, W_down, "swiglu", None, np.full(3, 1e10), W_gate, None, SearchOptions(), 1e300
+        )
+    )
+    assert (result.verdict, result.argument) == ("not_absorbable", "linearization")
+
+
+def test_a_certificate_within_rounding_of_the_tolerance_is_confirmed_with_tol():
+    # From the breaker's boundary search: the decision proves a bound just
+    # above tol with exact sums; the a-priori allowance alone leaves the
+    # user's check just below it. check_certificate(tol=...) re-evaluates
+    # exactly and confirms.
+    W_up = np.array([[1.0], [-0.10639959608685703], [-0.9494908518002053], [0.3242014124060831]])
+    W_down = np.array(
+        [[-9.999999850988385, -0.6657762623743938, -0.31839120057526804, 0.9355282866027194]]
+    )
+    tol, a = 1.4901161193847656e-08, 0.1
+    result, _ = decide_block(
+        BlockJob(W_up, W_down, "gelu", None, None, None, None, SearchOptions(tol=tol), scale=a)
+    )
+    assert (result.verdict, result.argument) == ("not_absorbable", "certificate")
+    act = scaled_activation("gelu", a)
+    loose = skipsearch.check_certificate(result.certificate, W_up, W_down, activation=act)
+    settled = skipsearch.check_certificate(
+        result.certificate, W_up, W_down, activation=act, tol=result.tolerance
+    )
+    assert loose <= tol < settled
+    # The exact value, in rationals: min over S of |1 + a c sum_S V U| (d = 1).
+    c = Fraction(a)
+    best = min(
+        abs(1 + c * sum(Fraction(W_down[0, i]) * Fraction(W_up[i, 0]) for i in S))
+        for k in range(5)
+        for S in itertools.combinations(range(4), k)
+    )
+    assert Fraction(settled) <= best
+    with pytest.raises(ValueError, match="tol must be a finite number or None"):
+        skipsearch.check_certificate(result.certificate, W_up, W_down, activation=act, tol="x")

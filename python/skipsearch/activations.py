@@ -315,15 +315,41 @@ def leaky_relu(negative_slope: float = 0.01) -> Activation:
 
 @dataclass(frozen=True)
 class _Scaled:
-    """``factor * function``: a module-level class, so that a scaled
-    activation pickles whenever the activation it scales does."""
+    """``factor * activation``: a module-level class holding the activation
+    it scales, so that a scaled activation pickles whenever that one does,
+    and is checked through it (:func:`_checked`)."""
 
     factor: float
-    function: Callable[[np.ndarray], np.ndarray]
+    activation: Activation
 
     def __call__(self, z: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        out: npt.NDArray[np.float64] = self.factor * np.asarray(self.function(z), dtype=np.float64)
+        inner = np.asarray(self.activation.function(z), dtype=np.float64)
+        with np.errstate(over="ignore", under="ignore"):
+            out: npt.NDArray[np.float64] = self.factor * inner
         return out
+
+
+def _exact_factor(factor: object) -> float:
+    """``factor`` as a float64, refused (naming it) unless it is a finite
+    nonzero real number that float64 holds exactly."""
+    if isinstance(factor, (bool, np.bool_)) or not isinstance(
+        factor, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"factor must be a real number, got {type(factor).__name__}")
+    try:
+        a = float(factor)
+    except OverflowError:
+        a = math.inf
+    text = repr(factor)
+    if len(text) > 40:
+        text = f"{text[:20]}... ({len(text)} characters)"
+    if not math.isfinite(a) or a == 0.0:
+        raise ValueError(f"factor must be finite and nonzero in float64, got {text}")
+    if isinstance(factor, (int, np.integer)) and int(factor) != a:
+        raise ValueError(f"factor {text} is not a float64 (it would round to {a!r})")
+    if isinstance(factor, np.floating) and np.finfo(factor.dtype).nmant > 52 and factor != a:
+        raise ValueError(f"factor {text} is not a float64 (it would round to {a!r})")
+    return a
 
 
 def _scaled_flip_constant(act: Activation, factor: Fraction, where: str) -> tuple[float, float]:
@@ -338,8 +364,9 @@ def _scaled_flip_constant(act: Activation, factor: Fraction, where: str) -> tupl
     if not (
         math.isfinite(hi) and hi != 0.0 and hi + lo == hi and Fraction(hi) + Fraction(lo) == exact
     ):
+        value = f"about {hi!r}" if math.isfinite(hi) else "beyond float64's range"
         raise ValueError(
-            f"{where}: its flip constant {float(exact)!r} is not the sum of a float64 and its "
+            f"{where}: its flip constant a c ({value}) is not the sum of a float64 and its "
             "rounding error, so the flip condition could not be checked exactly"
         )
     return hi, lo
@@ -380,20 +407,20 @@ def scaled_activation(activation: Union[str, Activation], factor: float) -> Acti
     TypeError
         If ``factor`` is not a real number.
     ValueError
-        If ``factor`` is not finite or is zero; if ``a c`` is not the sum of
+        If ``factor`` is not finite or is zero in float64, or is an integer
+        or long double that float64 does not hold exactly; if ``a c`` is not
+        the sum of
         a float64 and its rounding error (a LeakyReLU slope whose ``1 +
         slope`` is not a float64 times an ``a`` that is no power of two, or
         ``|a c|`` near the ends of float64's range); or if a gate's nonzero
         ``gate(0)`` times ``a`` underflows to zero.
     """
-    act = get_activation(activation)
-    if isinstance(factor, (bool, np.bool_)) or not isinstance(
-        factor, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"factor must be a real number, got {type(factor).__name__}")
-    a = float(factor)
-    if not math.isfinite(a) or a == 0.0:
-        raise ValueError(f"factor must be finite and nonzero, got {factor!r}")
+    return _scale(get_activation(activation), _exact_factor(factor))
+
+
+def _scale(act: Activation, a: float) -> Activation:
+    """``a act`` for a checked ``act`` and an exact float64 ``a`` (see
+    :func:`scaled_activation`)."""
     name = f"{_exact(a)}*{act.name}"
     where = f"scaled_activation({act.name!r}, {a!r})"
     c_hi: Optional[float] = None
@@ -410,7 +437,7 @@ def scaled_activation(activation: Union[str, Activation], factor: float) -> Acti
     return Activation(
         name=name,
         kind=act.kind,
-        function=_Scaled(a, act.function),
+        function=_Scaled(a, act),
         flip_constant=c_hi,
         flip_constant_lo=c_lo,
         degree=act.degree,
@@ -586,9 +613,33 @@ def _checked(act: Activation) -> Activation:
     _check_gate(act, where)
     if not callable(act.function):
         raise TypeError(f"{where}: function must be callable")
-    if not is_registry(act):
+    if not (is_registry(act) or _is_scaling(act)):
         _check_function(act, where)
     return act
+
+
+def _is_scaling(act: Activation) -> bool:
+    """Whether ``act`` is exactly what :func:`scaled_activation` makes of the
+    activation its function scales: then that one (at the bottom of a chain
+    of scalings) is checked instead of sampling ``a act``, whose values may
+    overflow where the claims still hold."""
+    chain = []
+    inner = act
+    while isinstance(inner.function, _Scaled):
+        chain.append(inner)
+        inner = inner.function.activation
+    if not chain:
+        return False
+    _checked(inner)
+    for outer in reversed(chain):
+        scaling = cast(_Scaled, outer.function)
+        try:
+            expected = _scale(scaling.activation, scaling.factor)
+        except (TypeError, ValueError):
+            return False
+        if expected != outer:
+            return False
+    return True
 
 
 def is_registry(act: Activation) -> bool:
@@ -783,6 +834,43 @@ def _check_gate(act: Activation, where: str) -> None:
         )
 
 
+#: A factor in a scaled name: a plain decimal, as ``repr`` writes floats.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?")
+#: Factors a scaled name may carry ("0.5*2*relu" has two).
+_MAX_FACTORS = 16
+
+
+def _parse_scaled(activation: str, key: str) -> Activation:
+    """``"<a>*...*<name>"``: the factors are applied right to left, so the
+    name of every scaled activation reads back as it."""
+    *factors, base = key.split("*")
+    where = f"activation {activation!r}"
+    if len(factors) > _MAX_FACTORS:
+        raise ValueError(f"{where}: at most {_MAX_FACTORS} factors, got {len(factors)}")
+    values = []
+    for text in factors:
+        if not _DECIMAL.fullmatch(text):
+            raise ValueError(
+                f"{where}: each factor must be a decimal number, e.g. '0.22*swiglu', got {text!r}"
+            )
+        value = float(text)
+        if value == 0.0 and any(ch in "123456789" for ch in text.split("e")[0]):
+            raise ValueError(f"{where}: the factor {text} rounds to 0 in float64")
+        values.append(value)
+    try:
+        act = get_activation(base) if base else None
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    if act is None:
+        raise ValueError(f"{where}: a scaled name ends with an activation, e.g. '0.22*swiglu'")
+    for value in reversed(values):
+        try:
+            act = _scale(act, _exact_factor(value))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return act
+
+
 def get_activation(activation: Union[str, Activation]) -> Activation:
     """Resolve a registry name or pass an :class:`Activation` through.
 
@@ -825,15 +913,8 @@ def get_activation(activation: Union[str, Activation]) -> Activation:
                 f"activation {activation!r}: the slope must be a number, e.g. 'leaky_relu(0.2)'"
             ) from None
         return leaky_relu(slope)
-    scaled = re.fullmatch(r"([^*]+)\*(.+)", key)
-    if scaled:
-        try:
-            factor = float(scaled.group(1))
-        except ValueError:
-            raise ValueError(
-                f"activation {activation!r}: the factor must be a number, e.g. '0.22*swiglu'"
-            ) from None
-        return scaled_activation(get_activation(scaled.group(2)), factor)
+    if "*" in key:
+        return _parse_scaled(activation, key)
     raise ValueError(
         f"unknown activation {activation!r}; known activations: "
         f"{', '.join(known_activations())}, 'leaky_relu(<slope>)', or '<a>*<name>' for a "

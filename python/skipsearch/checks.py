@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional, Union
 
 import numpy as np
@@ -23,6 +24,7 @@ def check_certificate(
     *,
     activation: Union[str, Activation] = "relu",
     skip: Optional[npt.ArrayLike] = None,
+    tol: Optional[float] = None,
 ) -> float:
     """Rigorous lower bound on how far every flip set is from absorbing the skip.
 
@@ -57,6 +59,14 @@ def check_certificate(
         Supplies the flip constant ``c``; must be flip-linear.
     skip : None, float or array_like, default None
         The skip ``A``, as for :func:`skipsearch.find_absorbing_subset`.
+    tol : float, optional
+        The tolerance the bound is compared with, usually
+        ``result.tolerance``. When the a-priori rounding allowance leaves the
+        bound at or below it, blocks with ``m * d_out * d_in <= 200000`` are
+        re-evaluated in exact rationals, as the decision does, so a
+        certificate that proves a bound above ``tol`` is confirmed even when
+        its margin over ``tol`` is within rounding. Without it only a bound
+        the allowance reduces to nothing is re-evaluated.
 
     Returns
     -------
@@ -94,5 +104,11 @@ def check_certificate(
     if not np.any(Y) or not np.any(w.A):
         return 0.0
     c = (float(act.flip_constant), float(act.flip_constant_lo))
-    bound, _ = rounding.interval_bound(Y, w.W_up, w.W_down, w.A, c)
+    if tol is not None and (
+        isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
+    ):
+        raise ValueError(f"tol must be a finite number or None, got {tol!r}")
+    bound, _ = rounding.interval_bound(
+        Y, w.W_up, w.W_down, w.A, c, None if tol is None else float(tol)
+    )
     return bound

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -182,7 +182,12 @@ def _sqrt_rounded(q: Fraction, up: bool) -> float:
 
 
 def interval_bound(
-    Y: FloatArray, W_up: FloatArray, W_down: FloatArray, A: FloatArray, c: FlipConstant
+    Y: FloatArray,
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    c: FlipConstant,
+    settle: Optional[float] = None,
 ) -> tuple[float, float]:
     """The rigorous interval bound proved by the certificate ``Y``.
 
@@ -196,7 +201,10 @@ def interval_bound(
 
     Returns ``(bound, rounding)``, both relative to ``||A||_F``: the proven
     bound (0.0 when nothing is proved) and the rounding allowance that was
-    subtracted from the margin.
+    subtracted from the margin. With ``settle``, a bound the allowance
+    leaves at or below ``settle`` while float64 saw a margin is computed
+    again in exact rationals (when ``m * d_out * d_in <= EXACT_TERMS``), so
+    that which side of ``settle`` it lies on is the exact answer.
     """
     c, c_lo = _split(c)
     # Any Y is a certificate, so the scaled (possibly rounded) Y is one too;
@@ -240,11 +248,14 @@ def interval_bound(
     allowance = ldexp_up(up(total / scale, 1), k_a) if math.isfinite(total) else math.inf
     gap = max(lo - total, -(hi + total))
     ratio = gap / scale if gap > 0.0 else 0.0
+    margin = max(lo, -hi)
     if ratio >= 2.0**-1000:
         # Both normal: the division and the scaling back are relative (the
         # latter exact unless the result is subnormal, which ldexp_down covers).
-        return ldexp_down(down(ratio, 2), k_a), allowance
-    margin = max(lo, -hi)
+        bound = ldexp_down(down(ratio, 2), k_a)
+        if settle is None or bound > settle or m * n > EXACT_TERMS:
+            return bound, allowance
+        return max(bound, _exact_interval_bound(Y, W_up, W_down, A, (c, c_lo))), allowance
     if margin > 0.0 and m * n <= EXACT_TERMS:
         return _exact_interval_bound(Y, W_up, W_down, A, (c, c_lo)), allowance
     return 0.0, allowance

@@ -8,6 +8,7 @@ pickle them.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -15,8 +16,9 @@ from typing import Optional, Union
 import numpy as np
 import numpy.typing as npt
 
+from skipsearch._validation import as_float_array
 from skipsearch.absorption import MLPBlock, find_absorbing_subset, undecided_form
-from skipsearch.activations import Activation, get_activation, scaled_activation
+from skipsearch.activations import FLIP_LINEAR, Activation, get_activation, scaled_activation
 from skipsearch.options import SearchOptions
 from skipsearch.result import AbsorptionResult
 
@@ -52,6 +54,19 @@ class BlockJob:
     scale: Optional[float] = None
     undecided: Optional[str] = None
 
+    def __post_init__(self) -> None:
+        if self.scale is not None and (
+            isinstance(self.scale, bool)
+            or not isinstance(self.scale, (int, float))
+            or not math.isfinite(self.scale)
+            or self.scale == 0
+        ):
+            raise ValueError(f"scale must be a finite nonzero number or None, got {self.scale!r}")
+        if self.undecided is not None and not (isinstance(self.undecided, str) and self.undecided):
+            raise ValueError(
+                f"undecided must be a non-empty reason or None, got {self.undecided!r}"
+            )
+
 
 def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
     """Decide the block ``x -> x + f(x)`` (``x + a f(x)`` with a residual
@@ -69,8 +84,8 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
     start = time.perf_counter()
     activation, b_down, undecided = job.activation, job.b_down, job.undecided
     if job.scale is not None and undecided is None:
-        # An unknown activation is the caller's error, raised here as the
-        # decision would raise it; only what a does to it is a reason.
+        # An unknown activation or a bad b_down is the caller's error, raised
+        # here as the decision would raise it; only what a does is a reason.
         act = get_activation(activation)
         why = f"the model computes x + a f(x) with a = {job.scale!r}, decided as the block "
         try:
@@ -78,13 +93,20 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
         except ValueError as e:
             undecided = f"{why}with activation a act, but {e}"
         if b_down is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                scaled = job.scale * np.asarray(b_down, dtype=np.float64)
+            try:
+                shape = np.shape(job.W_down)
+            except ValueError:  # ragged: the decision names W_down
+                shape = ()
+            d_out = f"({shape[0]},)" if len(shape) == 2 else "(d_out,)"
+            bias, _ = as_float_array("b_down", b_down, 1, d_out)
+            with np.errstate(over="ignore"):
+                scaled = job.scale * bias
             if np.all(np.isfinite(scaled)):
                 b_down = scaled
-            elif undecided is None and np.all(np.isfinite(np.asarray(b_down, dtype=np.float64))):
-                # The unscaled bias is validated as it is.
+            elif act.kind == FLIP_LINEAR and undecided is None:
                 undecided = f"{why}with output bias a b_down, which overflows float64"
+            # Other classes build no block: their verdicts never read b_down,
+            # which is validated as the model has it.
     if undecided is not None:
         block = MLPBlock(
             job.W_up,
