@@ -409,6 +409,23 @@ def test_gguf_family_names_are_the_gguf_constants():
             "qwen3moe",
             "granite",
             "granitemoe",
+            "gemma2",
+            "gemma3",
+            "olmo2",
+            "exaone4",
+            "internlm2",
+            "exaone",
+            "smollm3",
+            "seed_oss",
+            "command-r",
+            "stablelm",
+            "phi2",
+            "starcoder2",
+            "nemotron",
+            "deepseek2",
+            "olmoe",
+            "mistral3",
+            "gpt-oss",
         )
     }
     for model_type, family in FAMILIES.items():
@@ -464,3 +481,157 @@ def test_gguf_output_scales_are_refused(tmp_path):
     path = write(tmp_path / "s.gguf", "gpt2", t, sizes("gpt2", d, m, 2))
     with pytest.raises(CheckpointError, match=r"blk.1.ffn_down.scale rescales"):
         skipsearch.scan(path)
+
+
+# -- More llama.cpp architectures ------------------------------------------------------------
+# Each from its graph in llama.cpp (src/models/<arch>.cpp at 0c1e57098, the copy bundled in
+# llama-cpp-python 0.3.36): the FFN tensors it creates, build_ffn's activation and gate, and
+# the norms around the block. Tensor names are checked against gguf.constants above.
+
+DENSE_GATED = [
+    # arch, registry activation of the gated block, form fragment
+    ("gemma2", "geglu", "N2 = post_ffw_norm"),
+    ("gemma3", "geglu", "N2 = post_ffw_norm"),
+    ("olmo2", "swiglu", "no norm before f"),
+    ("exaone4", "swiglu", "no norm before f"),
+    ("internlm2", "swiglu", "x + f(N(x))"),
+    ("exaone", "swiglu", "x + f(N(x))"),
+    ("smollm3", "swiglu", "x + f(N(x))"),
+    ("seed_oss", "swiglu", "x + f(N(x))"),
+    ("command-r", "swiglu", "parallel attention and FFN, one LayerNorm"),
+    ("stablelm", "swiglu", "StableLM 2 12B"),
+    ("mistral3", "swiglu", "x + f(N(x))"),
+]
+
+
+@pytest.mark.parametrize(("arch", "activation", "form"), DENSE_GATED)
+def test_dense_gated_gguf_architectures(tmp_path, arch, activation, form):
+    rng = np.random.default_rng(11)
+    d, m = 4, 6
+    t = granite_tensors(rng, d, m)
+    for i in range(2):
+        t[f"blk.{i}.post_ffw_norm.weight"] = np.ones(d)
+    reports = skipsearch.scan(write(tmp_path / f"{arch}.gguf", arch, t, sizes(arch, d, m, 2)))
+    assert [(r.block, r.family, r.kind, r.d, r.m, r.activation) for r in reports] == [
+        (f"blk.{i}", f"gguf-{arch}", "mlp", d, m, activation) for i in range(2)
+    ]
+    for r in reports:
+        assert (r.verdict, r.result.argument) == ("not_absorbable", "linearization")
+        assert form in r.form
+    if "post_ffw_norm" in reports[0].form:
+        assert "FFN alone" in reports[0].note or "MLP alone" in reports[0].note
+
+
+@pytest.mark.parametrize("arch", ["phi2", "starcoder2"])
+def test_gelu_gguf_architectures_with_biases(tmp_path, arch):
+    """phi2 and starcoder2: ffn_up/ffn_down with biases, LLM_FFN_GELU, LLM_FFN_SEQ (tanh
+    GELU, flip constant 1); layer 0 planted, layer 1 random."""
+    rng = np.random.default_rng(12)
+    d, m = 4, 8
+    t = {}
+    for i, (up, down) in enumerate(
+        [planted(rng, d, m), (rng.standard_normal((m, d)), rng.standard_normal((d, m)))]
+    ):
+        t[f"blk.{i}.ffn_up.weight"], t[f"blk.{i}.ffn_down.weight"] = up, down
+        t[f"blk.{i}.ffn_up.bias"] = rng.standard_normal(m)
+        t[f"blk.{i}.ffn_down.bias"] = rng.standard_normal(d)
+    reports = skipsearch.scan(write(tmp_path / f"{arch}.gguf", arch, t, sizes(arch, d, m, 2)))
+    assert [(r.activation, r.verdict) for r in reports] == [
+        ("gelu_tanh", "absorbable"),
+        ("gelu_tanh", "not_absorbable"),
+    ]
+    assert reports[0].result.subset.tolist() == list(range(d))
+    assert ("parallel" in reports[0].form) == (arch == "phi2")
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_nemotron_gguf_squared_relu(tmp_path, bias):
+    """nemotron: ffn_up/ffn_down (optional biases), LLM_FFN_RELU_SQR: degree 2."""
+    rng = np.random.default_rng(13)
+    d, m = 4, 6
+    t = {}
+    for i in range(2):
+        t[f"blk.{i}.ffn_up.weight"] = rng.standard_normal((m, d))
+        t[f"blk.{i}.ffn_down.weight"] = rng.standard_normal((d, m))
+        if bias:
+            t[f"blk.{i}.ffn_up.bias"] = rng.standard_normal(m)
+    reports = skipsearch.scan(write(tmp_path / "n.gguf", "nemotron", t, sizes("nemotron", d, m, 2)))
+    want = ("undecided", "none") if bias else ("not_absorbable", "degree")
+    assert [(r.activation, r.verdict, r.result.argument) for r in reports] == [("relu2", *want)] * 2
+
+
+def moe_tensors(rng, layers, d, m, experts, shared=None, bias=False):
+    t = {}
+    for i in layers:
+        t[f"blk.{i}.ffn_gate_inp.weight"] = rng.standard_normal((experts, d))
+        for name, shape in (("gate", (m, d)), ("up", (m, d)), ("down", (d, m))):
+            t[f"blk.{i}.ffn_{name}_exps.weight"] = rng.standard_normal((experts, *shape))
+            if bias:
+                t[f"blk.{i}.ffn_{name}_exps.bias"] = rng.standard_normal((experts, shape[0]))
+            if shared:
+                t[f"blk.{i}.ffn_{name}_shexp.weight"] = rng.standard_normal(
+                    (shared, d) if name != "down" else (d, shared)
+                )
+    return t
+
+
+def test_deepseek2_gguf_leading_dense_layers_routed_and_shared_experts(tmp_path):
+    """deepseek2: dense SwiGLU in the first leading_dense_block_count layers; then
+    routed experts (expert_feed_forward_length) and one shared expert of
+    expert_feed_forward_length * expert_shared_count."""
+    rng = np.random.default_rng(14)
+    d, m, m_exp, experts, n_shared = 4, 10, 3, 4, 2
+    t = granite_tensors(rng, d, m, layers=1)
+    t.update(moe_tensors(rng, (1, 2), d, m_exp, experts, shared=m_exp * n_shared))
+    meta = sizes(
+        "deepseek2",
+        d,
+        m,
+        3,
+        leading_dense_block_count=1,
+        expert_count=experts,
+        expert_used_count=2,
+        expert_feed_forward_length=m_exp,
+        expert_shared_count=n_shared,
+    )
+    reports = skipsearch.scan(write(tmp_path / "ds.gguf", "deepseek2", t, meta))
+    rows = sorted((r.layer, r.kind, -1 if r.expert is None else r.expert, r.m) for r in reports)
+    assert rows == sorted(
+        [(0, "mlp", -1, m)]
+        + [(i, "expert", e, m_exp) for i in (1, 2) for e in range(experts)]
+        + [(i, "shared_expert", -1, m_exp * n_shared) for i in (1, 2)]
+    )
+    assert {(r.activation, r.verdict) for r in reports} == {("swiglu", "not_absorbable")}
+
+
+def test_olmoe_and_mistral3_gguf_experts(tmp_path):
+    """olmoe and mistral3 (MoE files): routed SwiGLU experts of feed_forward_length."""
+    rng = np.random.default_rng(15)
+    d, m, experts = 4, 5, 3
+    for arch in ("olmoe", "mistral3"):
+        meta = sizes(arch, d, m, 2, expert_count=experts, expert_used_count=2)
+        t = moe_tensors(rng, (0, 1), d, m, experts)
+        reports = skipsearch.scan(write(tmp_path / f"{arch}.gguf", arch, t, meta))
+        assert sorted((r.layer, r.kind, r.expert, r.m) for r in reports) == [
+            (i, "expert", e, m) for i in range(2) for e in range(experts)
+        ]
+        assert {(r.activation, r.verdict) for r in reports} == {("swiglu", "not_absorbable")}
+
+
+def test_gpt_oss_gguf_experts_are_undecided(tmp_path):
+    """gpt-oss (src/models/openai-moe.cpp): experts with biases and ggml_swiglu_oai."""
+    rng = np.random.default_rng(16)
+    d, m, experts = 4, 5, 3
+    meta = {
+        "gpt-oss.embedding_length": d,
+        "gpt-oss.block_count": 2,
+        "gpt-oss.expert_feed_forward_length": m,
+        "gpt-oss.expert_count": experts,
+        "gpt-oss.expert_used_count": 2,
+    }
+    t = moe_tensors(rng, (0, 1), d, m, experts, bias=True)
+    reports = skipsearch.scan(write(tmp_path / "oss.gguf", "gpt-oss", t, meta))
+    assert len(reports) == 2 * experts
+    for r in reports:
+        assert (r.kind, r.m, r.verdict, r.result.argument) == ("expert", m, "undecided", "none")
+        assert "clamp" in r.reason

@@ -38,6 +38,33 @@ residual form are fixed by its graph in llama.cpp (``src/models/<arch>.cpp``,
   ``<arch>.feed_forward_length`` and, when
   ``<arch>.expert_shared_feed_forward_length`` is set, a shared expert
   ``ffn_*_shexp`` added to them before the scaling (Granite MoE Shared).
+- ``gemma2``, ``gemma3``: GeGLU with ``ggml_gelu`` (``LLM_FFN_GELU,
+  LLM_FFN_PAR``) between ``ffn_norm`` and ``post_ffw_norm``, both RMSNorm:
+  the FFN's output is normalized before the residual add.
+- ``olmo2``, ``exaone4``: SwiGLU on the residual stream itself (no norm
+  before it), ``post_ffw_norm`` on its output before the add.
+- ``internlm2``, ``exaone``, ``smollm3``, ``seed_oss``: SwiGLU after
+  RMSNorm (``seed_oss`` names that norm ``post_attention_norm``).
+- ``command-r``: SwiGLU fed by the attention's LayerNorm, added in parallel
+  with attention. ``phi2``: ``ffn_up``/``ffn_down`` with biases and
+  ``LLM_FFN_GELU, LLM_FFN_SEQ``, in parallel with attention on one
+  LayerNorm. ``starcoder2``: the same FFN in sequence, after a LayerNorm.
+  ``stablelm``: SwiGLU after its LayerNorm ``ffn_norm``, or, in files
+  without one (StableLM 2 12B), in parallel on the attention's.
+- ``nemotron``: ``ffn_up``/``ffn_down`` with optional biases and
+  ``LLM_FFN_RELU_SQR`` (squared ReLU), after a LayerNorm.
+- ``deepseek2``: SwiGLU in the first ``<arch>.leading_dense_block_count``
+  layers (``feed_forward_length`` wide), routed SwiGLU experts
+  (``expert_feed_forward_length``) and one shared SwiGLU expert of
+  ``expert_feed_forward_length * expert_shared_count`` in the others, added
+  unscaled to the routed sum.
+- ``olmoe``: routed SwiGLU experts of ``feed_forward_length`` only.
+  ``mistral3``: dense SwiGLU with optional biases, or routed SwiGLU experts
+  of ``feed_forward_length`` (files whose experts have no ``ffn_gate_exps``
+  compute ``silu(up)`` and are not read).
+- ``gpt-oss`` (``src/models/openai-moe.cpp``): routed experts with biases
+  and ``ggml_swiglu_oai`` (``min(g, 7)`` and ``clamp(u, -7, 7) + 1``):
+  undecided, as for the transformers checkpoints.
 - ``qwen2moe``: routed SwiGLU experts (``ffn_*_exps``) plus a shared SwiGLU
   expert (``ffn_*_shexp``) scaled by ``sigmoid(ffn_gate_inp_shexp . y)``;
   ``qwen3moe``: routed experts only.
@@ -45,9 +72,11 @@ residual form are fixed by its graph in llama.cpp (``src/models/<arch>.cpp``,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from skipsearch.io.layouts import Family, Part
+from skipsearch.io._families.moe import GPT_OSS_REASON
+from skipsearch.io.layouts import Family, Part, config_int, integer
 
 __all__ = ["FAMILIES", "FFN_TENSORS"]
 
@@ -82,7 +111,7 @@ def _sizes(arch: str, m_keys: Optional[tuple[str, ...]] = None) -> dict[str, Any
     return dict(
         activation_keys=(),
         d_keys=(f"{arch}.embedding_length",),
-        m_keys=m_keys or (f"{arch}.feed_forward_length",),
+        m_keys=m_keys if m_keys is not None else (f"{arch}.feed_forward_length",),
         layer_keys=(f"{arch}.block_count",),
         norm="pre",
     )
@@ -152,6 +181,78 @@ def _residual_scale(arch: str) -> dict[str, Any]:
     return {"scale_keys": (f"{arch}.residual_scale",)}
 
 
+_SANDWICH = "x + N2(f(N1(x))), N1 = ffn_norm and N2 = post_ffw_norm (RMSNorms)"
+_SANDWICH_NOTE = (
+    "the model normalizes the FFN's output (post_ffw_norm) before adding it to x; the verdict "
+    "concerns y -> y + f(y) for the FFN alone, not the model's residual block"
+)
+_POST = "x + N(f(x)), N = post_ffw_norm (RMSNorm) inside the residual branch, no norm before f"
+_POST_NOTE = (
+    "the model normalizes the FFN's output (post_ffw_norm) before adding it to x; the verdict "
+    "concerns x -> x + f(x) for the FFN alone"
+)
+_STABLELM = (
+    "x + f(LN(x + attn)) with ffn_norm; in files without it (StableLM 2 12B) x + attn(LN(x)) + "
+    "f(LN(x)), in parallel"
+)
+
+
+@dataclass(frozen=True)
+class _LeadingDense:
+    """The layers of a deepseek2 file with a dense FFN (``sparse`` False) or
+    with experts: the first ``<arch>.leading_dense_block_count`` (default 0,
+    as llama.cpp reads it) are dense."""
+
+    arch: str
+    sparse: bool
+
+    def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
+        lead = config.get(f"{self.arch}.leading_dense_block_count", 0)
+        if integer(lead) is None or lead < 0:
+            return None
+        dense = set(range(min(lead, layers)))
+        return frozenset(set(range(layers)) - dense if self.sparse else dense)
+
+
+@dataclass(frozen=True)
+class _SharedExperts:
+    """deepseek2's shared expert width, ``expert_feed_forward_length *
+    expert_shared_count`` (llama.cpp's ``n_ff_exp * n_expert_shared``)."""
+
+    arch: str
+
+    def __str__(self) -> str:
+        return f"{self.arch}.expert_feed_forward_length * {self.arch}.expert_shared_count"
+
+    def __call__(self, config: dict[str, Any]) -> Optional[int]:
+        width = config_int(config, f"{self.arch}.expert_feed_forward_length")
+        count = config_int(config, f"{self.arch}.expert_shared_count")
+        return None if width is None or count is None or count < 1 else width * count
+
+
+def _deepseek2() -> tuple[Part, ...]:
+    arch = "deepseek2"
+    expert_width = (f"{arch}.expert_feed_forward_length",)
+    return (
+        _gated(arch, "silu", optional=True, layers=_LeadingDense(arch, sparse=False)),
+        _experts(
+            arch,
+            expert_width,
+            shared=" and the shared expert",
+            experts_keys=(f"{arch}.expert_count",),
+            optional=True,
+            layers=_LeadingDense(arch, sparse=True),
+        ),
+        _shared(
+            arch,
+            (),
+            m_rule=_SharedExperts(arch),
+            optional=True,
+            layers=_LeadingDense(arch, sparse=True),
+        ),
+    )
+
+
 def _neox_form(config: dict[str, Any]) -> str:
     # llama.cpp's gptneox graph: parallel when use_parallel_residual is true
     # (the converter writes it; GPTNeoXConfig's default is true).
@@ -195,6 +296,43 @@ FAMILIES: dict[str, Family] = dict(
                 ),
                 optional=True,
                 **_residual_scale("granitemoe"),
+            ),
+        ),
+        _family("gemma2", _gated("gemma2", "gelu_tanh", form=_SANDWICH, note=_SANDWICH_NOTE)),
+        _family("gemma3", _gated("gemma3", "gelu_tanh", form=_SANDWICH, note=_SANDWICH_NOTE)),
+        _family("olmo2", _gated("olmo2", "silu", norm=None, form=_POST, note=_POST_NOTE)),
+        _family("exaone4", _gated("exaone4", "silu", norm=None, form=_POST, note=_POST_NOTE)),
+        _family("internlm2", _gated("internlm2", "silu")),
+        _family("exaone", _gated("exaone", "silu")),
+        _family("smollm3", _gated("smollm3", "silu")),
+        _family("seed_oss", _gated("seed_oss", "silu")),
+        _family("command-r", _gated("command-r", "silu", form=_FALCON)),
+        _family("stablelm", _gated("stablelm", "silu", form=_STABLELM)),
+        _family("phi2", _plain("phi2", form=_FALCON)),
+        _family("starcoder2", _plain("starcoder2")),
+        _family("nemotron", _ffn("nemotron", "mlp", gate=False, activation="relu2")),
+        _family("deepseek2", *_deepseek2()),
+        _family(
+            "olmoe",
+            _experts("olmoe", ("olmoe.feed_forward_length",), experts_keys=("olmoe.expert_count",)),
+        ),
+        _family(
+            "mistral3",
+            _gated("mistral3", "silu", optional=True),
+            _experts(
+                "mistral3",
+                ("mistral3.feed_forward_length",),
+                experts_keys=("mistral3.expert_count",),
+                optional=True,
+            ),
+        ),
+        _family(
+            "gpt-oss",
+            _experts(
+                "gpt-oss",
+                ("gpt-oss.expert_feed_forward_length",),
+                experts_keys=("gpt-oss.expert_count",),
+                undecided=GPT_OSS_REASON,
             ),
         ),
         _family("qwen2", _gated("qwen2", "silu")),

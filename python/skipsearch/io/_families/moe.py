@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 from skipsearch.io.layouts import Family, Part, config_int, config_number, integer, llama_names
 
-__all__ = ["FAMILIES"]
+__all__ = ["FAMILIES", "GPT_OSS_REASON"]
 
 #: Every expert row's caveat: what the verdict is about.
 _PER_EXPERT = (
@@ -367,7 +367,7 @@ _GRANITEMOE = Family(
 
 # -- gpt-oss ---------------------------------------------------------------------------------------
 
-_GPT_OSS_REASON = (
+GPT_OSS_REASON = (
     "gpt-oss's experts compute (clamp(u, -L, L) + 1) * g * sigmoid(alpha g) with "
     "g = min(gate, L) (alpha = 1.702, L = swiglu_limit = 7): the clamps and the +1 on the up "
     "projection make it no gated activation skipsearch has a theorem for"
@@ -393,7 +393,7 @@ _GPT_OSS = Family(
                 "+ b_down on RMSNorm(x), p_e the softmax of the top-k router logits"
             ),
             note=_PER_EXPERT,
-            undecided=_GPT_OSS_REASON,
+            undecided=GPT_OSS_REASON,
         ),
     ),
 )
