@@ -426,6 +426,7 @@ def test_gguf_family_names_are_the_gguf_constants():
             "olmoe",
             "mistral3",
             "gpt-oss",
+            "minicpm",
         )
     }
     for model_type, family in FAMILIES.items():
@@ -635,3 +636,37 @@ def test_gpt_oss_gguf_experts_are_undecided(tmp_path):
     for r in reports:
         assert (r.kind, r.m, r.verdict, r.result.argument) == ("expert", m, "undecided", "none")
         assert "clamp" in r.reason
+
+
+def test_minicpm_gguf_residual_scale_and_its_default(tmp_path):
+    """minicpm (src/models/minicpm.cpp, granite's graph): the FFN's output times
+    minicpm.residual_scale, by default 1.4f / sqrtf(n_layer) in float32."""
+    rng = np.random.default_rng(17)
+    d, m, layers = 4, 6, 3
+    t = granite_tensors(rng, d, m, layers=layers)
+    a = float(np.float32(1.4) / np.sqrt(np.float32(layers)))
+    assert a == float(np.float32(1.4 / np.sqrt(3.0)))  # the float32 expression, exactly
+    reports = skipsearch.scan(write(tmp_path / "a.gguf", "minicpm", t, sizes("minicpm", d, m, 3)))
+    assert len(reports) == layers
+    for r in reports:
+        assert (r.activation, r.verdict, r.result.argument) == (
+            "swiglu",
+            "not_absorbable",
+            "linearization",
+        )
+        assert r.result.activation == f"{a!r}*swiglu"
+        assert "llama.cpp's default" in r.form
+    meta = {**sizes("minicpm", d, m, 3), "minicpm.residual_scale": 0.5}
+    reports = skipsearch.scan(write(tmp_path / "b.gguf", "minicpm", t, meta))
+    assert {r.result.activation for r in reports} == {"0.5*swiglu"}
+    # The MoE form: routed SwiGLU experts of feed_forward_length.
+    experts = 2
+    meta = {**sizes("minicpm", d, m, 2, expert_count=experts, expert_used_count=1)}
+    t = moe_tensors(rng, (0, 1), d, m, experts)
+    reports = skipsearch.scan(write(tmp_path / "c.gguf", "minicpm", t, meta))
+    assert sorted((r.layer, r.kind, r.expert) for r in reports) == [
+        (i, "expert", e) for i in range(2) for e in range(experts)
+    ]
+    assert {r.result.activation for r in reports} == {
+        f"{float(np.float32(1.4) / np.sqrt(np.float32(2)))!r}*swiglu"
+    }

@@ -257,6 +257,10 @@ class Part:
     scale_keys : tuple of str
         Config keys of a residual multiplier ``a``: the model computes
         ``x + a f(x)``, decided as that block.
+    scale_rule : callable, optional
+        ``scale_rule(config)``: the multiplier when none of ``scale_keys``
+        is present (llama.cpp's MiniCPM default), None for none; its
+        ``str`` names it in the form.
     repeat_keys : tuple of str
         Config keys of how many layers apply this one block (ALBERT's shared
         layer); the layer count is not checked against the stack.
@@ -293,6 +297,9 @@ class Part:
     note: Union[str, Callable[[dict[str, Any]], Optional[str]], None] = None
     undecided: Optional[str] = None
     scale_keys: tuple[str, ...] = ()
+    scale_rule: Optional[Callable[[dict[str, Any]], Optional[float]]] = field(
+        default=None, repr=False
+    )
     repeat_keys: tuple[str, ...] = ()
     optional: bool = False
     layers: Optional[Callable[[dict[str, Any], int], Optional[frozenset[int]]]] = field(
@@ -381,6 +388,9 @@ class Part:
             experts = _size(sub, (experts_key,), at) if experts_key is not None else None
         scale: Optional[float] = None
         scale_key, value = _first(sub, self.scale_keys)
+        if scale_key is None and self.scale_rule is not None:
+            value = self.scale_rule(sub)
+            scale_key = str(self.scale_rule) if value is not None else None
         if scale_key is not None:
             scale = finite_number(value)
             if scale is None or scale == 0:

@@ -38,6 +38,10 @@ residual form are fixed by its graph in llama.cpp (``src/models/<arch>.cpp``,
   ``<arch>.feed_forward_length`` and, when
   ``<arch>.expert_shared_feed_forward_length`` is set, a shared expert
   ``ffn_*_shexp`` added to them before the scaling (Granite MoE Shared).
+- ``minicpm`` (``src/models/minicpm.cpp``, the granite graph): SwiGLU with
+  optional biases, or routed SwiGLU experts of ``feed_forward_length``,
+  scaled by ``minicpm.residual_scale``, which defaults to
+  ``1.4f / sqrtf(n_layer)`` (float32) when the file lacks it.
 - ``gemma2``, ``gemma3``: GeGLU with ``ggml_gelu`` (``LLM_FFN_GELU,
   LLM_FFN_PAR``) between ``ffn_norm`` and ``post_ffw_norm``, both RMSNorm:
   the FFN's output is normalized before the residual add.
@@ -74,6 +78,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
+
+import numpy as np
 
 from skipsearch.io._families.moe import GPT_OSS_REASON
 from skipsearch.io.layouts import Family, Part, config_int, integer
@@ -179,6 +185,24 @@ def _residual_scale(arch: str) -> dict[str, Any]:
     """llama.cpp's granite graph scales the FFN's output by
     ``<arch>.residual_scale`` (``ggml_scale`` before the residual add)."""
     return {"scale_keys": (f"{arch}.residual_scale",)}
+
+
+@dataclass(frozen=True)
+class _MiniCPMScale:
+    """llama.cpp's MiniCPM default residual scale when the file has no
+    ``minicpm.residual_scale``: ``1.4f / sqrtf(float(n_layer))`` in float32,
+    ``n_layer`` the block count less ``nextn_predict_layers``."""
+
+    def __str__(self) -> str:
+        return "1.4 / sqrt(minicpm.block_count), llama.cpp's default"
+
+    def __call__(self, config: dict[str, Any]) -> Optional[float]:
+        blocks = config_int(config, "minicpm.block_count")
+        nextn = config.get("minicpm.nextn_predict_layers", 0)
+        if blocks is None or integer(nextn) is None or blocks - nextn < 1:
+            return None
+        n = np.float32(blocks - nextn)
+        return float(np.float32(1.4) / np.sqrt(n, dtype=np.float32))
 
 
 _SANDWICH = "x + N2(f(N1(x))), N1 = ffn_norm and N2 = post_ffw_norm (RMSNorms)"
@@ -296,6 +320,24 @@ FAMILIES: dict[str, Family] = dict(
                 ),
                 optional=True,
                 **_residual_scale("granitemoe"),
+            ),
+        ),
+        _family(
+            "minicpm",
+            _gated(
+                "minicpm",
+                "silu",
+                optional=True,
+                scale_rule=_MiniCPMScale(),
+                **_residual_scale("minicpm"),
+            ),
+            _experts(
+                "minicpm",
+                ("minicpm.feed_forward_length",),
+                experts_keys=("minicpm.expert_count",),
+                optional=True,
+                scale_rule=_MiniCPMScale(),
+                **_residual_scale("minicpm"),
             ),
         ),
         _family("gemma2", _gated("gemma2", "gelu_tanh", form=_SANDWICH, note=_SANDWICH_NOTE)),
