@@ -305,17 +305,23 @@ def test_granite_gguf_residual_scale(tmp_path, bias):
     ]
     for r in reports:
         assert r.form.startswith("x + 0.22 * f(N(x))")
-        assert r.form.endswith("(granite.residual_scale = 0.22)")
+        # The exact float32 multiplier, so a report alone gives the decision.
+        assert r.form.endswith(f"(granite.residual_scale = {a!r})")
         assert r.result.activation == f"{a!r}*swiglu"
         if bias:  # inner biases: no theorem for the class
             assert (r.verdict, r.result.argument) == ("undecided", "none")
             assert "bias" in r.reason
         else:
             assert (r.verdict, r.result.argument) == ("not_absorbable", "linearization")
-    # Without the key the graph does not scale.
-    del meta["granite.residual_scale"]
-    path = write(tmp_path / "plain.gguf", "granite", granite_tensors(rng, d, m), meta)
-    assert [p.scale for p in describe_checkpoint(path).parts] == [None]
+    # Without the key, or with 0 (llama.cpp: `if (hparams.f_residual_scale)`),
+    # the graph does not scale.
+    for value in (None, 0.0):
+        if value is None:
+            del meta["granite.residual_scale"]
+        else:
+            meta["granite.residual_scale"] = value
+        path = write(tmp_path / "plain.gguf", "granite", granite_tensors(rng, d, m), meta)
+        assert [p.scale for p in describe_checkpoint(path).parts] == [None]
 
 
 def test_granitemoe_gguf_experts_shared_expert_and_scale(tmp_path):
@@ -655,7 +661,18 @@ def test_minicpm_gguf_residual_scale_and_its_default(tmp_path):
             "linearization",
         )
         assert r.result.activation == f"{a!r}*swiglu"
-        assert "llama.cpp's default" in r.form
+        assert "llama.cpp's default 1.4f / sqrtf(3)" in r.form
+    # The default needs n_layer = block_count - nextn_predict_layers >= 1.
+    for extra in ({"minicpm.nextn_predict_layers": 3}, {"minicpm.nextn_predict_layers": "1"}):
+        meta = {**sizes("minicpm", d, m, 3), **extra}
+        with pytest.raises(
+            CheckpointError, match=r"llama\.cpp's default 1\.4 / sqrt\(n_layer\) needs"
+        ):
+            skipsearch.scan(write(tmp_path / "bad.gguf", "minicpm", t, meta))
+    meta = {**sizes("minicpm", d, m, 4), "minicpm.nextn_predict_layers": 1}
+    t4 = granite_tensors(rng, d, m, layers=4)
+    reports = skipsearch.scan(write(tmp_path / "nextn.gguf", "minicpm", t4, meta))
+    assert {r.result.activation for r in reports} == {f"{a!r}*swiglu"}  # n_layer = 3 again
     meta = {**sizes("minicpm", d, m, 3), "minicpm.residual_scale": 0.5}
     reports = skipsearch.scan(write(tmp_path / "b.gguf", "minicpm", t, meta))
     assert {r.result.activation for r in reports} == {"0.5*swiglu"}
@@ -670,3 +687,44 @@ def test_minicpm_gguf_residual_scale_and_its_default(tmp_path):
     assert {r.result.activation for r in reports} == {
         f"{float(np.float32(1.4) / np.sqrt(np.float32(2)))!r}*swiglu"
     }
+
+
+def test_gguf_layer_rules_follow_llama_cpp(tmp_path):
+    """llama.cpp picks dense or expert tensors by expert_count (mistral3,
+    minicpm), reads deepseek2's leading_dense_block_count and
+    feed_forward_length as optional, and granitemoe's shared expert only
+    when expert_shared_feed_forward_length > 0."""
+    rng = np.random.default_rng(18)
+    d, m, experts = 4, 5, 2
+    both = {**granite_tensors(rng, d, m), **moe_tensors(rng, (0, 1), d, m, experts)}
+    meta = sizes("mistral3", d, m, 2, expert_count=experts, expert_used_count=1)
+    with pytest.raises(CheckpointError, match="mlp blocks in layer"):
+        skipsearch.scan(write(tmp_path / "both.gguf", "mistral3", both, meta))
+    meta = sizes("mistral3", d, m, 2)
+    with pytest.raises(CheckpointError, match="expert blocks in layer"):
+        skipsearch.scan(write(tmp_path / "both2.gguf", "mistral3", both, meta))
+    # deepseek2: a bad leading_dense_block_count is named; MoE layers only
+    # need no feed_forward_length.
+    moe = moe_tensors(rng, (0, 1), d, m, experts, shared=m)
+    meta = {
+        "deepseek2.embedding_length": d,
+        "deepseek2.block_count": 2,
+        "deepseek2.expert_count": experts,
+        "deepseek2.expert_feed_forward_length": m,
+        "deepseek2.expert_shared_count": 1,
+    }
+    reports = skipsearch.scan(write(tmp_path / "ds.gguf", "deepseek2", moe, meta))
+    assert sorted({r.kind for r in reports}) == ["expert", "shared_expert"]
+    meta["deepseek2.leading_dense_block_count"] = "1"
+    with pytest.raises(CheckpointError, match="leading_dense_block_count must be a non-negative"):
+        skipsearch.scan(write(tmp_path / "ds2.gguf", "deepseek2", moe, meta))
+    # granitemoe: expert_shared_feed_forward_length 0 is no shared expert.
+    routed = moe_tensors(rng, (0, 1), d, m, experts)
+    meta = sizes("granitemoe", d, m, 2, expert_count=experts, expert_shared_feed_forward_length=0)
+    reports = skipsearch.scan(write(tmp_path / "gm.gguf", "granitemoe", routed, meta))
+    assert {r.kind for r in reports} == {"expert"}
+    # Sizes from GGUF metadata are named as such in errors.
+    bad = dict(routed)
+    bad["blk.1.ffn_up_exps.weight"] = rng.standard_normal((experts, m + 1, d))
+    with pytest.raises(CheckpointError, match=r"metadata: granitemoe\.embedding_length"):
+        skipsearch.scan(write(tmp_path / "shape.gguf", "granitemoe", bad, meta))

@@ -508,7 +508,8 @@ def _form(spec: dict[str, Any]) -> str:
     form = str(spec["form"])
     if spec["scale"] is not None:
         form = form.replace("f(", f"{spec['scale']:g} * f(", 1) if "f(" in form else form
-        form += f" ({spec['scale_key']} = {spec['scale']:g})"
+        # The exact multiplier (a float32 from GGUF is no short decimal).
+        form += f" ({spec['scale_key']} = {spec['scale']!r})"
     return form
 
 
@@ -643,7 +644,8 @@ def _resolve(
         if activation is not None:
             spec["hidden_act"] = activation if isinstance(activation, str) else activation.name
             spec["activation"] = _chosen_activation(activation, part.gated, override)
-        spec["sizes"] = f"config.json: {spec['sizes']}" if spec["sizes"] else "the tensors"
+        source = "metadata" if fam.name.startswith("gguf-") else "config.json"
+        spec["sizes"] = f"{source}: {spec['sizes']}" if spec["sizes"] else "the tensors"
         out.append((part, spec))
     return fam.name, out
 

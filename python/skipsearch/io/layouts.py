@@ -258,9 +258,11 @@ class Part:
         Config keys of a residual multiplier ``a``: the model computes
         ``x + a f(x)``, decided as that block.
     scale_rule : callable, optional
-        ``scale_rule(config)``: the multiplier when none of ``scale_keys``
-        is present (llama.cpp's MiniCPM default), None for none; its
-        ``str`` names it in the form.
+        ``scale_rule(config)``, used when none of ``scale_keys`` is present:
+        ``(label, value)`` of the multiplier (a GGUF key read with
+        llama.cpp's rules, or MiniCPM's default with the formula as its
+        label), or None for none. It raises ``CheckpointError`` for
+        metadata it cannot read.
     repeat_keys : tuple of str
         Config keys of how many layers apply this one block (ALBERT's shared
         layer); the layer count is not checked against the stack.
@@ -297,7 +299,7 @@ class Part:
     note: Union[str, Callable[[dict[str, Any]], Optional[str]], None] = None
     undecided: Optional[str] = None
     scale_keys: tuple[str, ...] = ()
-    scale_rule: Optional[Callable[[dict[str, Any]], Optional[float]]] = field(
+    scale_rule: Optional[Callable[[dict[str, Any]], Optional[tuple[str, Any]]]] = field(
         default=None, repr=False
     )
     repeat_keys: tuple[str, ...] = ()
@@ -389,8 +391,9 @@ class Part:
         scale: Optional[float] = None
         scale_key, value = _first(sub, self.scale_keys)
         if scale_key is None and self.scale_rule is not None:
-            value = self.scale_rule(sub)
-            scale_key = str(self.scale_rule) if value is not None else None
+            found = self.scale_rule(sub)
+            if found is not None:
+                scale_key, value = found
         if scale_key is not None:
             scale = finite_number(value)
             if scale is None or scale == 0:

@@ -82,6 +82,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from skipsearch.io._families.moe import GPT_OSS_REASON
+from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.io.layouts import Family, Part, config_int, integer
 
 __all__ = ["FAMILIES", "FFN_TENSORS"]
@@ -181,28 +182,45 @@ def _shared(arch: str, m_keys: tuple[str, ...], scaled: str = "", **kw: Any) -> 
     )
 
 
-def _residual_scale(arch: str) -> dict[str, Any]:
+def _residual_scale(arch: str, *, default: bool = False) -> dict[str, Any]:
     """llama.cpp's granite graph scales the FFN's output by
     ``<arch>.residual_scale`` (``ggml_scale`` before the residual add)."""
-    return {"scale_keys": (f"{arch}.residual_scale",)}
+    return {"scale_rule": _ResidualScale(arch, default)}
 
 
 @dataclass(frozen=True)
-class _MiniCPMScale:
-    """llama.cpp's MiniCPM default residual scale when the file has no
-    ``minicpm.residual_scale``: ``1.4f / sqrtf(float(n_layer))`` in float32,
-    ``n_layer`` the block count less ``nextn_predict_layers``."""
+class _ResidualScale:
+    """``<arch>.residual_scale`` as llama.cpp's granite graph reads it:
+    ``if (hparams.f_residual_scale)`` scales, so 0 (or no key) is no
+    scaling. With ``default`` (MiniCPM) a missing key is
+    ``1.4f / sqrtf(float(n_layer))`` in float32, ``n_layer`` the block count
+    less ``nextn_predict_layers``, as ``load_arch_hparams`` sets it."""
 
-    def __str__(self) -> str:
-        return "1.4 / sqrt(minicpm.block_count), llama.cpp's default"
+    arch: str
+    default: bool
 
-    def __call__(self, config: dict[str, Any]) -> Optional[float]:
-        blocks = config_int(config, "minicpm.block_count")
-        nextn = config.get("minicpm.nextn_predict_layers", 0)
-        if blocks is None or integer(nextn) is None or blocks - nextn < 1:
+    def __call__(self, config: dict[str, Any]) -> Optional[tuple[str, Any]]:
+        key = f"{self.arch}.residual_scale"
+        if key in config:
+            value = config[key]
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0:
+                return None
+            return key, value  # the layout checks it is a finite number
+        if not self.default:
             return None
-        n = np.float32(blocks - nextn)
-        return float(np.float32(1.4) / np.sqrt(n, dtype=np.float32))
+        blocks_key = f"{self.arch}.block_count"
+        nextn_key = f"{self.arch}.nextn_predict_layers"
+        blocks = config_int(config, blocks_key)
+        nextn = config.get(nextn_key, 0)
+        if blocks is None or integer(nextn) is None or nextn < 0 or blocks - nextn < 1:
+            raise CheckpointError(
+                f"{key} is missing, and llama.cpp's default 1.4 / sqrt(n_layer) needs "
+                f"{blocks_key} ({config.get(blocks_key)!r}) above {nextn_key} ({nextn!r}), both "
+                "non-negative integers"
+            )
+        n = blocks - nextn
+        label = f"{key} missing: llama.cpp's default 1.4f / sqrtf({n}) in float32"
+        return label, float(np.float32(1.4) / np.sqrt(np.float32(n), dtype=np.float32))
 
 
 _SANDWICH = "x + N2(f(N1(x))), N1 = ffn_norm and N2 = post_ffw_norm (RMSNorms)"
@@ -231,11 +249,54 @@ class _LeadingDense:
     sparse: bool
 
     def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
-        lead = config.get(f"{self.arch}.leading_dense_block_count", 0)
+        key = f"{self.arch}.leading_dense_block_count"
+        lead = config.get(key, 0)
         if integer(lead) is None or lead < 0:
-            return None
+            raise CheckpointError(f"{key} must be a non-negative integer, got {lead!r}")
         dense = set(range(min(lead, layers)))
         return frozenset(set(range(layers)) - dense if self.sparse else dense)
+
+
+@dataclass(frozen=True)
+class _ByExpertCount:
+    """The layers of a file whose architecture has either a dense FFN or
+    experts in every layer, by ``<arch>.expert_count`` (llama.cpp's
+    ``n_expert == 0`` test in ``load_arch_tensors``): all (``sparse`` False)
+    or none for 0 or no key; the reverse for a positive count."""
+
+    arch: str
+    sparse: bool
+
+    def __call__(self, config: dict[str, Any], layers: int) -> Optional[frozenset[int]]:
+        key = f"{self.arch}.expert_count"
+        count = config.get(key, 0)
+        if integer(count) is None or count < 0:
+            raise CheckpointError(f"{key} must be a non-negative integer, got {count!r}")
+        return frozenset(range(layers)) if (count > 0) == self.sparse else frozenset()
+
+
+@dataclass(frozen=True)
+class _OptionalSize:
+    """A size key llama.cpp reads as optional: its value when positive, else
+    no size from the metadata (the tensors give it); ``zero`` says whether 0
+    is allowed (granitemoe's ``expert_shared_feed_forward_length`` 0 means
+    no shared expert)."""
+
+    key: str
+    zero: bool = False
+
+    def __str__(self) -> str:
+        return self.key
+
+    def __call__(self, config: dict[str, Any]) -> Optional[int]:
+        if config.get(self.key) is None:
+            return None
+        value = integer(config[self.key])
+        if value is None or value < 0 or (value == 0 and not self.zero):
+            raise CheckpointError(
+                f"{self.key} must be a positive integer, got {config[self.key]!r}"
+            )
+        return value or None
 
 
 @dataclass(frozen=True)
@@ -258,7 +319,16 @@ def _deepseek2() -> tuple[Part, ...]:
     arch = "deepseek2"
     expert_width = (f"{arch}.expert_feed_forward_length",)
     return (
-        _gated(arch, "silu", optional=True, layers=_LeadingDense(arch, sparse=False)),
+        # feed_forward_length is optional in llama.cpp (a file of MoE layers
+        # only has none).
+        _gated(
+            arch,
+            "silu",
+            optional=True,
+            layers=_LeadingDense(arch, sparse=False),
+            m_keys=(),
+            m_rule=_OptionalSize(f"{arch}.feed_forward_length"),
+        ),
         _experts(
             arch,
             expert_width,
@@ -309,15 +379,12 @@ FAMILIES: dict[str, Family] = dict(
                 experts_keys=("granitemoe.expert_count",),
                 **_residual_scale("granitemoe"),
             ),
-            # Present only with expert_shared_feed_forward_length (llama.cpp
-            # creates no shared tensors without it); the second key only
-            # sizes the part in a file that has none.
+            # Present only when expert_shared_feed_forward_length is positive
+            # (llama.cpp: n_ff_shexp > 0); 0 or no key is no shared expert.
             _shared(
                 "granitemoe",
-                (
-                    "granitemoe.expert_shared_feed_forward_length",
-                    "granitemoe.feed_forward_length",
-                ),
+                (),
+                m_rule=_OptionalSize("granitemoe.expert_shared_feed_forward_length", zero=True),
                 optional=True,
                 **_residual_scale("granitemoe"),
             ),
@@ -328,16 +395,16 @@ FAMILIES: dict[str, Family] = dict(
                 "minicpm",
                 "silu",
                 optional=True,
-                scale_rule=_MiniCPMScale(),
-                **_residual_scale("minicpm"),
+                layers=_ByExpertCount("minicpm", sparse=False),
+                **_residual_scale("minicpm", default=True),
             ),
             _experts(
                 "minicpm",
                 ("minicpm.feed_forward_length",),
                 experts_keys=("minicpm.expert_count",),
                 optional=True,
-                scale_rule=_MiniCPMScale(),
-                **_residual_scale("minicpm"),
+                layers=_ByExpertCount("minicpm", sparse=True),
+                **_residual_scale("minicpm", default=True),
             ),
         ),
         _family("gemma2", _gated("gemma2", "gelu_tanh", form=_SANDWICH, note=_SANDWICH_NOTE)),
@@ -360,12 +427,15 @@ FAMILIES: dict[str, Family] = dict(
         ),
         _family(
             "mistral3",
-            _gated("mistral3", "silu", optional=True),
+            _gated(
+                "mistral3", "silu", optional=True, layers=_ByExpertCount("mistral3", sparse=False)
+            ),
             _experts(
                 "mistral3",
                 ("mistral3.feed_forward_length",),
                 experts_keys=("mistral3.expert_count",),
                 optional=True,
+                layers=_ByExpertCount("mistral3", sparse=True),
             ),
         ),
         _family(
