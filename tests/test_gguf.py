@@ -330,16 +330,7 @@ def test_granitemoe_gguf_experts_shared_expert_and_scale(tmp_path):
     sum is multiplied by granitemoe.residual_scale."""
     rng = np.random.default_rng(7)
     d, m, m_sh, experts = 4, 6, 10, 3
-    t = {"token_embd.weight": rng.standard_normal((9, d))}
-    for i in range(2):
-        t[f"blk.{i}.ffn_norm.weight"] = np.ones(d)
-        t[f"blk.{i}.ffn_gate_inp.weight"] = rng.standard_normal((experts, d))
-        t[f"blk.{i}.ffn_gate_exps.weight"] = rng.standard_normal((experts, m, d))
-        t[f"blk.{i}.ffn_up_exps.weight"] = rng.standard_normal((experts, m, d))
-        t[f"blk.{i}.ffn_down_exps.weight"] = rng.standard_normal((experts, d, m))
-        t[f"blk.{i}.ffn_gate_shexp.weight"] = rng.standard_normal((m_sh, d))
-        t[f"blk.{i}.ffn_up_shexp.weight"] = rng.standard_normal((m_sh, d))
-        t[f"blk.{i}.ffn_down_shexp.weight"] = rng.standard_normal((d, m_sh))
+    t = moe_tensors(rng, (0, 1), d, m, experts, shared=m_sh)
     meta = sizes(
         "granitemoe",
         d,

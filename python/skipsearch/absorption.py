@@ -1079,6 +1079,10 @@ class MLPBlock(FieldEquality):
     skip: Optional[npt.ArrayLike] = None
     b_gate: Optional[npt.ArrayLike] = None
 
+    def arguments(self) -> dict[str, Any]:
+        """The block as keyword arguments of :func:`find_absorbing_subset`."""
+        return {name: getattr(self, name) for name in _BLOCK_KEYS}
+
 
 _BLOCK_KEYS = {"W_up", "W_down", "activation", "b_up", "b_down", "W_gate", "skip", "b_gate"}
 
@@ -1229,7 +1233,7 @@ def decide_stack(
     for k, blk in enumerate(blocks):
         kwargs: dict[str, Any]
         if isinstance(blk, MLPBlock):
-            kwargs = {name: getattr(blk, name) for name in _BLOCK_KEYS}
+            kwargs = blk.arguments()
         elif isinstance(blk, Mapping):
             unknown = set(blk) - _BLOCK_KEYS
             if unknown:

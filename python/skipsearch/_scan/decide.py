@@ -107,26 +107,17 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
                 undecided = f"{why}with output bias a b_down, which overflows float64"
             # Other classes build no block: their verdicts never read b_down,
             # which is validated as the model has it.
+    block = MLPBlock(
+        job.W_up,
+        job.W_down,
+        activation=activation,
+        b_up=job.b_up,
+        b_down=b_down,
+        W_gate=job.W_gate,
+        b_gate=job.b_gate,
+    )
     if undecided is not None:
-        block = MLPBlock(
-            job.W_up,
-            job.W_down,
-            activation=activation,
-            b_up=job.b_up,
-            b_down=b_down,
-            W_gate=job.W_gate,
-            b_gate=job.b_gate,
-        )
         result = undecided_form(block, undecided, job.options)
     else:
-        result = find_absorbing_subset(
-            job.W_up,
-            job.W_down,
-            activation=activation,
-            b_up=job.b_up,
-            b_down=b_down,
-            W_gate=job.W_gate,
-            b_gate=job.b_gate,
-            options=job.options,
-        )
+        result = find_absorbing_subset(**block.arguments(), options=job.options)
     return result, time.perf_counter() - start
