@@ -259,3 +259,16 @@ def test_configs_json_cannot_parse_name_the_file(tmp_path, config_text, expected
     with pytest.raises(CheckpointError, match=expected) as info:
         describe_checkpoint(directory)
     assert "config.json" in str(info.value)
+
+
+def test_errors_name_the_weights_file_when_one_is_given(tmp_path):
+    # Tensors under names the llama layout does not use: no block is found.
+    rng = np.random.default_rng(0)
+    folder = save(tmp_path / "ckpt", gated(rng, prefix="model.layers.0.ffn."), gated_config())
+    weights = (folder / "model.safetensors").resolve()
+    with pytest.raises(CheckpointError, match="no FFN blocks found") as given_file:
+        skipsearch.scan(weights)
+    assert f"in {weights}:" in str(given_file.value)
+    with pytest.raises(CheckpointError, match="no FFN blocks found") as given_folder:
+        skipsearch.scan(folder)
+    assert f"in {folder.resolve()}:" in str(given_folder.value)

@@ -423,7 +423,7 @@ def locate(
     # dequantized exactly, before the layout is even looked for (GPTQ and
     # AWQ checkpoints have no .weight tensors to find).
     quant = config_quantization(config, where, CheckpointError)
-    refuse_other_formats(ckpt.keys(), str(ckpt.root), CheckpointError)
+    refuse_other_formats(ckpt.keys(), str(ckpt.source), CheckpointError)
     family, parts = _resolve(config, layout, activation, where, ckpt)
     blocks = _find_blocks(ckpt, [p for p, _ in parts], where)
     if not blocks:
@@ -436,7 +436,7 @@ def locate(
             sized[index] = _sizes(ckpt, mine[0], part, spec, where)
         elif not part.optional:
             raise CheckpointError(
-                f"{ckpt.root}: no {_what(part)} blocks found, expected tensors named like "
+                f"{ckpt.source}: no {_what(part)} blocks found, expected tensors named like "
                 f"{part.up!r} and {part.down!r} beside the "
                 f"{', '.join(sorted({_what(parts[b.part][0]) for b in blocks}))} blocks found"
             )
@@ -535,7 +535,7 @@ def _nothing_found(ckpt: Checkpoint, parts: list[Part]) -> str:
         more = f", ... ({len(parts)} kinds in all)" if len(parts) > 5 else ""
         others = f", or the other kinds of block ({'; '.join(listed)}{more})"
     message = (
-        f"no FFN blocks found in {ckpt.root}: expected tensors named like {part.up!r} "
+        f"no FFN blocks found in {ckpt.source}: expected tensors named like {part.up!r} "
         f"and {part.down!r}{others} ({{i}} is the layer index"
         + (", * any run of characters)" if "*" in part.up else ")")
         + f"; the checkpoint has {len(found)} tensor(s): {sample or 'none'}"
@@ -692,7 +692,7 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
                 continue
             if key in claimed:
                 raise CheckpointError(
-                    f"{ckpt.root}: tensor {key} matches two kinds of block "
+                    f"{ckpt.source}: tensor {key} matches two kinds of block "
                     f"({_what(parts[claimed[key]])} and {_what(part)}); the family's patterns "
                     "overlap"
                 )
@@ -702,7 +702,7 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
             for role, name in (("down", down), ("gate", gate)):
                 if name is not None and name not in ckpt:
                     raise CheckpointError(
-                        f"{ckpt.root} has {key} but no {name} (the {role} projection)"
+                        f"{ckpt.source} has {key} but no {name} (the {role} projection)"
                     )
             # The module path shared by the projections: "h.0.mlp" for
             # "h.0.mlp.c_fc.weight" and "h.0.mlp.c_proj.weight".
@@ -853,7 +853,7 @@ def _check_layers(
             raise CheckpointError(
                 f"{where} has {key}={layers}"
                 + (f" for the {stack} stack" if stack else "")
-                + f" but {ckpt.root} holds {held} "
+                + f" but {ckpt.source} holds {held} "
                 f"({', '.join(names[:6])}{' ...' if len(names) > 6 else ''})"
             )
     for part, spec in parts:
@@ -870,7 +870,7 @@ def _check_layers(
         if found != sorted(expected):
             raise CheckpointError(
                 f"{where} puts the {_what(part)} blocks in layer(s) {_layer_list(sorted(expected))}, "
-                f"but {ckpt.root} holds them in layer(s) {_layer_list(found)}"
+                f"but {ckpt.source} holds them in layer(s) {_layer_list(found)}"
             )
     for part, spec in parts:
         if spec["experts"] is None:
@@ -888,7 +888,7 @@ def _check_layers(
             raise CheckpointError(
                 f"{where} gives {spec['experts_key']}={spec['experts']} experts per layer, but "
                 f"layer {layer} of "
-                f"{ckpt.root} holds {n} {_what(part)} block(s)"
+                f"{ckpt.source} holds {n} {_what(part)} block(s)"
             )
 
 

@@ -591,6 +591,9 @@ class Checkpoint:
     ----------
     root : pathlib.Path
         The directory of the checkpoint.
+    source : pathlib.Path
+        What errors name as the checkpoint: the weights file (or index)
+        when one was given, else the directory.
     name : str
         A short name for reports: the repo id (``ORG/NAME``) of a snapshot in
         the Hugging Face cache, else the directory's name.
@@ -636,6 +639,7 @@ class Checkpoint:
         if _dangling(target):
             raise _incomplete(target, "the weights")
         self._load(root, target, config_required)
+        self.source = self.root if p.is_dir() else p.resolve()
 
     def _weights(self, p: Path) -> tuple[Path, Path]:
         """The checkpoint's directory and its weights file (or index)."""
@@ -807,7 +811,7 @@ class Checkpoint:
         try:
             path = self._key_file[key]
         except KeyError:
-            raise CheckpointError(f"{self.root} has no tensor named {key!r}") from None
+            raise CheckpointError(f"{self.source} has no tensor named {key!r}") from None
         return self._open(path)
 
 

@@ -234,6 +234,7 @@ class GGUFCheckpoint(Checkpoint):
             ):
                 config[key] = value
         self.root = p.parent.resolve()
+        self.source = p.resolve()
         self.config_path = f.path
         self.config = config
         self.name = hub_name(p.parent) or re.sub(r"\.gguf$", "", p.name)
