@@ -611,6 +611,8 @@ def test_generic_layout(tmp_path):
     for r in reports:
         assert (r.family, r.activation, r.d, r.m, r.norm) == ("generic", "relu", D, M, "post")
         assert r.scope == NORM_SCOPES["post"]
+        # The form agrees with the scope: the LayerNorm after the sum.
+        assert r.form.startswith("LN(x + f(x))")
 
 
 def test_generic_layout_overrides_a_family(tmp_path):
@@ -627,6 +629,7 @@ def test_generic_layout_overrides_a_family(tmp_path):
         ("generic", "swiglu", "not_absorbable", None)
     ] * 2
     assert reports[0].scope == NORM_SCOPES[None]
+    assert reports[0].form == "x + f(x)"
 
 
 def test_unknown_model_type_lists_supported(tmp_path):

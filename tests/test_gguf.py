@@ -438,8 +438,10 @@ def test_gguf_family_names_are_the_gguf_constants():
 def test_gguf_without_the_package_names_the_extra(tmp_path, monkeypatch):
     path = gpt2_file(tmp_path / "m.gguf", np.random.default_rng(5))
     monkeypatch.setitem(sys.modules, "gguf", None)  # import gguf -> ImportError
-    with pytest.raises(ImportError, match=r"skipsearch\[gguf\]"):
+    with pytest.raises(ImportError, match=r"skipsearch\[gguf\]") as info:
         skipsearch.scan(path)
+    # Every extra's error gives the source-checkout form too.
+    assert 'from a clone: pip install ".[gguf]"' in str(info.value)
 
 
 def test_renamed_and_unknown_files_say_what_they_look_like(tmp_path):

@@ -362,6 +362,7 @@ def test_plot_without_matplotlib(ckpt, tmp_path, capsys, monkeypatch):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--plot", str(tmp_path / "p.png"))
     assert code == cli.EXIT_MISSING == 3 and out == ""
     _assert_one_line_error(err, "matplotlib", 'pip install "skipsearch[plot]"')
+    assert 'from a clone: pip install ".[plot]"' in err
     assert not (tmp_path / "p.png").exists()
 
 

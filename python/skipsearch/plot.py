@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
+from skipsearch._extras import install_hint
+
 if TYPE_CHECKING:  # pragma: no cover
     from skipsearch._scan.report import BlockReport
 
@@ -45,7 +47,7 @@ def require_matplotlib() -> Any:
         import matplotlib
     except ImportError:
         raise ImportError(
-            'plotting needs matplotlib: pip install "skipsearch[plot]" (or pip install matplotlib)'
+            f"plotting needs matplotlib: {install_hint('plot', 'matplotlib')}"
         ) from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

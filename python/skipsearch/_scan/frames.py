@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, Union, overload
 
+from skipsearch._extras import install_hint
 from skipsearch._scan.report import BlockReport
 from skipsearch._types import BlockReportDict
 
@@ -113,8 +114,7 @@ def _check_rows(rows: Any) -> list[Mapping[str, Any]]:
 
 def _missing(extra: str, error: ImportError) -> ImportError:
     return ImportError(
-        f'{extra} is not installed; install it with: pip install "skipsearch[{extra}]" (from a '
-        f'clone: pip install ".[{extra}]"), or pip install {extra} ({error})'
+        f"{extra} is not installed; install it with: {install_hint(extra, extra)} ({error})"
     )
 
 

@@ -35,7 +35,14 @@ from skipsearch.io.checkpoints import (
     CheckpointError,
     open_checkpoint,
 )
-from skipsearch.io.layouts import FAMILIES, Layout, Part, config_activation, supported_model_types
+from skipsearch.io.layouts import (
+    FAMILIES,
+    NORM_FORMS,
+    Layout,
+    Part,
+    config_activation,
+    supported_model_types,
+)
 from skipsearch.io.quantization import (
     SCALE_NAMES,
     Quantization,
@@ -619,6 +626,8 @@ def _resolve(
             m_keys=(),
             layer_keys=(),
             norm=layout.norm,
+            # The form says where the LayerNorm sits when the layout does.
+            form=NORM_FORMS[layout.norm] if layout.norm else "x + f(x)",
         )
         spec = part.resolve({}, where, read_activation=False)
         spec.update(activation=act, hidden_act=hidden_act, sizes="the layout")

@@ -49,6 +49,7 @@ from typing import Any, Optional, Union
 import numpy as np
 import numpy.typing as npt
 
+from skipsearch._extras import install_hint
 from skipsearch._warnings import UnindexedShardWarning
 
 __all__ = [
@@ -849,8 +850,6 @@ _TORCH_DTYPES = {
     "bool": "BOOL",
 }
 
-_TORCH_EXTRA = 'pip install "skipsearch[torch]"'
-
 
 def _import_torch(path: Path) -> Any:
     """The ``torch`` module, or an ImportError naming the extra."""
@@ -859,7 +858,7 @@ def _import_torch(path: Path) -> Any:
     except ImportError:
         raise ImportError(
             f"{path} is a PyTorch checkpoint, read through torch.load(..., weights_only=True), "
-            f"but torch is not installed: install the torch extra ({_TORCH_EXTRA}), or convert "
+            f"but torch is not installed: install the torch extra ({install_hint('torch')}), or convert "
             "the checkpoint to safetensors (e.g. load it with transformers and save it with "
             "save_pretrained(..., safe_serialization=True))"
         ) from None

@@ -39,6 +39,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from skipsearch._extras import install_hint
 from skipsearch.io.checkpoints import (
     GGUF_DTYPES,
     Checkpoint,
@@ -59,7 +60,6 @@ GGUF_MODEL_TYPE_PREFIX = "gguf-"
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_EXTRA = 'pip install "skipsearch[gguf]"'
 
 #: Numeric metadata arrays longer than this (vocabularies, merges) are left
 #: out of the synthesized config.
@@ -75,7 +75,7 @@ def import_gguf() -> Any:
     except ImportError:
         raise ImportError(
             "reading GGUF checkpoints needs the gguf package (llama.cpp's reader): install the "
-            f"gguf extra ({_EXTRA}, or pip install gguf)"
+            f"gguf extra: {install_hint('gguf', 'gguf')}"
         ) from None
     return gguf
 
