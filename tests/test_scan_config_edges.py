@@ -272,3 +272,31 @@ def test_errors_name_the_weights_file_when_one_is_given(tmp_path):
     with pytest.raises(CheckpointError, match="no FFN blocks found") as given_folder:
         skipsearch.scan(folder)
     assert f"in {folder.resolve()}:" in str(given_folder.value)
+
+
+def test_shape_and_dtype_errors_name_the_checkpoint(tmp_path):
+    # Several checkpoints in one scan: the error must say which one failed.
+    rng = np.random.default_rng(1)
+    good = save(tmp_path / "good", gated(rng), gated_config())
+    wide = save(
+        tmp_path / "wide",
+        gated(rng),
+        gated_config().replace(f'"hidden_size": {D}', '"hidden_size": 3'),
+    )
+    ints = {k: v.astype(np.int32) for k, v in gated(rng).items()}
+    coded = save(tmp_path / "ints", ints, gated_config())
+    with pytest.raises(CheckpointError, match=r"has shape .*expected") as shape:
+        skipsearch.scan([good, wide / "model.safetensors"])
+    assert str(shape.value).startswith(f"{(wide / 'model.safetensors').resolve()}: ")
+    with pytest.raises(CheckpointError, match=r"has dtype I32; expected a float dtype") as dtype:
+        skipsearch.scan(coded)
+    assert str(dtype.value).startswith(f"{coded.resolve()}: ")
+
+
+def test_a_link_loop_is_named_as_a_loop_not_a_missing_path(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(CheckpointError, match=r"'.*loop'.*symbolic links form a loop"):
+        skipsearch.scan(loop)
+    assert cli.main(["scan", str(loop)]) == 2
+    assert "form a loop" in capsys.readouterr().err

@@ -746,7 +746,7 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
                 shape = ckpt.shape(key)
                 if len(shape) != 3:
                     raise CheckpointError(
-                        f"{key} has shape {shape}; expected a 3-D tensor of stacked experts "
+                        f"{ckpt.source}: {key} has shape {shape}; expected a 3-D tensor of stacked experts "
                         "[experts, out, in]"
                     )
                 for e in range(shape[0]):
@@ -805,7 +805,9 @@ def _sizes(
     d, m, sizes = spec["d"], spec["m"], spec["sizes"]
     shape = _stored(ckpt, first.up, first)
     if len(shape) != 2:
-        raise CheckpointError(f"{first.up} has shape {ckpt.shape(first.up)}; expected a matrix")
+        raise CheckpointError(
+            f"{ckpt.source}: {first.up} has shape {ckpt.shape(first.up)}; expected a matrix"
+        )
     out, inp = shape[::-1] if part.transpose else shape
     if part.fused is not None:
         out //= 2
@@ -965,14 +967,14 @@ def _check_quantized(
         return None
     if dtype not in _FP8:
         raise CheckpointError(
-            f"{key} is stored as {dtype} with {scale} beside it: skipsearch dequantizes only "
+            f"{ckpt.source}: {key} is stored as {dtype} with {scale} beside it: skipsearch dequantizes only "
             "float8 (F8_E4M3, F8_E5M2) weights with their scales, not integer-quantized ones or "
             "a scale beside a weight of another dtype; dequantize the checkpoint first"
         )
     scale_dtype = ckpt.dtype(scale)
     if scale_dtype not in _SCALE_DTYPES:
         raise CheckpointError(
-            f"{scale} has dtype {scale_dtype}; expected a float scale ({', '.join(_SCALE_DTYPES)})"
+            f"{ckpt.source}: {scale} has dtype {scale_dtype}; expected a float scale ({', '.join(_SCALE_DTYPES)})"
         )
     kind, block = scale_layout(
         ckpt.shape(key),
@@ -1002,9 +1004,11 @@ def _check_tensor(
         expected = (experts, *expected)
         sizes = f"{sizes}, {experts} experts stacked first"
     if shape != tuple(expected):
-        raise CheckpointError(f"{key} has shape {shape}, expected {tuple(expected)} ({sizes})")
+        raise CheckpointError(
+            f"{ckpt.source}: {key} has shape {shape}, expected {tuple(expected)} ({sizes})"
+        )
     dtype = ckpt.dtype(key)
     if dtype not in FLOAT_DTYPES:
         raise CheckpointError(
-            f"{key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})"
+            f"{ckpt.source}: {key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})"
         )

@@ -823,11 +823,19 @@ def _existing(path: PathLike) -> Path:
     ------
     FileNotFoundError
         It does not exist, or is a link whose target is missing.
+    CheckpointError
+        Its links form a loop.
     """
     p = Path(os.fspath(path)).expanduser()
     if _dangling(p):
         raise _incomplete(p, "the checkpoint path")
     if not p.exists():
+        if p.is_symlink():
+            # exists() is False for a link that leads back to itself.
+            raise CheckpointError(
+                f"cannot resolve the checkpoint path {os.fspath(path)!r}: its symbolic links "
+                "form a loop"
+            )
         raise FileNotFoundError(f"checkpoint path does not exist: {p}")
     return p
 
