@@ -354,3 +354,16 @@ def test_training_run_example(tmp_path, capsys):
     assert {(r.d, r.m, r.activation) for r in reports} == {(16, 64, "relu")}
     if importlib.util.find_spec("matplotlib") is not None:
         assert png.stat().st_size > 10_000 and f"plot: {png}" in out
+
+
+def test_an_empty_step_folder_is_named_and_left_out(series, capsys):
+    # An interrupted save: step-named, but no config.json or weights yet.
+    (series / "checkpoint-20").mkdir()
+    with pytest.warns(skipsearch.CheckpointSeriesWarning, match="checkpoint-20") as record:
+        reports = scan(series, progress=False)
+    assert len(record) == 1 and "left out of the series" in str(record[0].message)
+    assert sorted({r.step for r in reports}) == [2, 5, 10]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code, _, err = run_cli(capsys, "scan", str(series), "--no-progress", "--csv")
+    assert code == 0 and err.count("skipsearch: warning: ") == 1 and "checkpoint-20" in err

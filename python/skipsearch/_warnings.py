@@ -82,6 +82,10 @@ class CheckpointSeriesWarning(SkipsearchWarning):
     series; the message names the step-named subdirectories and says how
     to scan them as a series.
 
+    Also emitted when a checkpoint series holds step-named subdirectories
+    without a checkpoint in them (an interrupted save): they are left out
+    of the series, and the message names them.
+
     See Also
     --------
     SkipsearchWarning

@@ -264,6 +264,28 @@ def _short_list(names: list[str], limit: int = 4) -> str:
     return ", ".join(names[:limit]) + more
 
 
+def _warn_empty_steps(path: Path, children: list[Path]) -> None:
+    """Warn about step-named subdirectories of a series that hold no
+    checkpoint (an interrupted or unfinished save): they are left out."""
+    if not any(checkpoint_step(c.name) is not None for c in children):
+        return
+    try:
+        empty = sorted(
+            c.name
+            for c in path.iterdir()
+            if c.is_dir() and checkpoint_step(c.name) is not None and c not in children
+        )
+    except OSError:
+        return
+    if empty:
+        warnings.warn(
+            f"{path}: step-named subdirectories without a checkpoint (no config.json or "
+            f"weights) are left out of the series: {_short_list(empty)}",
+            CheckpointSeriesWarning,
+            stacklevel=4,
+        )
+
+
 def _series_order(path: Path, children: list[Path]) -> list[Path]:
     """The checkpoints of a directory in scan order: by step when every name
     carries one (a checkpoint series), else by name.
@@ -364,6 +386,7 @@ def expand_paths(
             if not _is_checkpoint_dir(q):
                 if children:
                     out.extend(_series_order(q, children))
+                    _warn_empty_steps(q, children)
                     continue
             else:
                 stepped = [c.name for c in children if checkpoint_step(c.name) is not None]
