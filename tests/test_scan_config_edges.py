@@ -300,3 +300,22 @@ def test_a_link_loop_is_named_as_a_loop_not_a_missing_path(tmp_path, capsys):
         skipsearch.scan(loop)
     assert cli.main(["scan", str(loop)]) == 2
     assert "form a loop" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        (1.5, TypeError, "max_pending must be a positive integer"),
+        ("2", TypeError, "max_pending must be a positive integer"),
+        (0, ValueError, "max_pending must be a positive integer"),
+    ],
+)
+def test_max_pending_of_the_wrong_type_is_a_type_error(tmp_path, value, error, message):
+    folder = save(tmp_path / "ckpt", gated(np.random.default_rng(2)), gated_config())
+    with pytest.raises(error, match=message):
+        skipsearch.scan(folder, max_pending=value)
+
+
+def test_a_negative_node_limit_says_an_integer_is_expected():
+    with pytest.raises(ValueError, match="node_limit must be a finite non-negative integer"):
+        skipsearch.subset_sum(np.ones((1, 3), dtype=np.int64), np.ones(1), node_limit=-1)

@@ -344,7 +344,8 @@ def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
     except OverflowError:  # an int beyond float64
         finite = False
     if not finite or value < 0:
-        raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
+        kind = "integer" if integer else "number"
+        raise ValueError(f"{name} must be a finite non-negative {kind}, got {value!r}")
     if integer and value > 2**63 - 1:
         raise ValueError(f"{name} must be below 2**63, got {value!r}")
     return int(value) if integer else float(value)

@@ -439,11 +439,9 @@ def scan(  # noqa: PLR0913 - public keywords (the options object is the alternat
             "executor must be a concurrent.futures.Executor instance (e.g. ProcessPoolExecutor(), "
             f"or client.get_executor() of dask.distributed), got {executor!r}"
         )
-    if (
-        isinstance(max_pending, bool)
-        or not isinstance(max_pending, (int, np.integer))
-        or max_pending < 1
-    ):
+    if isinstance(max_pending, bool) or not isinstance(max_pending, (int, np.integer)):
+        raise TypeError(f"max_pending must be a positive integer, got {max_pending!r}")
+    if max_pending < 1:
         raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {progress!r}")
