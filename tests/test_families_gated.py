@@ -17,7 +17,7 @@ from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
 from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.io.layouts import NORM_SCOPES, supported_model_types
-from skipsearch.scan import describe_checkpoint
+from skipsearch.scan import describe_checkpoint, scan_document
 
 from tests.family_builders import assert_weights
 from tests.test_families import save, scan
@@ -30,7 +30,7 @@ def gated(rng, m=M):
     return rng.standard_normal((m, D)), rng.standard_normal((m, D)), rng.standard_normal((D, m))
 
 
-def assert_not_absorbable(reports, family, blocks, m=M, norm="pre"):
+def assert_not_absorbable(reports, family, blocks, m=M, norm="pre", scale=None):
     assert [r.block for r in reports] == blocks
     assert [r.layer for r in reports] == list(range(len(blocks)))
     for r in reports:
@@ -39,7 +39,10 @@ def assert_not_absorbable(reports, family, blocks, m=M, norm="pre"):
         assert r.verdict == "not_absorbable", r.result
         assert r.result.argument == "linearization"
         assert "linearization" in r.reason
-        assert r.scope == NORM_SCOPES[norm]
+        tail = (
+            "" if scale is None else f"; the model scales f by its residual multiplier a = {scale}"
+        )
+        assert r.scope == NORM_SCOPES[norm] + tail
 
 
 # -- Phi-3 -------------------------------------------------------------------------------------
@@ -371,10 +374,14 @@ def test_granite_residual_multiplier(tmp_path):
     reports = scan(path)
     # x + 0.22 f(x) is decided with the activation 0.22 swiglu: still gated,
     # gate(0) = 0, so the linearization argument applies.
-    assert_not_absorbable(reports, "granite", ["model.layers.0.mlp", "model.layers.1.mlp"])
+    assert_not_absorbable(
+        reports, "granite", ["model.layers.0.mlp", "model.layers.1.mlp"], scale=0.22
+    )
     for r in reports:
         assert r.form == "x + 0.22 * f(RMSNorm x) (residual_multiplier = 0.22)"
         assert "embedding_multiplier" in r.note
+    document = scan_document([info], reports)
+    assert document["models"][0]["scope"] == reports[0].scope
 
 
 def test_granite_residual_multiplier_default_and_errors(tmp_path):

@@ -820,9 +820,9 @@ def format_csv(reports: Sequence[BlockReport]) -> str:
 
 
 def _scope(info: CheckpointInfo) -> str:
-    from skipsearch.io.layouts import NORM_SCOPES
+    from skipsearch._scan.report import checkpoint_scope
 
-    return NORM_SCOPES[info.norm]
+    return checkpoint_scope(info)
 
 
 def _layout(args: argparse.Namespace) -> Optional[Layout]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any, Optional
 
-from skipsearch._scan.locate import BlockKeys, CheckpointInfo
+from skipsearch._scan.locate import BlockKeys, CheckpointInfo, PartInfo
 from skipsearch._types import BlockReportDict, BracketStatus, DistanceKind, Norm, Verdict
 from skipsearch.io.layouts import NORM_SCOPES
 from skipsearch.result import VERDICTS, AbsorptionResult
@@ -274,7 +274,7 @@ def block_report(
         # and its form shows a.
         activation=result.activation if part.scale is None else part.activation,
         norm=part.norm,
-        scope=NORM_SCOPES[part.norm],
+        scope=part_scope(part),
         verdict=result.verdict,
         relaxation_distance=finite(result.relaxation_distance),
         seconds=seconds,
@@ -289,6 +289,27 @@ def block_report(
         form=part.form,
         note=part.note,
     )
+
+
+def part_scope(part: PartInfo) -> str:
+    """What the verdicts on ``part``'s blocks concern: the LayerNorm
+    placement, and the residual multiplier when the model scales ``f``."""
+    scope = NORM_SCOPES[part.norm]
+    if part.scale is None:
+        return scope
+    return f"{scope}; the model scales f by its residual multiplier a = {part.scale!r}"
+
+
+def checkpoint_scope(info: CheckpointInfo) -> str:
+    """:func:`part_scope` for a whole checkpoint: its parts' scope when they
+    share one, else the LayerNorm placement and where to look."""
+    scopes = {part_scope(p) for p in info.parts}
+    if len(scopes) == 1:
+        return scopes.pop()
+    scope = NORM_SCOPES[info.norm]
+    if any(p.scale is not None for p in info.parts):
+        scope += "; residual multipliers differ by kind of block (see each part's form)"
+    return scope
 
 
 def scan_document(
@@ -333,7 +354,7 @@ def scan_document(
                 "m": info.m,
                 "norm": info.norm,
                 "dtype": info.dtype,
-                "scope": NORM_SCOPES[info.norm],
+                "scope": checkpoint_scope(info),
                 "parts": [
                     {
                         "kind": p.kind,
