@@ -250,13 +250,16 @@ def _is_checkpoint_dir(path: Path) -> bool:
     return any(q.is_file() for pattern in ("*.safetensors", "*.gguf") for q in path.glob(pattern))
 
 
-def _checkpoint_children(path: Path) -> list[Path]:
-    """The subdirectories of ``path`` that hold checkpoints, by name."""
+def _checkpoint_children(path: Path) -> tuple[list[Path], list[str]]:
+    """The subdirectories of ``path`` that hold checkpoints, by name, and the
+    names of the step-named ones that hold none (an interrupted save)."""
     try:
-        children = sorted(c for c in path.iterdir() if c.is_dir())
+        dirs = sorted(c for c in path.iterdir() if c.is_dir())
     except OSError:
-        return []
-    return [c for c in children if _is_checkpoint_dir(c)]
+        return [], []
+    held = {c: _is_checkpoint_dir(c) for c in dirs}
+    empty = [c.name for c in dirs if not held[c] and checkpoint_step(c.name) is not None]
+    return [c for c in dirs if held[c]], empty
 
 
 def _short_list(names: list[str], limit: int = 4) -> str:
@@ -264,20 +267,10 @@ def _short_list(names: list[str], limit: int = 4) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def _warn_empty_steps(path: Path, children: list[Path]) -> None:
-    """Warn about step-named subdirectories of a series that hold no
-    checkpoint (an interrupted or unfinished save): they are left out."""
-    if not any(checkpoint_step(c.name) is not None for c in children):
-        return
-    try:
-        empty = sorted(
-            c.name
-            for c in path.iterdir()
-            if c.is_dir() and checkpoint_step(c.name) is not None and c not in children
-        )
-    except OSError:
-        return
-    if empty:
+def _warn_empty_steps(path: Path, children: list[Path], empty: list[str]) -> None:
+    """Warn about the step-named subdirectories ``empty`` of a series (its
+    checkpoints are ``children``) that hold no checkpoint: they are left out."""
+    if empty and any(checkpoint_step(c.name) is not None for c in children):
         warnings.warn(
             f"{path}: step-named subdirectories without a checkpoint (no config.json or "
             f"weights) are left out of the series: {_short_list(empty)}",
@@ -382,11 +375,11 @@ def expand_paths(
             q = hub.resolve_repo_id(os.fspath(p), revision)
             hub_ids += 1
         if q.is_dir():
-            children = _checkpoint_children(q)
+            children, empty = _checkpoint_children(q)
             if not _is_checkpoint_dir(q):
                 if children:
                     out.extend(_series_order(q, children))
-                    _warn_empty_steps(q, children)
+                    _warn_empty_steps(q, children, empty)
                     continue
             else:
                 stepped = [c.name for c in children if checkpoint_step(c.name) is not None]
@@ -769,8 +762,8 @@ def _find_blocks(ckpt: Checkpoint, parts: list[Part], where: str) -> list[BlockK
                 shape = ckpt.shape(key)
                 if len(shape) != 3:
                     raise CheckpointError(
-                        f"{ckpt.source}: {key} has shape {shape}; expected a 3-D tensor of stacked experts "
-                        "[experts, out, in]"
+                        f"{ckpt.source}: {key} has shape {shape}; expected a 3-D tensor of "
+                        "stacked experts [experts, out, in]"
                     )
                 for e in range(shape[0]):
                     blocks.append(((*order, e), _with(block, name=f"{name}.{e}", expert=e)))
@@ -990,14 +983,16 @@ def _check_quantized(
         return None
     if dtype not in _FP8:
         raise CheckpointError(
-            f"{ckpt.source}: {key} is stored as {dtype} with {scale} beside it: skipsearch dequantizes only "
-            "float8 (F8_E4M3, F8_E5M2) weights with their scales, not integer-quantized ones or "
-            "a scale beside a weight of another dtype; dequantize the checkpoint first"
+            f"{ckpt.source}: {key} is stored as {dtype} with {scale} beside it: skipsearch "
+            "dequantizes only float8 (F8_E4M3, F8_E5M2) weights with their scales, not "
+            "integer-quantized ones or a scale beside a weight of another dtype; dequantize the "
+            "checkpoint first"
         )
     scale_dtype = ckpt.dtype(scale)
     if scale_dtype not in _SCALE_DTYPES:
         raise CheckpointError(
-            f"{ckpt.source}: {scale} has dtype {scale_dtype}; expected a float scale ({', '.join(_SCALE_DTYPES)})"
+            f"{ckpt.source}: {scale} has dtype {scale_dtype}; expected a float scale "
+            f"({', '.join(_SCALE_DTYPES)})"
         )
     kind, block = scale_layout(
         ckpt.shape(key),
@@ -1033,5 +1028,6 @@ def _check_tensor(
     dtype = ckpt.dtype(key)
     if dtype not in FLOAT_DTYPES:
         raise CheckpointError(
-            f"{ckpt.source}: {key} has dtype {dtype}; expected a float dtype ({', '.join(FLOAT_DTYPES)})"
+            f"{ckpt.source}: {key} has dtype {dtype}; expected a float dtype "
+            f"({', '.join(FLOAT_DTYPES)})"
         )
