@@ -156,7 +156,8 @@ class SearchStats(FieldEquality):
     nodes : int
         Branch-and-bound nodes (or subsets, for the baseline) explored.
     seconds : float
-        Wall time of the search, in seconds.
+        Wall time of the call up to the end of the search, in seconds: the
+        span ``time_limit`` covers, input validation included.
     gram_rank : int or None
         Numerical rank of the Gram matrix of the relaxation, from a
         Cholesky factor; ``None`` when no factor ran (the exact path did
