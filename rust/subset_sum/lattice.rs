@@ -203,7 +203,10 @@ fn top_values(basis: &[Vec<i64>], bounds: &[i64]) -> Option<Vec<bool>> {
 /// A subtree of the enumeration: coefficients `level..d` fixed.
 #[derive(Clone)]
 struct Job {
-    coeffs: Vec<i64>,
+    /// The fixed coefficients, top level first: `prefix[i]` is the
+    /// coefficient of level `d - 1 - i`, for the `d - level` levels fixed.
+    /// (Only the prefix is kept: a tree is cut into thousands of jobs.)
+    prefix: Vec<i64>,
     level: usize,
     partial: f64,
     free: bool,
@@ -212,35 +215,47 @@ struct Job {
     discrepancy: u32,
 }
 
-/// A node of the prefix listing: its job and its projection (as the walk's
-/// `proj` at the job's level).
-struct Frontier {
-    job: Job,
-    proj: Vec<f64>,
+impl Job {
+    /// The coefficient of level `t` (`t >= level`) in a tree of depth `d`.
+    fn coeff(&self, d: usize, t: usize) -> i64 {
+        self.prefix[d - 1 - t]
+    }
+
+    /// The centre of level `t = level - 1`: `-sum_{j > t} mu[j][t] c_j`.
+    fn center(&self, gso: &Gso, t: usize) -> f64 {
+        let d = gso.norms.len();
+        -(t + 1..d)
+            .map(|j| gso.mu[j][t] * self.coeff(d, j) as f64)
+            .sum::<f64>()
+    }
 }
 
-/// Append to `out`, in search order, the children of `node` that pass the
-/// radius and Hoelder's test, as the walk tests them, so that a prefix's
-/// discrepancy counts the positions the walk would (or `node` itself when
-/// it is a leaf). `false`, with the listing cut short, once `out` holds
-/// more than [`MAX_JOBS`] or the level has offered more than that many
-/// values (a huge radius gives a level more values than could be tried
-/// here, with no limit checked).
-fn children(shared: &Shared, node: &Frontier, out: &mut Vec<Frontier>) -> bool {
-    let job = &node.job;
+/// Append to `out`, in search order, the children of `job` (whose
+/// projection, as the walk's `proj` at its level, is `proj`) that pass
+/// the radius and Hoelder's test, as the walk tests them, so that a
+/// prefix's discrepancy counts the positions the walk would (or `job`
+/// itself when it is a leaf); each with its value's offset from the
+/// centre, from which [`Tree::new`] builds its projection should it be
+/// listed further (`scratch`, of `proj`'s length, holds it meanwhile).
+/// `false`, with the listing cut short, once `out` holds more than
+/// [`MAX_JOBS`] or the level has offered more than that many values (a
+/// huge radius gives a level more values than could be tried here, with
+/// no limit checked).
+fn children(
+    shared: &Shared,
+    job: &Job,
+    proj: &[f64],
+    scratch: &mut [f64],
+    out: &mut Vec<(Job, f64)>,
+) -> bool {
     if job.level == 0 {
-        out.push(Frontier {
-            job: job.clone(),
-            proj: node.proj.clone(),
-        });
+        out.push((job.clone(), 0.0));
         return out.len() <= MAX_JOBS;
     }
     let lattice = shared.lattice;
     let gso = &lattice.gso;
     let t = job.level - 1;
-    let center: f64 = -(t + 1..job.coeffs.len())
-        .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
-        .sum::<f64>();
+    let center = job.center(gso, t);
     let mut order = Order::new(center, job.free);
     let mut position = 0;
     let mut tried = 0;
@@ -255,16 +270,21 @@ fn children(shared: &Shared, node: &Frontier, out: &mut Vec<Frontier>) -> bool {
         if tried > MAX_JOBS {
             return false;
         }
-        let mut proj = vec![0.0; node.proj.len()];
         let l1 = lattice
             .axpy_l1
-            .run(&mut proj, &node.proj, &gso.star[t], &lattice.weights, diff);
+            .run(scratch, proj, &gso.star[t], &lattice.weights, diff);
         if t == 0 || hoelder(next, l1) {
-            let mut child = job.clone();
-            child.coeffs[t] = c;
-            (child.level, child.partial, child.free) = (t, next, job.free && c == 0);
-            child.discrepancy = job.discrepancy + position;
-            out.push(Frontier { job: child, proj });
+            let mut prefix = Vec::with_capacity(job.prefix.len() + 1);
+            prefix.extend_from_slice(&job.prefix);
+            prefix.push(c);
+            let child = Job {
+                prefix,
+                level: t,
+                partial: next,
+                free: job.free && c == 0,
+                discrepancy: job.discrepancy + position,
+            };
+            out.push((child, diff));
             if out.len() > MAX_JOBS {
                 return false;
             }
@@ -514,11 +534,9 @@ impl<'a, 'b> Walker<'a, 'b> {
         let (gso, d) = (&shared.lattice.gso, shared.lattice.basis.len());
         self.reset(index);
         for t in (job.level..d).rev() {
-            self.set(t, job.coeffs[t]);
-            let center: f64 = -(t + 1..d)
-                .map(|j| gso.mu[j][t] * job.coeffs[j] as f64)
-                .sum::<f64>();
-            self.project(t, job.coeffs[t] as f64 - center, 0.0);
+            let c = job.coeff(d, t);
+            self.set(t, c);
+            self.project(t, c as f64 - job.center(gso, t), 0.0);
         }
         if job.level > 0 {
             return self.walk(job.level - 1, job.partial, job.free, budget);
@@ -1000,6 +1018,40 @@ pub struct Tree {
     listing: AtomicU64,
 }
 
+/// The projections of the listing's depth `deeper` (flat, one after
+/// another), each built on its parent's (`parents[k]`, an index into
+/// `jobs`, the depth above, whose projections are `projs`) with its
+/// value's offset `diffs[k]` from the centre, as [`children`] computed it;
+/// a leaf listed again keeps its own.
+fn next_projections(
+    lattice: &Lattice,
+    jobs: &[Job],
+    projs: &[f64],
+    deeper: &[Job],
+    parents: &[usize],
+    diffs: &[f64],
+) -> Vec<f64> {
+    let padded = lattice.weights.len();
+    let mut next = vec![0.0; deeper.len() * padded];
+    for (k, out) in next.chunks_exact_mut(padded).enumerate() {
+        let p = parents[k];
+        let above = &projs[p * padded..(p + 1) * padded];
+        let child = &deeper[k];
+        if child.prefix.len() == jobs[p].prefix.len() {
+            out.copy_from_slice(above);
+        } else {
+            lattice.axpy_l1.run(
+                out,
+                above,
+                &lattice.gso.star[child.level],
+                &lattice.weights,
+                diffs[k],
+            );
+        }
+    }
+    next
+}
+
 impl Tree {
     /// Prepare the enumeration of `basis` (rows; may be empty, a lattice
     /// with no nonzero vector): checks the shapes and that the basis is
@@ -1017,36 +1069,47 @@ impl Tree {
         }
         let lattice = Lattice::new(basis, bounds, radius_sq)?;
         let root = Job {
-            coeffs: vec![0; d],
+            prefix: Vec::new(),
             level: d,
             partial: 0.0,
             free: true,
             discrepancy: 0,
         };
         // Level by level: the nodes of each depth, in search order, are
-        // the children of the depth above, in order.
-        let mut nodes = vec![Frontier {
-            job: root,
-            proj: vec![0.0; lattice.weights.len()],
-        }];
+        // the children of the depth above, in order. `projs` holds the
+        // projections of the depth being expanded, one after another; the
+        // last depth listed, the jobs, needs none (a search sets its
+        // projections up from the prefix).
+        let padded = lattice.weights.len();
+        let mut jobs = vec![root];
+        let mut projs = vec![0.0; padded];
+        let mut scratch = vec![0.0; padded];
         let mut listing = 0u64;
         {
             let cancel = AtomicBool::new(false);
             let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
-            while nodes.len() < PREFIXES && nodes.iter().any(|n| n.job.level > 0) {
-                let mut deeper = Vec::with_capacity(nodes.len() * 2);
-                let listed = nodes
-                    .iter()
-                    .all(|node| children(&shared, node, &mut deeper));
+            let expand = |jobs: &[Job]| jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0);
+            while expand(&jobs) {
+                let mut deeper = Vec::with_capacity(jobs.len() * 2);
+                let mut parents = Vec::with_capacity(jobs.len() * 2);
+                let listed = jobs.iter().enumerate().all(|(i, job)| {
+                    let proj = &projs[i * padded..(i + 1) * padded];
+                    let listed = children(&shared, job, proj, &mut scratch, &mut deeper);
+                    parents.resize(deeper.len(), i);
+                    listed
+                });
                 if !listed {
                     // Too wide to list: the depth above is the cut.
                     break;
                 }
-                listing += nodes.iter().filter(|n| n.job.level > 0).count() as u64;
-                nodes = deeper;
+                listing += jobs.iter().filter(|j| j.level > 0).count() as u64;
+                let (deeper, diffs): (Vec<Job>, Vec<f64>) = deeper.into_iter().unzip();
+                if expand(&deeper) {
+                    projs = next_projections(&lattice, &jobs, &projs, &deeper, &parents, &diffs);
+                }
+                jobs = deeper;
             }
         }
-        let jobs: Vec<Job> = nodes.into_iter().map(|n| n.job).collect();
 
         Ok(Tree {
             lattice: Some(lattice),
