@@ -1341,7 +1341,7 @@ def _fits_int64(rows: list[list[int]]) -> bool:
     """Whether every entry stays below 2^62 (room for the enumeration's sums)."""
     # Row by row in C (max and min), not entry by entry: it runs on every
     # reduced basis, and an entry-wise loop cost 2 ms of a 20 ms search.
-    return all(-(2**62) < min(row, default=0) and max(row, default=0) < 2**62 for row in rows)
+    return all(min(row, default=0) > -(2**62) and max(row, default=0) < 2**62 for row in rows)
 
 
 def _rank(M: npt.ArrayLike) -> int:
