@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import subprocess
 import sys
 import time
 from fractions import Fraction
@@ -509,6 +510,28 @@ def test_time_limit_stops_the_lattice_reduction():
     t = time.perf_counter()
     r = skipsearch.subset_sum(A, A.sum(axis=1) // 2, time_limit=1.0)
     assert r.status == "time_limit" and time.perf_counter() - t < 5
+
+
+@needs_lattice
+def test_tiny_time_limits_never_hang_the_reduction():
+    # A cysignals alarm stopped fpylll's LLL at the deadline; one landing
+    # inside malloc deadlocked the process (a breaker's loop hung within 10
+    # calls). Reductions are no longer interrupted: every call returns.
+    script = """
+import numpy as np, skipsearch
+rng = np.random.default_rng(0)
+A = rng.integers(0, 100, (5, 40)); b = A.sum(axis=1) // 2
+for i in range(60):
+    r = skipsearch.subset_sum(A, b, time_limit=float(rng.uniform(1e-4, 2e-2)), threads=1)
+    # Infeasible (a complete search says so in 25 ms): no other answer.
+    assert r.status in ("infeasible", "time_limit"), r.status
+print("returned", i + 1)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["returned", "60"]
 
 
 def test_integer_route_respects_a_tolerance_above_integer_resolution():

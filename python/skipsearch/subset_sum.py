@@ -283,11 +283,12 @@ def subset_sum(
         floats whose values are all integers, of any size up to the 2**62
         bound below) are solved exactly and ignore it.
     time_limit : float, optional
-        Seconds before the search stops with status ``"time_limit"``. On
-        the main thread a lattice reduction (fpylll) is stopped by a
-        cysignals alarm (SIGALRM) at the limit; on other threads it runs to
-        its end (BKZ stops after the tour that passes the limit), so a call
-        there can take longer on very large instances.
+        Seconds before the search stops with status ``"time_limit"``.
+        fpylll's reductions cannot be stopped safely once started, so they
+        run to their end: the LLL of the embedding starts in fpylll only
+        when it is predicted to end in time (else the core's LLL, which
+        watches the clock, reduces it), and BKZ stops after the tour that
+        passes the limit. A call can pass its limit by that much.
     node_limit : int, optional
         Nodes before it stops with status ``"node_limit"``. Parallel
         lattice walkers count in batches, so ``nodes`` may pass it by up to
@@ -711,7 +712,10 @@ def _reduced_kernel(
     weight, scale = weights
     rows = _embedding(A, b, c, weight, scale)
     size = len(rows) * len(rows[0])
-    reduced, failed = _lll(rows, deadline)
+    # With a deadline, a reduction fpylll might not end in time goes to the
+    # core's LLL, which watches the clock (see _fpylll_in_time).
+    by_core = not _fpylll_in_time(rows, deadline)
+    reduced, failed = _lll(rows, deadline, by_core)
     if reduced is None:
         steps.append(f"lattice: LLL ({_failure(failed)})")
         return None, _stop_of(failed), 0
@@ -727,7 +731,9 @@ def _reduced_kernel(
         if len(kernel_rows) >= want:
             break
         rows = [[*r[: n + 1], *(v << 32 for v in r[n + 1 :])] for r in reduced]
-        raised, failed = _lll(rows, deadline)
+        core = not _fpylll_in_time(rows, deadline)
+        by_core = by_core or core
+        raised, failed = _lll(rows, deadline, core)
         if raised is None:
             steps.append(f"lattice: equation weight x 2^32, LLL ({_failure(failed)})")
             if failed in ("time_limit", "interrupted"):
@@ -747,7 +753,7 @@ def _reduced_kernel(
                 )
             return None, _stop_of(failed), 0
         kernel_rows = near
-    if not _fpylll_loaded():
+    if by_core:
         # The core's LLL on the embedding is not certified (its equation
         # weights are beyond what f64 resolves against the kernel vectors):
         # the kernel basis is reduced again on its own, and certified, since
@@ -915,12 +921,14 @@ def _reduction_name(block: int) -> str:
 
 
 def _lll(
-    rows: list[list[int]], deadline: Optional[float]
+    rows: list[list[int]], deadline: Optional[float], core: Optional[bool] = None
 ) -> tuple[Optional[list[list[int]]], Optional[str]]:
-    """LLL-reduce ``rows`` with fpylll when it is installed, else with the
-    core's LLL: the reduced rows, or None and why (``"time_limit"``, or the
-    core's reason)."""
-    if not _fpylll_loaded():
+    """LLL-reduce ``rows`` with fpylll when it is installed, else (or when
+    ``core`` says so) with the core's LLL: the reduced rows, or None and
+    why (``"time_limit"``, or the core's reason)."""
+    if core is None:
+        core = not _fpylll_loaded()
+    if core:
         try:
             return _core.lll_reduce(rows, 0.99, _remaining(deadline), certify=False)
         except OverflowError:
@@ -1250,21 +1258,14 @@ def _portfolio(
                 return None, stop, steps()
 
 
-#: Set when fpylll was first imported off the main thread, where cysignals
-#: could not install its signal handlers: its alarm is not used then.
-_ALARM_UNAVAILABLE = False
-
-
 def _import_fpylll() -> bool:
     """Import fpylll, from any thread; False when it is not installed.
 
     Its import runs cysignals' set-up, which calls ``signal.signal`` and so
     raises ``ValueError`` on any thread but the main one. Off the main
     thread that call is made a no-op for the import (the handlers are left
-    as they are), and the cysignals alarm that stops a reduction at the
-    time limit is not used afterwards; BKZ's own clock still is.
+    as they are); no reduction relies on them (see ``_reduce``).
     """
-    global _ALARM_UNAVAILABLE
     import signal
 
     if _fpylll_loaded():
@@ -1284,7 +1285,6 @@ def _import_fpylll() -> bool:
             return False
         finally:
             signal.signal = original
-        _ALARM_UNAVAILABLE = True
     return True
 
 
@@ -1292,34 +1292,43 @@ _IMPORT_LOCK = threading.Lock()
 
 
 def _reduce(reduction: Callable[[], object], deadline: Optional[float]) -> bool:
-    """Run an fpylll reduction. With a deadline (a ``perf_counter`` time),
-    on the main thread, a cysignals alarm stops it in time; returns False
-    then (the basis is not used again). Elsewhere it runs to its end."""
-    if (
-        deadline is None
-        or _ALARM_UNAVAILABLE
-        or threading.current_thread() is not threading.main_thread()
-    ):
-        reduction()
-        return True
-    remaining = deadline - time.perf_counter()
-    if remaining <= 0:
-        return False
-    # cysignals ships no types: pyproject's mypy config ignores it, stubtest needs this.
-    from cysignals.alarm import (  # type: ignore[import-untyped, unused-ignore]
-        AlarmInterrupt,
-        alarm,
-        cancel_alarm,
-    )
+    """Run an fpylll reduction to its end, unless the deadline (a
+    ``perf_counter`` time) has passed before it starts: False then.
 
-    try:
-        alarm(remaining)
-        reduction()
-    except AlarmInterrupt:
+    fplll cannot be stopped safely once started. A cysignals alarm did
+    stop it at the deadline, but an alarm that lands inside ``malloc``
+    leaves the allocator's lock held, and the process then deadlocks on
+    it (a breaker hit this in 2 of 43 runs with limits of a millisecond).
+    So no reduction is interrupted: the embedding's LLL goes to the core
+    when fpylll might not end in time (``_fpylll_in_time``), and BKZ
+    watches its own clock (``BKZ.MAX_TIME``, checked between tours).
+    """
+    if deadline is not None and deadline - time.perf_counter() <= 0:
         return False
-    finally:
-        cancel_alarm()
+    reduction()
     return True
+
+
+#: Seconds per unit of ``d^2 k^2 bits`` (basis rows, equation columns, bits
+#: of the largest entry) that fplll's LLL of an embedding is predicted to
+#: take: 4 to 7 times what it took on an Intel Xeon 6/167 (QOBLIB's ms_06
+#: to ms_10_050: 8 to 41 ms, predicted 31 to 282 ms; a 90 x 100 system of
+#: 30-bit entries: 11 s, predicted 48 s).
+_LLL_SECONDS_PER_UNIT = 1e-8
+
+
+def _fpylll_in_time(rows: list[list[int]], deadline: Optional[float]) -> bool:
+    """Whether fpylll reduces the embedding ``rows``: it is installed, and
+    without a deadline, or with its LLL predicted to end well before it
+    (see ``_reduce``: it is never interrupted)."""
+    if not _fpylll_loaded():
+        return False
+    if deadline is None:
+        return True
+    d, k = len(rows), max(1, len(rows[0]) - len(rows))
+    bits = max((max(max(row), -min(row)).bit_length() for row in rows if row), default=1)
+    predicted = _LLL_SECONDS_PER_UNIT * d * d * k * k * bits
+    return predicted <= deadline - time.perf_counter()
 
 
 def _equation_scale(norm_sq: float) -> int:
