@@ -46,6 +46,7 @@
 //! first one of the earliest prefix that has one, so the answer does not
 //! depend on the thread count.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -979,8 +980,9 @@ pub fn enumerate_bounded(
     let mut out = tree.depth_first(wanted, limits, cancel);
     if out.stopped.is_some() {
         // Cut by a limit: keep what the passes found besides.
+        let mut seen: HashSet<Vec<i64>> = out.solutions.iter().cloned().collect();
         for y in lds.solutions {
-            if out.solutions.len() < wanted && !out.solutions.contains(&y) {
+            if out.solutions.len() < wanted && seen.insert(y.clone()) {
                 out.solutions.push(y);
             }
         }
@@ -1161,10 +1163,14 @@ impl Tree {
         self.count_listing(&shared);
         let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched);
         let mut stopped = None;
+        // A prefix cut by a limit and searched again finds its solutions
+        // again: kept once (a set, not a scan of the list, which grew
+        // quadratic in the solutions wanted: 10^5 took 39 s).
+        let mut seen: HashSet<(usize, Vec<i64>)> = self.found.iter().cloned().collect();
         for (index, result) in results.into_iter().enumerate() {
             self.searched[index] |= result.searched;
             for y in result.found {
-                if !self.found.iter().any(|(i, z)| *i == index && *z == y) {
+                if seen.insert((index, y.clone())) {
                     self.found.push((index, y));
                 }
             }
