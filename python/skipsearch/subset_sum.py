@@ -667,7 +667,11 @@ def _lattice(
     # Small trees end in a short depth-first search on the LLL basis, and
     # planted and easy instances fall to it or to a short limited-
     # discrepancy search there; BKZ is paid only when neither settles it.
-    for lds in (True, False):
+    # Limited discrepancy first on fpylll's basis (see _LLL_PROBE_NODES);
+    # depth first first on the core's, where it ends small infeasible trees
+    # within its cap (MS(5) seed 0 without fpylll: 53 k nodes, against
+    # 253 k with limited discrepancy first).
+    for lds in (True, False) if _fpylll_loaded() else (False, True):
         probe = search.left(_LLL_PROBE_NODES)
         if lds:
             steps.append(f"limited discrepancy (LLL basis, {probe} nodes)")
