@@ -717,7 +717,7 @@ def _reduced_kernel(
     rows = _embedding(A, b, c, weight, scale)
     size = len(rows) * len(rows[0])
     # With a deadline, a reduction fpylll might not end in time goes to the
-    # core's LLL, which watches the clock (see _fpylll_in_time).
+    # core's LLL, which watches the clock; the kernel is then certified below.
     by_core = not _fpylll_in_time(rows, deadline)
     reduced, failed = _lll(rows, deadline, by_core)
     if reduced is None:
@@ -927,11 +927,12 @@ def _reduction_name(block: int) -> str:
 def _lll(
     rows: list[list[int]], deadline: Optional[float], core: Optional[bool] = None
 ) -> tuple[Optional[list[list[int]]], Optional[str]]:
-    """LLL-reduce ``rows`` with fpylll when it is installed, else (or when
-    ``core`` says so) with the core's LLL: the reduced rows, or None and
+    """LLL-reduce ``rows`` with the core's LLL when ``core`` says so (by
+    default: when fpylll is not installed or might not end in time, see
+    ``_fpylll_in_time``), else with fpylll: the reduced rows, or None and
     why (``"time_limit"``, or the core's reason)."""
     if core is None:
-        core = not _fpylll_loaded()
+        core = not _fpylll_in_time(rows, deadline)
     if core:
         try:
             return _core.lll_reduce(rows, 0.99, _remaining(deadline), certify=False)
