@@ -836,6 +836,29 @@ def test_exact_rank_is_not_fooled_by_the_modular_one():
     assert _rank(M) == 2 == np.linalg.matrix_rank(M.astype(float))
 
 
+
+def test_modular_rank_stops_at_full_rank_and_agrees_with_the_exact_rank(monkeypatch):
+    module = subset_sum_module
+    rng = np.random.default_rng(7)
+    for rows, cols in [(6, 51), (9, 81), (5, 3), (4, 4)]:
+        M = rng.integers(-50, 50, size=(rows, cols))
+        assert module._modular_rank(M) == module._exact_rank(M) == min(rows, cols)
+    # A rank-deficient matrix: every prime is tried and none overstates it.
+    low = rng.integers(-5, 5, size=(6, 2)) @ rng.integers(-5, 5, size=(2, 40))
+    assert module._modular_rank(low) == module._exact_rank(low) == 2
+    # Full rank modulo the first prime: the other two are never needed.
+    seen = []
+    real_mod = np.mod
+
+    def spy(a, p, *args, **kwargs):
+        seen.append(p)
+        return real_mod(a, p, *args, **kwargs)
+
+    monkeypatch.setattr(module.np, "mod", spy)
+    module._modular_rank(rng.integers(-50, 50, size=(6, 51)))
+    assert module._RANK_PRIMES[0] in seen
+    assert not set(seen) & set(module._RANK_PRIMES[1:])
+
 @needs_lattice
 def test_a_planted_solution_is_found_when_the_modular_rank_is_short():
     # Before the exact rank, the lattice expected one kernel vector too many

@@ -1403,9 +1403,13 @@ def _exact_rank(M: IntArray) -> int:
 
 
 def _modular_rank(M: IntArray) -> int:
-    """The largest rank of ``M`` modulo the three primes of _RANK_PRIMES."""
+    """The largest rank of ``M`` modulo the three primes of _RANK_PRIMES;
+    the first prime alone when it gives ``min(rows, cols)``, which no rank
+    can exceed."""
     best = 0
     for p in _RANK_PRIMES:
+        if best == min(M.shape):
+            break
         R = np.mod(np.asarray(M, dtype=np.int64), p)
         rank = 0
         rows, cols = R.shape
