@@ -25,7 +25,10 @@
 //! `|p|_2^2 = <v, p> <= sum_j c_j |p_j|` when `|v_j| <= c_j`, so a node
 //! with `|p|_2^2 > sum_j c_j |p_j|` has no solution below it. Keeping `p`
 //! costs one axpy of length `n + 1` per node; on the market split instances
-//! it removes 95% of the nodes.
+//! it removes 95% of the nodes. The same projection gives the entries that
+//! are final at the node's level (those of the basis vectors above it
+//! only, see [`final_entries`]): a node where one of them cannot be
+//! admissible is cut, as solvediophant's "prune only zeros" does.
 //!
 //! With a budget of `lds_nodes`, limited-discrepancy passes come first
 //! (Harvey & Ginsberg 1995; solvediophant runs them beside its depth-first
@@ -233,7 +236,7 @@ impl Job {
 
 /// Append to `out`, in search order, the children of `job` (whose
 /// projection, as the walk's `proj` at its level, is `proj`) that pass
-/// the radius and Hoelder's test, as the walk tests them, so that a
+/// the radius, Hoelder's and the final entries' tests, as the walk tests them, so that a
 /// prefix's discrepancy counts the positions the walk would (or `job`
 /// itself when it is a leaf); each with its value's offset from the
 /// centre, from which [`Tree::new`] builds its projection should it be
@@ -274,7 +277,7 @@ fn children(
         let l1 = lattice
             .axpy_l1
             .run(scratch, proj, &gso.star[t], &lattice.weights, diff);
-        if t == 0 || hoelder(next, l1) {
+        if t == 0 || (hoelder(next, l1) && lattice.finals_plausible(t, scratch)) {
             let mut prefix = Vec::with_capacity(job.prefix.len() + 1);
             prefix.extend_from_slice(&job.prefix);
             prefix.push(c);
@@ -379,6 +382,9 @@ struct Lattice {
     radius_sq: f64,
     /// The values the top coefficient can take ([`top_values`]).
     top: Option<Vec<bool>>,
+    /// `finals[t]`: the entries that become final at level `t` (see
+    /// [`final_entries`]).
+    finals: Vec<Vec<usize>>,
 }
 
 impl Lattice {
@@ -399,7 +405,18 @@ impl Lattice {
             axpy_l1: AxpyL1::detect(),
             radius_sq: radius_sq.floor() + 0.5,
             top: top_values(basis, bounds),
+            finals: final_entries(basis),
         })
+    }
+
+    /// Whether the entries of `proj`, the projection at level `t`, that
+    /// are final there could be admissible (`plausible`, as the leaves
+    /// screen them).
+    #[inline(always)]
+    fn finals_plausible(&self, t: usize, proj: &[f64]) -> bool {
+        self.finals[t]
+            .iter()
+            .all(|&j| plausible(proj[j], self.bounds[j]))
     }
 
     /// The values level `t` may take, when it is the top level and they
@@ -407,6 +424,26 @@ impl Lattice {
     fn allowed(&self, t: usize) -> Option<&[bool]> {
         self.top.as_deref().filter(|_| t + 1 == self.basis.len())
     }
+}
+
+/// For each level `t >= 1`, the entries `j` whose first nonzero basis
+/// vector is `t` (`basis[i][j] == 0` for all `i < t`): once the
+/// coefficients from `t` up are fixed, entry `j` of every completion is
+/// final, and equals entry `j` of the projection at level `t` (the vectors
+/// below `t`, and their Gram-Schmidt vectors, are zero there). So a node
+/// whose final entries cannot be admissible has no solution below it: the
+/// test solvediophant calls "prune only zeros". Level 0 is the leaf, which
+/// tests every entry; an all-zero column is never final before it.
+fn final_entries(basis: &[Vec<i64>]) -> Vec<Vec<usize>> {
+    let mut finals = vec![Vec::new(); basis.len()];
+    for j in 0..basis.first().map_or(0, Vec::len) {
+        if let Some(t) = basis.iter().position(|b| b[j] != 0) {
+            if t > 0 {
+                finals[t].push(j);
+            }
+        }
+    }
+    finals
 }
 
 /// One search's state over a [`Lattice`]: its limits and counters.
@@ -583,6 +620,8 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// `t` up projects to `p = proj[t]`, so
     /// `|p|_2^2 = <v, p> <= sum_j |v_j| |p_j| <= sum_j c_j |p_j|`: if
     /// `|p|_2^2 = partial` exceeds that, no solution lies below this node.
+    /// Nor does one when an entry final at `t` cannot be admissible
+    /// ([`final_entries`]).
     fn project(&mut self, t: usize, diff: f64, partial: f64) -> bool {
         let (lower, upper) = self.proj.split_at_mut(t + 1);
         let lattice = self.shared.lattice;
@@ -593,7 +632,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             &lattice.weights,
             diff,
         );
-        hoelder(partial, l1)
+        hoelder(partial, l1) && lattice.finals_plausible(t, &lower[t])
     }
 
     /// [`Walker::project`] with kernel `K`, inlined into the walk.
@@ -611,6 +650,7 @@ impl<'a, 'b> Walker<'a, 'b> {
         debug_assert!(out.len() == above.len() && out.len() == star.len());
         debug_assert!(out.len() == weights.len() && out.len() % LANES == 0);
         hoelder(partial, K::axpy_l1(out, above, star, weights, diff))
+            && lattice.finals_plausible(t, out)
     }
 
     /// Leaf value `c` at level 0 (offset `diff` from its centre): keep the
@@ -691,7 +731,7 @@ impl<'a, 'b> Walker<'a, 'b> {
     /// With `Some(budget)`, a limited-discrepancy search (Harvey & Ginsberg 1995, as
     /// solvediophant runs it): the same tree and tests, but the
     /// value at position `p` of a level's search order, counting only the
-    /// values that pass the radius and infinity-norm tests, spends `p` of
+    /// values that pass the radius, infinity-norm and final-entry tests, spends `p` of
     /// `budget`, and a leaf is tested only when it spends the budget
     /// exactly (those that spend less were tested in an earlier pass).
     /// `cut` records a value passed over for want of budget: a pass with
@@ -826,7 +866,7 @@ impl<'a, 'b> Walker<'a, 'b> {
     }
 
     /// One random dive of Knuth's estimator (1975): from the root, the
-    /// values of each level that pass the radius and infinity-norm tests
+    /// values of each level that pass the radius, infinity-norm and final-entry tests
     /// are listed, one is taken at random (`rng`), and the
     /// product of the list lengths so far is added up over the levels. Its
     /// mean over many dives is an unbiased estimate of the tree's node count.
@@ -899,7 +939,7 @@ fn plausible(v: f64, bound: i64) -> bool {
 }
 
 /// Knuth's estimate of the node count of the depth-first tree that
-/// [`enumerate_bounded`] searches (radius and infinity-norm tests; the
+/// [`enumerate_bounded`] searches (radius, infinity-norm and final-entry tests; the
 /// mean of `dives` random dives from a fixed seed, so repeatable). Used to
 /// choose between a plain depth-first search and the restarts; it proves
 /// nothing.
@@ -1466,7 +1506,16 @@ mod tests {
 
     #[test]
     fn a_depth_first_search_in_pieces_finds_what_one_search_finds() {
-        let basis = ones_lattice(12);
+        // The first row made nonzero everywhere (the same lattice): no entry
+        // is final above the leaves, which keeps the tree large enough to
+        // be cut into pieces.
+        let mut basis = ones_lattice(12);
+        let others: Vec<i64> = (0..12)
+            .map(|j| basis[1..].iter().map(|r| r[j]).sum())
+            .collect();
+        for (v, o) in basis[0].iter_mut().zip(others) {
+            *v += o;
+        }
         let bounds = vec![1; 12];
         let cancel = AtomicBool::new(false);
         let whole =
@@ -1507,6 +1556,120 @@ mod tests {
         assert!(!plausible(0.0, 1) && !plausible(2.0, 3) && !plausible(1.6, 1));
         // Halfway between integers: left to the exact test.
         assert!(plausible(0.5, 1) && plausible(1.5, 2));
+    }
+
+    #[test]
+    fn entries_are_final_at_their_first_nonzero_basis_vector() {
+        let basis = vec![
+            vec![1, 0, 0, 2, 0],
+            vec![0, 1, 0, 1, 0],
+            vec![1, 1, 0, 0, 3],
+        ];
+        // Entry 0 and 3 have row 0, final only at the leaf; entry 2 is zero
+        // in every row, never final before it.
+        let expected: Vec<Vec<usize>> = vec![vec![], vec![1], vec![4]];
+        assert_eq!(final_entries(&basis), expected);
+        assert!(final_entries(&[]).is_empty());
+    }
+
+    /// Every solution, up to sign, of a complete search of `basis`.
+    fn all_solutions(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Vec<Vec<i64>> {
+        let cancel = AtomicBool::new(false);
+        let e = enumerate_bounded(
+            basis,
+            bounds,
+            radius_sq,
+            1 << 20,
+            0,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
+        assert_eq!(e.stopped, None);
+        let mut out: Vec<Vec<i64>> = e
+            .solutions
+            .into_iter()
+            .map(|y| {
+                let first = y.iter().find(|&&v| v != 0).copied().unwrap_or(0);
+                if first < 0 {
+                    y.iter().map(|v| -v).collect()
+                } else {
+                    y
+                }
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_final_entries_test_loses_no_solution() {
+        // Sparse bases, many of whose entries are final above the leaves,
+        // against a basis of the same lattice where none is (its first row
+        // is nonzero everywhere, so the test never applies there): the
+        // same solutions.
+        let mut rng = XorShift64::new(11);
+        let (mut compared, mut with_solutions) = (0, 0);
+        while compared < 40 {
+            let (d, dim) = (6, 9);
+            let bounds: Vec<i64> = (0..dim).map(|j| 1 + i64::from(j % 3 == 0)).collect();
+            let mut basis: Vec<Vec<i64>> = (0..d)
+                .map(|_| {
+                    (0..dim)
+                        .map(|_| match rng.next_u64() % 4 {
+                            0 => 1,
+                            1 => -1,
+                            _ => 0,
+                        })
+                        .collect()
+                })
+                .collect();
+            // A planted solution on top, in a sign pattern of its own.
+            basis[d - 1] = bounds
+                .iter()
+                .map(|&c| {
+                    let sign = if rng.next_u64() % 2 == 0 { 1 } else { -1 };
+                    sign * if c == 1 {
+                        1
+                    } else {
+                        2 * (rng.next_u64() % 2) as i64
+                    }
+                })
+                .collect();
+            let radius_sq = bounds.iter().map(|c| (c * c) as f64).sum();
+            if gram_schmidt(&basis).is_err() || final_entries(&basis).iter().all(Vec::is_empty) {
+                continue;
+            }
+            let mut dense = basis.clone();
+            for row in &basis[1..] {
+                let r = 1 + (rng.next_u64() % 3) as i64;
+                for (v, &b) in dense[0].iter_mut().zip(row) {
+                    *v += r * b;
+                }
+            }
+            if dense[0].contains(&0) {
+                continue;
+            }
+            assert!(final_entries(&dense).iter().all(Vec::is_empty));
+            let solutions = all_solutions(&basis, &bounds, radius_sq);
+            assert_eq!(solutions, all_solutions(&dense, &bounds, radius_sq));
+            with_solutions += usize::from(!solutions.is_empty());
+            compared += 1;
+        }
+        assert_eq!(with_solutions, 40);
+    }
+
+    #[test]
+    fn a_final_entry_that_cannot_be_admissible_cuts_the_node() {
+        // Entry 1 is final at level 1 (row 0 is zero there), with bound 1:
+        // a projection with 0 or 2 there has no solution below it.
+        let basis = vec![vec![2, 0, 0], vec![1, 1, 0], vec![1, 1, 1]];
+        let lattice = Lattice::new(&basis, &[1, 1, 1], 3.0).unwrap();
+        assert_eq!(lattice.finals[1], vec![1]);
+        assert!(lattice.finals_plausible(1, &[0.3, 1.0, 0.0]));
+        assert!(lattice.finals_plausible(1, &[0.3, -1.0 + 1e-9, 0.0]));
+        assert!(!lattice.finals_plausible(1, &[0.3, 0.0, 0.0]));
+        assert!(!lattice.finals_plausible(1, &[0.3, 2.0, 0.0]));
     }
 
     #[test]
