@@ -1628,7 +1628,11 @@ mod tests {
             basis[d - 1] = bounds
                 .iter()
                 .map(|&c| {
-                    let sign = if rng.next_u64() % 2 == 0 { 1 } else { -1 };
+                    let sign = if rng.next_u64().is_multiple_of(2) {
+                        1
+                    } else {
+                        -1
+                    };
                     sign * if c == 1 {
                         1
                     } else {
