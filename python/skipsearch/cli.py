@@ -294,7 +294,7 @@ def _parser() -> argparse.ArgumentParser:
         "--distance-budget",
         type=_budget_seconds,
         default=DISTANCE_BUDGET,
-        metavar="SECONDS",
+        metavar="SECONDS|none",
         help=f"seconds per block the exact distance may be expected to take by default "
         f"(estimated from the shape and this CPU's measured GEMM rate; default "
         f"{DISTANCE_BUDGET:g}; 'none' for no budget); larger blocks show the proven bound "
