@@ -127,12 +127,12 @@ def test_knuth_estimate_is_close_to_the_tree_it_estimates():
     # tree, counted by hand: the root; the top vector e_2 alone carries the
     # last coordinate, whose entry must be +-1, so the top level (only one
     # sign of each vector is searched) takes the value 1 only; under it,
-    # level 1 takes 0, 1, -1 and each of those the three values of level 0:
-    # 1 + 1 + 3 + 9 = 14 nodes.
+    # level 1 takes 1 and -1 (entry 1 is final there, so 0 is cut), and
+    # each of those the three values of level 0: 1 + 1 + 2 + 6 = 10 nodes.
     basis = np.eye(3, dtype=np.int64)
     bounds = np.ones(3, dtype=np.int64)
     estimate = _core.estimate_nodes(basis, bounds, 3.0, 20_000)
-    assert abs(estimate - 14.0) < 0.05 * 14.0, estimate
+    assert abs(estimate - 10.0) < 0.05 * 10.0, estimate
     # The same seed every call: repeatable.
     assert _core.estimate_nodes(basis, bounds, 3.0, 20_000) == estimate
     with pytest.raises(ValueError, match="bounds"):
@@ -200,12 +200,15 @@ def test_first_lattice_call_may_come_from_a_worker_thread():
 def test_kernel_tree_goes_on_where_it_stopped():
     # The even-sum lattice in dimension 10: every +-1 vector is in it, 2^9
     # of them up to sign; a depth-first search in pieces of 2000 nodes finds
-    # them all, in the order one uncut search finds them.
+    # them all, in the order one uncut search finds them. The first row is
+    # made nonzero in every entry (the same lattice), so that no entry is
+    # final above the leaves and the tree stays large enough to cut.
     dim = 10
     basis = np.zeros((dim, dim), dtype=np.int64)
     basis[0, 0] = 2
     for j in range(1, dim):
         basis[j, j], basis[j, 0] = 1, -1
+    basis[0] += basis[1:].sum(axis=0)
     bounds = np.ones(dim, dtype=np.int64)
     whole = _core.enumerate_bounded(basis, bounds, float(dim), 10_000)
     assert whole["stop"] is None and len(whole["solutions"]) == 2 ** (dim - 1)

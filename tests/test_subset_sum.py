@@ -836,7 +836,6 @@ def test_exact_rank_is_not_fooled_by_the_modular_one():
     assert _rank(M) == 2 == np.linalg.matrix_rank(M.astype(float))
 
 
-
 def test_modular_rank_stops_at_full_rank_and_agrees_with_the_exact_rank(monkeypatch):
     module = subset_sum_module
     rng = np.random.default_rng(7)
@@ -858,6 +857,7 @@ def test_modular_rank_stops_at_full_rank_and_agrees_with_the_exact_rank(monkeypa
     module._modular_rank(rng.integers(-50, 50, size=(6, 51)))
     assert module._RANK_PRIMES[0] in seen
     assert not set(seen) & set(module._RANK_PRIMES[1:])
+
 
 @needs_lattice
 def test_a_planted_solution_is_found_when_the_modular_rank_is_short():
