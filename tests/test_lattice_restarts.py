@@ -149,21 +149,36 @@ def test_core_inputs_fail_fast():
             _core.enumerate_bounded(basis, bounds, 1e10, 10, time_limit=30.0, stop_event=bad)
     with pytest.raises(ValueError, match="dives"):
         _core.estimate_nodes(basis, bounds, 3.0, 10**10)
-    # A radius so large that one level has more values than could be
-    # listed as prefixes: the search still runs under its limits (it used
-    # to list them all first, for seconds and gigabytes), ends in time, and
-    # what it found is +-1 vectors of this lattice (both of them, up to
-    # sign, when it ran to its end: Hoelder's test prunes the huge values).
+    # A radius beyond what the bounds allow is cut to |c|^2 = 3: with no
+    # limit at all, the search ends at once with both +-1 vectors of this
+    # lattice, up to sign (a radius of 1e300 ran for minutes before).
     for radius in (2e7, 1e300):
-        out = _core.enumerate_bounded(basis, bounds, radius, 2, time_limit=5.0, node_limit=10**6)
-        assert out["stop"] in (None, "node_limit") and out["seconds"] < 5.0
-        assert out["nodes"] <= 10**6 + 1024 * 16
-        for y in out["solutions"]:
-            assert set(np.abs(y)) == {1}
-            coefficients = np.linalg.solve(basis[:, :2].T.astype(float), y[:2].astype(float))
-            np.testing.assert_array_equal(coefficients @ basis, y)
-        if out["stop"] is None:
-            assert len(out["solutions"]) == 2
+        out = _core.enumerate_bounded(basis, bounds, radius, 10)
+        assert out["stop"] is None and out["seconds"] < 5.0
+        assert sorted(map(tuple, np.abs(out["solutions"]))) == [(1, 1, 1)] * 2
+    # Bounds so large that one level has more values than could be listed
+    # as prefixes: the search still runs under its limits (it used to list
+    # them all first, for seconds and gigabytes), ends in time, and what it
+    # found are vectors of this lattice within the bounds.
+    wide = np.full(3, 10**7, dtype=np.int64)
+    out = _core.enumerate_bounded(basis, wide, 1e300, 2, time_limit=5.0, node_limit=10**6)
+    assert out["stop"] in (None, "node_limit") and out["seconds"] < 5.0
+    assert out["nodes"] <= 10**6 + 1024 * 16
+    for y in out["solutions"]:
+        assert np.all(np.abs(y) <= 10**7) and np.all(y % 2 == 0)
+        coefficients = np.linalg.solve(basis[:, :2].T.astype(float), y[:2].astype(float))
+        np.testing.assert_array_equal(coefficients @ basis, y)
+    # No solution asked for is an error; an empty basis keeps its width.
+    with pytest.raises(ValueError, match="max_solutions must be at least 1"):
+        _core.enumerate_bounded(basis, bounds, 3.0, 0)
+    with pytest.raises(ValueError, match="max_solutions must be at least 1"):
+        _core.KernelTree(basis, bounds, 3.0).depth_first(0)
+    empty = _core.enumerate_bounded(np.zeros((0, 3), dtype=np.int64), bounds, 3.0)
+    assert empty["stop"] is None and empty["solutions"].shape == (0, 3)
+    # Thread counts beyond what the options allow are refused, not started.
+    for threads in (0, 1025, 10**4):
+        with pytest.raises(ValueError, match="threads must be between 1 and 1024"):
+            _core.enumerate_bounded(basis, bounds, 3.0, 1, threads=threads)
 
 
 @needs_lattice

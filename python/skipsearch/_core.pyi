@@ -244,7 +244,10 @@ def enumerate_bounded(
     ``radius_sq`` and each entry ``y_j`` in ``{-bounds[j], -bounds[j] + 2,
     ..., bounds[j]}`` (all bounds 1: the +-1 vectors). Returns ``solutions``
     (array, one per row), ``stop`` (None when the search was complete),
-    ``nodes`` and ``seconds``.
+    ``nodes`` and ``seconds``. ``max_solutions`` must be at least 1 and
+    ``threads`` from 1 to 1024 (ValueError otherwise); a ``radius_sq``
+    beyond ``sum(bounds**2)``, which no admissible vector exceeds, is cut
+    to it.
 
     With ``lds_nodes > 0``, limited-discrepancy passes (discrepancy 0, 1,
     ...) run first until they have spent ``lds_nodes`` nodes (checked

@@ -153,6 +153,11 @@ pub(super) fn run_on_pool<T: Send>(
 
 /// `run_on_pool`, also stopped (as interrupted) once `stop_event`, a
 /// `threading.Event`, is set.
+/// Most worker threads a call may ask for, as the Python layer's option
+/// checks allow: a pool of thousands of threads takes tens of seconds to
+/// start.
+const MAX_THREADS: usize = 1024;
+
 pub(super) fn run_on_pool_until<T: Send>(
     py: Python<'_>,
     threads: Option<usize>,
@@ -161,8 +166,10 @@ pub(super) fn run_on_pool_until<T: Send>(
     stop_event: Option<&Bound<'_, PyAny>>,
     work: impl FnOnce(Limits, &AtomicBool) -> Result<T, Error> + Send,
 ) -> PyResult<T> {
-    if threads == Some(0) {
-        return Err(PyValueError::new_err("threads must be at least 1"));
+    if let Some(n) = threads.filter(|n| !(1..=MAX_THREADS).contains(n)) {
+        return Err(PyValueError::new_err(format!(
+            "threads must be between 1 and {MAX_THREADS}, got {n}"
+        )));
     }
     let limits = Limits {
         time_limit: seconds("time_limit", time_limit)?,

@@ -69,6 +69,10 @@ pub(super) fn enumerate_bounded<'py>(
     stop_event: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
+    if max_solutions == 0 {
+        return Err(PyValueError::new_err("max_solutions must be at least 1"));
+    }
+    let dim = basis.as_array().ncols();
     check_stop_event(stop_event.as_ref())?;
     let result = run_on_pool_until(
         py,
@@ -88,7 +92,7 @@ pub(super) fn enumerate_bounded<'py>(
             )
         },
     )?;
-    enumeration_dict(py, result, rows.first().map_or(0, |r| r.len()))
+    enumeration_dict(py, result, dim)
 }
 
 /// The enumeration tree of one reduced kernel basis, whose depth-first
@@ -131,6 +135,9 @@ impl KernelTree {
         threads: Option<usize>,
         stop_event: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
+        if max_solutions == 0 {
+            return Err(PyValueError::new_err("max_solutions must be at least 1"));
+        }
         check_stop_event(stop_event.as_ref())?;
         let dim = self.tree.dim();
         let tree = &mut self.tree;

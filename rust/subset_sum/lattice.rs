@@ -376,9 +376,10 @@ struct Lattice {
     weights: Vec<f64>,
     /// The projections' SIMD kernel on this CPU.
     axpy_l1: AxpyL1,
-    /// The caller's squared radius plus half a unit: integer vectors have
-    /// integer squared norms, so the slack keeps vectors exactly on the
-    /// sphere despite rounding in the Gram-Schmidt data.
+    /// The caller's squared radius, at most `sum_j c_j^2`, plus half a
+    /// unit: integer vectors have integer squared norms, so the slack keeps
+    /// vectors exactly on the sphere despite rounding in the Gram-Schmidt
+    /// data.
     radius_sq: f64,
     /// The values the top coefficient can take ([`top_values`]).
     top: Option<Vec<bool>>,
@@ -403,7 +404,13 @@ impl Lattice {
                 .take(padded_len(bounds.len()))
                 .collect(),
             axpy_l1: AxpyL1::detect(),
-            radius_sq: radius_sq.floor() + 0.5,
+            // No admissible vector is longer than the bounds allow: a
+            // larger radius only widens the levels (a radius of 1e300 made
+            // a 3-vector search run for minutes without a limit).
+            radius_sq: radius_sq
+                .min(bounds.iter().map(|&c| (c as f64) * (c as f64)).sum())
+                .floor()
+                + 0.5,
             top: top_values(basis, bounds),
             finals: final_entries(basis),
         })
