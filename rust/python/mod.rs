@@ -151,13 +151,13 @@ pub(super) fn run_on_pool<T: Send>(
     run_on_pool_until(py, threads, time_limit, node_limit, None, work)
 }
 
-/// `run_on_pool`, also stopped (as interrupted) once `stop_event`, a
-/// `threading.Event`, is set.
 /// Most worker threads a call may ask for, as the Python layer's option
 /// checks allow: a pool of thousands of threads takes tens of seconds to
 /// start.
 const MAX_THREADS: usize = 1024;
 
+/// `run_on_pool`, also stopped (as interrupted) once `stop_event`, a
+/// `threading.Event`, is set.
 pub(super) fn run_on_pool_until<T: Send>(
     py: Python<'_>,
     threads: Option<usize>,

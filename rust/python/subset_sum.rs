@@ -69,10 +69,8 @@ pub(super) fn enumerate_bounded<'py>(
     stop_event: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
-    if max_solutions == 0 {
-        return Err(PyValueError::new_err("max_solutions must be at least 1"));
-    }
     let dim = basis.as_array().ncols();
+    check_max_solutions(max_solutions)?;
     check_stop_event(stop_event.as_ref())?;
     let result = run_on_pool_until(
         py,
@@ -135,9 +133,7 @@ impl KernelTree {
         threads: Option<usize>,
         stop_event: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        if max_solutions == 0 {
-            return Err(PyValueError::new_err("max_solutions must be at least 1"));
-        }
+        check_max_solutions(max_solutions)?;
         check_stop_event(stop_event.as_ref())?;
         let dim = self.tree.dim();
         let tree = &mut self.tree;
@@ -151,6 +147,14 @@ impl KernelTree {
         )?;
         enumeration_dict(py, result, dim)
     }
+}
+
+/// Refuse a search asked for no solution (the core would read 0 as 1).
+fn check_max_solutions(max_solutions: usize) -> PyResult<()> {
+    if max_solutions == 0 {
+        return Err(PyValueError::new_err("max_solutions must be at least 1"));
+    }
+    Ok(())
 }
 
 /// Refuse a `stop_event` that is not a `threading.Event`, before a search

@@ -1517,12 +1517,7 @@ mod tests {
         // is final above the leaves, which keeps the tree large enough to
         // be cut into pieces.
         let mut basis = ones_lattice(12);
-        let others: Vec<i64> = (0..12)
-            .map(|j| basis[1..].iter().map(|r| r[j]).sum())
-            .collect();
-        for (v, o) in basis[0].iter_mut().zip(others) {
-            *v += o;
-        }
+        fold_into_first_row(&mut basis, || 1);
         let bounds = vec![1; 12];
         let cancel = AtomicBool::new(false);
         let whole =
@@ -1577,6 +1572,19 @@ mod tests {
         let expected: Vec<Vec<usize>> = vec![vec![], vec![1], vec![4]];
         assert_eq!(final_entries(&basis), expected);
         assert!(final_entries(&[]).is_empty());
+    }
+
+    /// Add to the first row `multiplier()` times each later row: a basis of
+    /// the same lattice (a unimodular change), whose first row is usually
+    /// nonzero in every entry, so that no entry is final above the leaves.
+    fn fold_into_first_row(basis: &mut [Vec<i64>], mut multiplier: impl FnMut() -> i64) {
+        let (first, rest) = basis.split_first_mut().expect("a basis with rows");
+        for row in rest.iter() {
+            let r = multiplier();
+            for (v, &b) in first.iter_mut().zip(row) {
+                *v += r * b;
+            }
+        }
     }
 
     /// Every solution, up to sign, of a complete search of `basis`.
@@ -1652,12 +1660,7 @@ mod tests {
                 continue;
             }
             let mut dense = basis.clone();
-            for row in &basis[1..] {
-                let r = 1 + (rng.next_u64() % 3) as i64;
-                for (v, &b) in dense[0].iter_mut().zip(row) {
-                    *v += r * b;
-                }
-            }
+            fold_into_first_row(&mut dense, || 1 + (rng.next_u64() % 3) as i64);
             if dense[0].contains(&0) {
                 continue;
             }
