@@ -20,11 +20,20 @@ Cases (``--cases``, comma-separated; default all):
   after each of ``--interrupt-after`` seconds (default ``1,2,3``, so the
   signal lands at different points of the conjugate-gradient steps).
 
+- ``call``: the round trip of ``--calls`` calls (default 3000) of two
+  core bindings on tiny inputs, with 1 and 2 threads: the lattice
+  enumeration of Z^3 and Schroeppel-Shamir on 4 columns, the two that
+  ``subset_sum`` makes with ``threads``. The binding waits for its worker
+  in naps of 20 ms; before 2026-12-03 it could miss the worker's wake-up
+  and nap the whole 20 ms (2 to 3 calls in 100 with two threads). The
+  table gives milliseconds per call and how many took 10 ms or more.
+
 Usage::
 
     python benches/limit_latency.py
     python benches/limit_latency.py --cases limit --limits 0.5 --repeat 5
     python benches/limit_latency.py --threads 1 --json latency.json
+    python benches/limit_latency.py --cases call
 
 The machine matters: say what ``lscpu`` names, and how many other jobs ran.
 """
@@ -88,6 +97,31 @@ def interrupt_latency(block, after: float, threads) -> dict:
     return {"latency": None, "wall": time.perf_counter() - start, "status": r.status}
 
 
+def call_round_trips(calls: int, threads: int) -> dict:
+    """Milliseconds of each of ``calls`` round trips of the two core
+    bindings that take ``threads``, on tiny inputs."""
+    import numpy as np
+    from skipsearch import _core
+
+    basis, bounds = np.eye(3, dtype=np.int64), np.ones(3, dtype=np.int64)
+    A, b = np.array([[3, 5, 7, 9]]), np.array([12])
+    cases = {
+        "enumerate_bounded": lambda: _core.enumerate_bounded(
+            basis, bounds, 3.0, 1, None, None, threads, 0
+        ),
+        "schroeppel_shamir": lambda: _core.schroeppel_shamir(A, b, None, None, threads),
+    }
+    out = {}
+    for name, call in cases.items():
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            call()
+            times.append(1e3 * (time.perf_counter() - start))
+        out[name] = times
+    return out
+
+
 def _row(name: str, values: list[float]) -> str:
     if not values:
         return f"| {name} | - | - | - |"
@@ -96,11 +130,12 @@ def _row(name: str, values: list[float]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="limit,distance,ctrl-c")
+    parser.add_argument("--cases", default="limit,distance,ctrl-c,call")
     parser.add_argument("--limits", default="0.5,1.3")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--interrupt-after", default="1,2,3")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -147,6 +182,31 @@ def main(argv=None) -> int:
         rows.append(
             _row(f"Ctrl-C latency, d=4000 m=2500, SIGINT at {args.interrupt_after} s", runs)
         )
+    if "call" in cases:
+        calls = [
+            "",
+            "| core call, threads | min (ms) | median (ms) | mean (ms) | max (ms) | 10 ms or more |",
+            "|---|---|---|---|---|---|",
+        ]
+        for threads in (1, 2):
+            for name, ms in call_round_trips(args.calls, threads).items():
+                slow = sum(t >= 10 for t in ms)
+                out = {
+                    "binding": name,
+                    "threads": threads,
+                    "calls": len(ms),
+                    "min_ms": min(ms),
+                    "median_ms": statistics.median(ms),
+                    "mean_ms": statistics.fmean(ms),
+                    "max_ms": max(ms),
+                    "calls_over_10_ms": slow,
+                }
+                record(f"call {name} {threads}", out)
+                calls.append(
+                    f"| {name}, {threads} | {out['min_ms']:.3f} | {out['median_ms']:.3f} | "
+                    f"{out['mean_ms']:.3f} | {out['max_ms']:.1f} | {slow} of {len(ms)} |"
+                )
+        rows += calls
     print("\n".join(rows))
     if args.json:
         with open(args.json, "w") as f:
