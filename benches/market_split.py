@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -95,16 +96,25 @@ def run_sd2(binary: str, path: Path, limit: float) -> tuple[str, float]:
         sols = [Path(tmp) / "dfs.sol", Path(tmp) / "lds.sol"]
         base = [binary, "-bkz", "-beta40", "-t1"]
         cmds = [base + [f"-o{sols[0]}", str(path)], base + ["-lds20", f"-o{sols[1]}", str(path)]]
+        finished = threading.Event()
+
+        def watch(proc: subprocess.Popen) -> None:
+            proc.wait()
+            finished.set()
+
         t = time.perf_counter()
         procs = [
             subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
             for c in cmds
         ]
         try:
-            while all(p.poll() is None for p in procs):
-                if time.perf_counter() - t > limit:
-                    return "time_limit", limit
-                time.sleep(0.01)
+            # Woken by the first exit, not by polling: a poll every 10 ms
+            # added up to 10 ms to solvediophant's time, as much as it
+            # takes on ms_06.
+            for proc in procs:
+                threading.Thread(target=watch, args=(proc,), daemon=True).start()
+            if not finished.wait(limit):
+                return "time_limit", limit
             seconds = time.perf_counter() - t
         finally:
             for p in procs:
