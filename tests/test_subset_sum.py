@@ -898,3 +898,38 @@ def test_an_enumeration_that_found_the_solution_counts_its_nodes():
 def test_integers_beyond_int64_are_named(A, b, name):
     with pytest.raises(ValueError, match=rf"^{name} has integers of magnitude 2\*\*63 or more"):
         skipsearch.subset_sum(A, b)
+
+
+@needs_lattice
+def test_the_float_heuristic_runs_only_before_a_slow_reduction(monkeypatch):
+    # MS(5): fpylll's LLL of its embedding is predicted at about 13 ms, so
+    # the lattice comes first; QOBLIB's ms_08 (predicted 0.12 s) keeps the
+    # heuristic. The answer does not depend on it.
+    A, b = market_split(5, 1)
+    predicted = subset_sum_module._lll_predicted_seconds(A, b)
+    assert 0.005 < predicted < subset_sum_module._HEURISTIC_LLL_SECONDS
+    large = read_instance(QOBLIB / "ms_08_050_001.dat")
+    assert subset_sum_module._lll_predicted_seconds(*large) > 0.1
+    # The same prediction as the one that guards fpylll's LLL, on the
+    # embedding itself (0/1 columns, none merged here).
+    rows = subset_sum_module._embedding(
+        A,
+        b,
+        np.ones(A.shape[1], dtype=np.int64),
+        subset_sum_module._HOMOGENISING_WEIGHT,
+        subset_sum_module._equation_scale(
+            A.shape[1] + 1 + subset_sum_module._HOMOGENISING_WEIGHT**2
+        ),
+    )
+    bits = max(max(max(r), -min(r)).bit_length() for r in rows)
+    d, k = len(rows), len(rows[0]) - len(rows)
+    assert predicted == subset_sum_module._LLL_SECONDS_PER_UNIT * d * d * k * k * bits
+    r = skipsearch.subset_sum(A, b, threads=1)
+    assert "float heuristic" not in r.method, r.method
+    assert r.method[2] == "lattice: LLL (closest-vector form)", r.method
+    monkeypatch.setattr(subset_sum_module, "_HEURISTIC_LLL_SECONDS", 0.0)
+    r2 = skipsearch.subset_sum(A, b, threads=1)
+    assert r2.method[2] == "float heuristic", r2.method
+    assert r.status == r2.status == "feasible"
+    np.testing.assert_array_equal(r.solution, r2.solution)
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)

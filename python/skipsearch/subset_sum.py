@@ -8,8 +8,9 @@ checks row gcds, drops zero columns and splits the rest into independent
 components (no row shared). A component of at most 32 columns is solved by
 Schroeppel & Shamir's four-list search (1981) in the modular form of
 Howgrave-Graham & Joux (2010), with exact fingerprint matching: meet-in-the-
-middle time in ``2^(n/4)`` memory. A larger one first gets a float heuristic and
-is then embedded in a lattice whose short bounded vectors are its solutions
+middle time in ``2^(n/4)`` memory. A larger one is embedded in a lattice (after a
+float heuristic when its reduction is predicted to take over 0.1 s) whose short
+bounded vectors are its solutions
 (Aardal, Hurkens & Lenstra 2000; the embedding of Wassermann's
 solvediophant), with equal columns merged into one bounded variable. fpylll
 (the ``lattice`` extra) reduces the basis (LLL, then BKZ): a well-kept library
@@ -74,6 +75,16 @@ _LISTS_MAX = 32
 _LISTS_FALLBACK_MAX = 52
 #: Branch-and-bound nodes of the float heuristic tried before the lattice.
 _HEURISTIC_NODES = 20_000
+#: The float heuristic runs before the lattice only when fpylll's LLL of
+#: the embedding is predicted (as ``_fpylll_in_time`` predicts it, 4 to 7
+#: times over) to take longer than this; below it the LLL and the short
+#: searches on its basis are the quicker heuristic. On the integer families
+#: of ``benches/subset_sum_table.py`` (MS(3) to MS(6), planted or not,
+#: ABS-int, ABS-split; seeds 0 to 4) the float heuristic solved none: each
+#: was solved by feasibility jump, Schroeppel-Shamir or the lattice. It cost
+#: 1.4 to 2.6 ms of the 15 to 20 ms QOBLIB's ms_06 takes (predicted LLL:
+#: 31 ms; ms_07: 64 ms; ms_08: 119 ms, where it still runs).
+_HEURISTIC_LLL_SECONDS = 0.1
 #: Float instances of at most this many columns that the branch and bound
 #: does not settle within ``_HEURISTIC_NODES`` go to meeting in the middle on
 #: a projection (2^20 subset sums of 16 bytes a side at most: 16 MiB).
@@ -536,41 +547,46 @@ def _component(
     threads: Optional[int],
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Solve one independent block: Schroeppel-Shamir when it is small,
-    else a float heuristic, then the lattice."""
+    else the lattice, after a float heuristic when the lattice's reduction
+    is predicted to be slow."""
     n = A.shape[1]
     entered = time.perf_counter()
     if n <= _LISTS_MAX:
         x, stop, nodes, memory, step = _lists(A, b, time_limit, node_limit, threads)
         return x, stop, nodes, memory, [step]
-    # A cheap primal heuristic first: the float relaxation and a short
-    # branch and bound find planted or easy solutions in milliseconds.
-    cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
-    quick = _core.search_flip_set(
-        np.ones((n, 1)),
-        A.astype(float),
-        -b[:, None].astype(float),
-        None,
-        1.0,
-        1e-9,
-        "none",
-        time_limit,
-        cap,
-        threads,
-        memory_limit=default_memory_limit(),
-    )
-    used = int(quick["nodes"])
-    if quick["finding"] == "subset":
-        ones = np.zeros(n, dtype=np.int64)
-        ones[np.asarray(quick["subset"], dtype=np.int64)] = 1
-        if np.array_equal(A @ ones, b):
-            return ones.astype(np.uint8), None, used, 8 * n * n, ["float heuristic"]
-    if node_limit is not None and used >= node_limit:
-        return None, "node_limit", used, 8 * n * n, ["float heuristic"]
+    used = 0
+    heuristic: list[str] = []
+    if _lll_predicted_seconds(A, b) > _HEURISTIC_LLL_SECONDS:
+        # A cheap primal heuristic first: the float relaxation and a short
+        # branch and bound find planted or easy solutions in milliseconds.
+        heuristic = ["float heuristic"]
+        cap = _HEURISTIC_NODES if node_limit is None else min(node_limit, _HEURISTIC_NODES)
+        quick = _core.search_flip_set(
+            np.ones((n, 1)),
+            A.astype(float),
+            -b[:, None].astype(float),
+            None,
+            1.0,
+            1e-9,
+            "none",
+            time_limit,
+            cap,
+            threads,
+            memory_limit=default_memory_limit(),
+        )
+        used = int(quick["nodes"])
+        if quick["finding"] == "subset":
+            ones = np.zeros(n, dtype=np.int64)
+            ones[np.asarray(quick["subset"], dtype=np.int64)] = 1
+            if np.array_equal(A @ ones, b):
+                return ones.astype(np.uint8), None, used, 8 * n * n, heuristic
+        if node_limit is not None and used >= node_limit:
+            return None, "node_limit", used, 8 * n * n, heuristic
+        # The heuristic's time counts against the limit too; the reduction
+        # (fpylll) cannot be stopped once started, so it starts only in time.
+        if time_limit is not None and time.perf_counter() - entered >= time_limit:
+            return None, "time_limit", used, 8 * n * n, heuristic
     left = None if node_limit is None else node_limit - used
-    # The heuristic's time counts against the limit too; the reduction
-    # (fpylll) cannot be stopped once started, so it starts only in time.
-    if time_limit is not None and time.perf_counter() - entered >= time_limit:
-        return None, "time_limit", used, 8 * n * n, ["float heuristic"]
     x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, entered)
     nodes += used
     if stop == "incomplete" and n <= _LISTS_FALLBACK_MAX:
@@ -583,7 +599,7 @@ def _component(
         steps.append(step)
         nodes += more
         memory = max(memory, lists_memory)
-    return x, stop, nodes, memory, ["float heuristic", *steps]
+    return x, stop, nodes, memory, [*heuristic, *steps]
 
 
 def _lists(
@@ -1334,6 +1350,21 @@ def _fpylll_in_time(rows: list[list[int]], deadline: Optional[float]) -> bool:
     bits = max((max(max(row), -min(row)).bit_length() for row in rows if row), default=1)
     predicted = _LLL_SECONDS_PER_UNIT * d * d * k * k * bits
     return predicted <= deadline - time.perf_counter()
+
+
+def _lll_predicted_seconds(A: IntArray, b: IntArray) -> float:
+    """fpylll's LLL time of the embedding of ``A s = b`` (0/1 variables), as
+    ``_fpylll_in_time`` predicts it; infinite without fpylll, whose absence
+    changes the lattice route (the core's LLL, no BKZ)."""
+    if not _import_fpylll():
+        return math.inf
+    k, n = A.shape
+    radius_sq = n + 1
+    weight = max(_HOMOGENISING_WEIGHT, 1 << math.ceil(math.log2(4 * radius_sq)))
+    scale = _equation_scale(radius_sq + weight**2)
+    largest = max(int(np.max(np.abs(A), initial=0)), int(np.max(np.abs(b), initial=0)), 1)
+    d = n + 1
+    return float(_LLL_SECONDS_PER_UNIT * d * d * k * k * (scale * largest).bit_length())
 
 
 def _equation_scale(norm_sq: float) -> int:
