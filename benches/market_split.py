@@ -13,8 +13,10 @@ skipsearch runs with ``threads`` = all cores and the per-instance time
 limit; a limit status counts at that limit. With ``--sd2``, solvediophant
 (built from Wassermann's public source with ``make``, never required) runs
 on the same instance in the same run, as its own QOBLIB script runs it (see
-``run_sd2``); the ratio column is skipsearch's time over its. The CPU heads
-the output. ``--others highs cpsat`` adds HiGHS and CP-SAT, run as
+``run_sd2``); the ratio column is skipsearch's time over its. An instance
+that both solve in under a second is run ``--repeat`` times by each
+(default 5), in turn, and the least time of each is reported. The
+CPU heads the output. ``--others highs cpsat`` adds HiGHS and CP-SAT, run as
 ``subset_sum_table.py`` runs them (``pip install ".[bench]"``); they stall
 from ms_07 on, so each costs up to the time limit per instance.
 """
@@ -125,6 +127,11 @@ def run_sd2(binary: str, path: Path, limit: float) -> tuple[str, float]:
         return ("solved" if solved else "no solution"), seconds
 
 
+def _seconds(t: float) -> str:
+    """Seconds with two decimals, three below 0.1 s."""
+    return f"{t:.3f}" if t < 0.1 else f"{t:.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -138,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sd2", help="path to solvediophant's sd2 binary (optional)")
     parser.add_argument(
         "--others", nargs="+", default=[], choices=["highs", "cpsat"], help="more solvers"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="runs of each solver, alternating, on an instance that both solve in under 1 s; "
+        "the least time of each is reported (default 5)",
     )
     parser.add_argument(
         "--without-lattice",
@@ -165,7 +179,16 @@ def main(argv: list[str] | None = None) -> int:
         sd = ratio = "—"
         if args.sd2:
             sd_status, sd_seconds = run_sd2(args.sd2, path, args.time_limit)
-            sd = f"{sd_status} {sd_seconds:.2f} s"
+            if max(seconds, sd_seconds) < 1.0:
+                # Runs of 10 to 50 ms vary by 20% on a shared host: the
+                # least of a few runs of each, taken in turn.
+                for _ in range(args.repeat - 1):
+                    again, more, _ = run_skipsearch(A, b, args.time_limit)
+                    sd_again, sd_more = run_sd2(args.sd2, path, args.time_limit)
+                    if (again, sd_again) != (status, sd_status):
+                        raise RuntimeError(f"{path.stem}: another status when run again")
+                    seconds, sd_seconds = min(seconds, more), min(sd_seconds, sd_more)
+            sd = f"{sd_status} {_seconds(sd_seconds)} s"
             ratio = f"{seconds / max(sd_seconds, 1e-3):.2f}×"
         cells = ""
         for run in others.values():
@@ -173,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             cells += f" {other_status} {other_seconds:.2f} s |"
         k, n = A.shape
         print(
-            f"| {path.stem} | {k} × {n} | {status} | {seconds:.2f} | {method} | {sd} | {ratio} |"
-            + cells,
+            f"| {path.stem} | {k} × {n} | {status} | {_seconds(seconds)} | {method} | {sd} | "
+            f"{ratio} |" + cells,
             flush=True,
         )
     return 0
