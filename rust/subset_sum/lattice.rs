@@ -43,14 +43,11 @@
 //!
 //! Only one of `y` and `-y` is visited: the first nonzero coefficient from
 //! the top is positive. The tree is split at its top levels into at least
-//! 2048 prefixes, in search order, listed level by level; workers take
-//! them from a shared counter (so a large prefix never waits behind a
-//! queue fixed in advance), each prefix is searched in a fixed order, and
-//! the solution reported is the first one of the earliest prefix that has
-//! one, so the answer does not depend on the thread count. The prefixes
-//! are listed only when a search needs them: limited discrepancy runs its
-//! first passes from the root on one thread, up to [`SEQUENTIAL_NODES`] in
-//! all, which on small trees costs less than the listing.
+//! 2048 prefixes, in search order, listed level by level; workers take them from a shared counter
+//! (so a large prefix never waits behind a queue fixed in advance), each
+//! prefix is searched in a fixed order, and the solution reported is the
+//! first one of the earliest prefix that has one, so the answer does not
+//! depend on the thread count.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -74,18 +71,6 @@ use crate::rng::{Stream, XorShift64};
 /// 40 columns) 40% of their time. The cut must not depend on the thread
 /// count: limited discrepancy counts the prefix's positions.
 const PREFIXES: usize = 2048;
-
-/// Limited discrepancy runs its passes from the root, on one thread, until
-/// they have taken this many nodes in all; the prefixes are listed then.
-/// Passes from the root walk the top levels again, which listed prefixes
-/// spare, but on small trees the listing costs more than they do. On the
-/// LLL bases of QOBLIB's ms_06 and of MS(5) and MS(6) (2 threads, Xeon
-/// 6/167), 2^14 gave the least time of 2^13 to 2^16: ms_06_050_003 from
-/// 4.4 ms to 1.7 ms (its passes take 66, 1070, 9951 nodes, and the
-/// solution comes 10465 nodes into the fourth), ms_06_050_001 from 7.4 ms
-/// to 3.3 ms; the infeasible MS(5) seed 0, whose passes stop growing as
-/// they exhaust the tree, from 6.5 ms to 7.6 ms.
-const SEQUENTIAL_NODES: u64 = 1 << 14;
 
 /// Most prefixes listed at one depth (a few MiB of jobs at 100 levels).
 const MAX_JOBS: usize = 1 << 16;
@@ -1069,13 +1054,7 @@ pub fn enumerate_bounded(
 /// the depth before it is used, or the whole tree as one job.
 pub struct Tree {
     lattice: Option<Lattice>,
-    /// The prefixes once `listed`; before, the root alone.
     jobs: Vec<Job>,
-    /// Whether `jobs` holds the prefixes. The listing waits for a search
-    /// that needs it: the first limited-discrepancy passes of a small tree
-    /// take fewer nodes than listing 2048 prefixes does, and run from the
-    /// root (see [`Tree::limited_discrepancy`]).
-    listed: bool,
     /// Depth first: the prefixes searched to their end.
     searched: Vec<bool>,
     /// Depth first: the solutions found so far, with their prefix, in
@@ -1122,96 +1101,72 @@ fn next_projections(
     next
 }
 
-/// The root of the tree of a basis of `d` vectors.
-fn root(d: usize) -> Job {
-    Job {
-        prefix: Vec::new(),
-        level: d,
-        partial: 0.0,
-        free: true,
-        discrepancy: 0,
-    }
-}
-
-/// The prefixes of the tree of `lattice`, in search order (see [`Tree`]),
-/// and the nodes visited listing them.
-fn list_prefixes(lattice: &Lattice) -> (Vec<Job>, u64) {
-    // Level by level: the nodes of each depth, in search order, are the
-    // children of the depth above, in order. `projs` holds the projections
-    // of the depth being expanded, one after another; the last depth
-    // listed, the jobs, needs none (a search sets its projections up from
-    // the prefix).
-    let padded = lattice.weights.len();
-    let mut jobs = vec![root(lattice.basis.len())];
-    let mut projs = vec![0.0; padded];
-    let mut scratch = vec![0.0; padded];
-    let mut listing = 0u64;
-    let cancel = AtomicBool::new(false);
-    let shared = Shared::new(lattice, 1, Limits::default(), Instant::now(), &cancel);
-    let expand = |jobs: &[Job]| jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0);
-    while expand(&jobs) {
-        let mut deeper = Vec::with_capacity(jobs.len() * 2);
-        let mut parents = Vec::with_capacity(jobs.len() * 2);
-        let listed = jobs.iter().enumerate().all(|(i, job)| {
-            let proj = &projs[i * padded..(i + 1) * padded];
-            let listed = children(&shared, job, proj, &mut scratch, &mut deeper);
-            parents.resize(deeper.len(), i);
-            listed
-        });
-        if !listed {
-            // Too wide to list: the depth above is the cut.
-            break;
-        }
-        listing += jobs.iter().filter(|j| j.level > 0).count() as u64;
-        let (deeper, diffs): (Vec<Job>, Vec<f64>) = deeper.into_iter().unzip();
-        if expand(&deeper) {
-            projs = next_projections(lattice, &jobs, &projs, &deeper, &parents, &diffs);
-        }
-        jobs = deeper;
-    }
-    (jobs, listing)
-}
-
 impl Tree {
     /// Prepare the enumeration of `basis` (rows; may be empty, a lattice
     /// with no nonzero vector): checks the shapes and that the basis is
-    /// independent. The prefixes are listed when a search needs them.
+    /// independent, then lists the prefixes.
     pub fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
-        if basis.is_empty() {
+        let d = basis.len();
+        if d == 0 {
             return Ok(Tree {
                 lattice: None,
                 jobs: Vec::new(),
-                listed: true,
                 searched: Vec::new(),
                 found: Vec::new(),
                 listing: AtomicU64::new(0),
             });
         }
         let lattice = Lattice::new(basis, bounds, radius_sq)?;
+        let root = Job {
+            prefix: Vec::new(),
+            level: d,
+            partial: 0.0,
+            free: true,
+            discrepancy: 0,
+        };
+        // Level by level: the nodes of each depth, in search order, are
+        // the children of the depth above, in order. `projs` holds the
+        // projections of the depth being expanded, one after another; the
+        // last depth listed, the jobs, needs none (a search sets its
+        // projections up from the prefix).
+        let padded = lattice.weights.len();
+        let mut jobs = vec![root];
+        let mut projs = vec![0.0; padded];
+        let mut scratch = vec![0.0; padded];
+        let mut listing = 0u64;
+        {
+            let cancel = AtomicBool::new(false);
+            let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
+            let expand = |jobs: &[Job]| jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0);
+            while expand(&jobs) {
+                let mut deeper = Vec::with_capacity(jobs.len() * 2);
+                let mut parents = Vec::with_capacity(jobs.len() * 2);
+                let listed = jobs.iter().enumerate().all(|(i, job)| {
+                    let proj = &projs[i * padded..(i + 1) * padded];
+                    let listed = children(&shared, job, proj, &mut scratch, &mut deeper);
+                    parents.resize(deeper.len(), i);
+                    listed
+                });
+                if !listed {
+                    // Too wide to list: the depth above is the cut.
+                    break;
+                }
+                listing += jobs.iter().filter(|j| j.level > 0).count() as u64;
+                let (deeper, diffs): (Vec<Job>, Vec<f64>) = deeper.into_iter().unzip();
+                if expand(&deeper) {
+                    projs = next_projections(&lattice, &jobs, &projs, &deeper, &parents, &diffs);
+                }
+                jobs = deeper;
+            }
+        }
+
         Ok(Tree {
             lattice: Some(lattice),
-            jobs: vec![root(basis.len())],
-            listed: false,
-            searched: vec![false],
+            searched: vec![false; jobs.len()],
+            jobs,
             found: Vec::new(),
-            listing: AtomicU64::new(0),
+            listing: AtomicU64::new(listing),
         })
-    }
-
-    /// List the prefixes, unless they are: the nodes it visits are
-    /// reported with the next search's count. Only before any depth-first
-    /// search (whose progress is kept per prefix).
-    fn list(&mut self) {
-        if self.listed {
-            return;
-        }
-        if let Some(lattice) = &self.lattice {
-            let (jobs, listing) = list_prefixes(lattice);
-            self.searched = vec![false; jobs.len()];
-            self.jobs = jobs;
-            self.listing.fetch_add(listing, Ordering::Relaxed);
-        }
-        self.listed = true;
     }
 
     /// The first search counts the listing's nodes as its own, against
@@ -1248,14 +1203,12 @@ impl Tree {
     ) -> Enumeration {
         let start = Instant::now();
         let wanted = max_solutions.max(1);
-        self.list();
         let Some(lattice) = &self.lattice else {
             return Enumeration::empty(start);
         };
         let shared = Shared::new(lattice, wanted, limits, start, cancel);
         self.count_listing(&shared);
-        let workers = rayon::current_num_threads();
-        let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched, workers);
+        let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched);
         let mut stopped = None;
         // A prefix cut by a limit and searched again finds its solutions
         // again: kept once (a set, not a scan of the list, which grew
@@ -1298,7 +1251,7 @@ impl Tree {
     /// a pass that passed over nothing has seen every leaf, so an empty
     /// result is then a proof. Independent of the depth-first search.
     pub fn limited_discrepancy(
-        &mut self,
+        &self,
         max_solutions: usize,
         lds_nodes: u64,
         limits: Limits,
@@ -1311,26 +1264,11 @@ impl Tree {
         };
         let shared = Shared::new(lattice, wanted, limits, start, cancel);
         self.count_listing(&shared);
-        let mut none = vec![false; self.jobs.len()];
+        let none = vec![false; self.jobs.len()];
         let mut found: Vec<Vec<i64>> = Vec::new();
         let mut discrepancy = 0u32;
         let (stopped, complete) = loop {
-            if !self.listed && shared.nodes.load(Ordering::Relaxed) >= SEQUENTIAL_NODES {
-                // The passes outgrow one thread: the prefixes are listed
-                // (the same passes, in the same order, cut into jobs).
-                let (jobs, listing) = list_prefixes(lattice);
-                self.searched = vec![false; jobs.len()];
-                self.jobs = jobs;
-                self.listed = true;
-                none = vec![false; self.jobs.len()];
-                shared.nodes.fetch_add(listing, Ordering::Relaxed);
-            }
-            let workers = if self.listed {
-                rayon::current_num_threads()
-            } else {
-                1
-            };
-            let (results, cut) = run_jobs(&shared, &self.jobs, Some(discrepancy), &none, workers);
+            let (results, cut) = run_jobs(&shared, &self.jobs, Some(discrepancy), &none);
             let (more, stopped) = collect(results, wanted - found.len());
             found.extend(more);
             if found.len() >= wanted {
@@ -1386,7 +1324,6 @@ fn run_jobs(
     jobs: &[Job],
     discrepancy: Option<u32>,
     searched: &[bool],
-    workers: usize,
 ) -> (Vec<JobResult>, bool) {
     let cut = AtomicBool::new(false);
     // Workers take the jobs in search order from a shared counter: the
@@ -1433,17 +1370,19 @@ fn run_jobs(
             searched: complete && w.stopped.is_none(),
         }
     };
-    (0..workers.max(1)).into_par_iter().for_each(|_| {
-        // One walker per worker, reused: its buffers are O(d^2).
-        let mut w = Walker::new(shared, 0);
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            if index >= jobs.len() {
-                break;
+    (0..rayon::current_num_threads())
+        .into_par_iter()
+        .for_each(|_| {
+            // One walker per worker, reused: its buffers are O(d^2).
+            let mut w = Walker::new(shared, 0);
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= jobs.len() {
+                    break;
+                }
+                let _ = slots[index].set(run_job(&mut w, index));
             }
-            let _ = slots[index].set(run_job(&mut w, index));
-        }
-    });
+        });
     let results = slots
         .into_iter()
         .map(|slot| slot.into_inner().expect("every job ran"))
@@ -1780,31 +1719,62 @@ mod tests {
     }
 
     #[test]
-    fn limited_discrepancy_from_the_root_finds_what_the_listed_prefixes_find() {
+    fn limited_discrepancy_finds_every_vector_once_where_centres_fall_on_halves() {
+        // A breaker's basis: Gram-Schmidt coefficients 1/2, 1/3, ... put
+        // centres on x.5, where sums taken in other orders round apart.
+        // Passes that counted a leaf's discrepancy by the walk from the
+        // root in some passes and by the listed prefixes in others (a
+        // lazy listing, tried and dropped) returned 1153 vectors, one
+        // twice, and missed 4 of the 1156.
+        let basis: Vec<Vec<i64>> = [
+            [1, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+            [0, 1, 0, 1, 0, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 1, 0, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 1, 0, 0, 0, 0],
+            [0, 1, 0, 0, 0, 0, 1, 0, 0, 0],
+            [-1, 0, 0, 0, 0, 0, 0, 1, 0, 0],
+            [1, 0, 0, 0, 0, 0, 0, 0, 1, 0],
+            [0, 1, 1, 0, 0, 0, 0, -1, 0, 0],
+            [0, 1, -1, 0, 0, 0, 0, 0, 0, 1],
+        ]
+        .iter()
+        .map(|r| r.to_vec())
+        .collect();
+        let bounds = [1, 3, 2, 1, 1, 2, 2, 2, 2, 3];
         let cancel = AtomicBool::new(false);
-        // Z^6 stays below SEQUENTIAL_NODES, Z^16 passes it mid-search: its
-        // later passes run on the prefixes listed then.
-        for (dim, wanted, listed_at_the_end) in [(6, 40, false), (16, 3000, true)] {
-            let basis = ones_lattice(dim);
-            let bounds = vec![1; dim];
-            let radius_sq = dim as f64;
-            let mut lazy = Tree::new(&basis, &bounds, radius_sq).unwrap();
-            let (from_root, root_complete) =
-                lazy.limited_discrepancy(wanted, u64::MAX, Limits::default(), &cancel);
-            assert_eq!(lazy.listed, listed_at_the_end, "Z^{dim}");
-            let mut listed = Tree::new(&basis, &bounds, radius_sq).unwrap();
-            listed.list();
-            assert!(listed.jobs.len() >= PREFIXES.min(1 << (dim - 1)), "Z^{dim}");
-            let (from_prefixes, complete) =
-                listed.limited_discrepancy(wanted, u64::MAX, Limits::default(), &cancel);
-            // The same solutions in the same order: a prefix's discrepancy
-            // counts the positions a walk from the root would.
-            assert_eq!(from_root.solutions.len(), wanted.min(1 << (dim - 1)));
-            assert_eq!(from_root.solutions, from_prefixes.solutions, "Z^{dim}");
-            assert_eq!(
-                (from_root.stopped, root_complete),
-                (from_prefixes.stopped, complete)
-            );
+        let dfs = enumerate_bounded(
+            &basis,
+            &bounds,
+            41.0,
+            1 << 20,
+            0,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
+        assert_eq!((dfs.solutions.len(), dfs.stopped), (1156, None));
+        let expected: HashSet<Vec<i64>> = dfs.solutions.into_iter().collect();
+        for threads in [1, 3] {
+            let lds = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    enumerate_bounded(
+                        &basis,
+                        &bounds,
+                        41.0,
+                        1 << 20,
+                        u64::MAX,
+                        Limits::default(),
+                        &cancel,
+                    )
+                    .unwrap()
+                });
+            assert_eq!(lds.stopped, None);
+            let distinct: HashSet<Vec<i64>> = lds.solutions.iter().cloned().collect();
+            assert_eq!(distinct.len(), lds.solutions.len(), "a vector came twice");
+            assert_eq!(distinct, expected);
         }
     }
 
