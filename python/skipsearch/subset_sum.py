@@ -639,13 +639,9 @@ def _lattice(
         )
     bounds = np.append(c, 1).astype(np.int64)
     radius_sq = float(np.sum(bounds.astype(float) ** 2))
-    # The homogenising coordinate weighted from the start: the reduced
-    # kernel basis comes out in closest-vector form (see
-    # _closest_vector_form). Equations weighted so that any vector with a
-    # nonzero equation part is longer than every admissible vector (squared
-    # norm at most radius_sq, with the weighted coordinate weight^2).
-    weight = max(_HOMOGENISING_WEIGHT, 1 << math.ceil(math.log2(4 * radius_sq)))
-    scale = _equation_scale(radius_sq + weight**2)
+    # The homogenising coordinate weighted from the start (closest-vector
+    # form), the equations beyond every admissible vector.
+    weight, scale = _embedding_weights(radius_sq)
     if n + 1 > _LATTICE_MAX_DIM:
         # Checked before the (n + 1)^2 basis is built: at n = 25000 that
         # alone would not fit in memory.
@@ -1348,8 +1344,13 @@ def _fpylll_in_time(rows: list[list[int]], deadline: Optional[float]) -> bool:
         return True
     d, k = len(rows), max(1, len(rows[0]) - len(rows))
     bits = max((max(max(row), -min(row)).bit_length() for row in rows if row), default=1)
-    predicted = _LLL_SECONDS_PER_UNIT * d * d * k * k * bits
-    return predicted <= deadline - time.perf_counter()
+    return _lll_seconds(d, k, bits) <= deadline - time.perf_counter()
+
+
+def _lll_seconds(d: int, k: int, bits: int) -> float:
+    """fpylll's LLL time predicted for an embedding of ``d`` rows, ``k``
+    equation columns and entries of ``bits`` bits (``_LLL_SECONDS_PER_UNIT``)."""
+    return float(_LLL_SECONDS_PER_UNIT * d * d * k * k * bits)
 
 
 def _lll_predicted_seconds(A: IntArray, b: IntArray) -> float:
@@ -1359,12 +1360,20 @@ def _lll_predicted_seconds(A: IntArray, b: IntArray) -> float:
     if not _import_fpylll():
         return math.inf
     k, n = A.shape
-    radius_sq = n + 1
-    weight = max(_HOMOGENISING_WEIGHT, 1 << math.ceil(math.log2(4 * radius_sq)))
-    scale = _equation_scale(radius_sq + weight**2)
+    _, scale = _embedding_weights(n + 1)
     largest = max(int(np.max(np.abs(A), initial=0)), int(np.max(np.abs(b), initial=0)), 1)
-    d = n + 1
-    return float(_LLL_SECONDS_PER_UNIT * d * d * k * k * (scale * largest).bit_length())
+    return _lll_seconds(n + 1, k, (scale * largest).bit_length())
+
+
+def _embedding_weights(radius_sq: float) -> tuple[int, int]:
+    """The weight of the homogenising coordinate and the first scale of the
+    equations in the embedding, for admissible vectors of squared norm at
+    most ``radius_sq``: the reduced kernel basis comes out in closest-vector
+    form (see ``_closest_vector_form``), and any vector with a nonzero
+    equation part is longer than every admissible one (with the weighted
+    coordinate, ``weight**2``)."""
+    weight = max(_HOMOGENISING_WEIGHT, 1 << math.ceil(math.log2(4 * radius_sq)))
+    return weight, _equation_scale(radius_sq + weight**2)
 
 
 def _equation_scale(norm_sq: float) -> int:

@@ -1755,22 +1755,7 @@ mod tests {
         assert_eq!((dfs.solutions.len(), dfs.stopped), (1156, None));
         let expected: HashSet<Vec<i64>> = dfs.solutions.into_iter().collect();
         for threads in [1, 3] {
-            let lds = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| {
-                    enumerate_bounded(
-                        &basis,
-                        &bounds,
-                        41.0,
-                        1 << 20,
-                        u64::MAX,
-                        Limits::default(),
-                        &cancel,
-                    )
-                    .unwrap()
-                });
+            let lds = limited_discrepancy_on_pool(threads, &basis, &bounds, 41.0, 1 << 20);
             assert_eq!(lds.stopped, None);
             let distinct: HashSet<Vec<i64>> = lds.solutions.iter().cloned().collect();
             assert_eq!(distinct.len(), lds.solutions.len(), "a vector came twice");
@@ -1799,29 +1784,39 @@ mod tests {
         assert_eq!(out.stopped, None);
     }
 
+    /// `enumerate_bounded` with unlimited limited-discrepancy passes, on a
+    /// pool of `threads` workers.
+    fn limited_discrepancy_on_pool(
+        threads: usize,
+        basis: &[Vec<i64>],
+        bounds: &[i64],
+        radius_sq: f64,
+        max_solutions: usize,
+    ) -> Enumeration {
+        let cancel = AtomicBool::new(false);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                enumerate_bounded(
+                    basis,
+                    bounds,
+                    radius_sq,
+                    max_solutions,
+                    u64::MAX,
+                    Limits::default(),
+                    &cancel,
+                )
+                .unwrap()
+            })
+    }
+
     #[test]
     fn limited_discrepancy_gives_the_same_answer_on_any_pool() {
         let basis = ones_lattice(12);
         let bounds = vec![1; 12];
-        let cancel = AtomicBool::new(false);
-        let run = |threads: usize| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap()
-                .install(|| {
-                    enumerate_bounded(
-                        &basis,
-                        &bounds,
-                        12.0,
-                        3,
-                        u64::MAX,
-                        Limits::default(),
-                        &cancel,
-                    )
-                    .unwrap()
-                })
-        };
+        let run = |threads: usize| limited_discrepancy_on_pool(threads, &basis, &bounds, 12.0, 3);
         let one = run(1);
         assert_eq!(one.solutions.len(), 3);
         // The solutions and the status; not the node count, since jobs after
