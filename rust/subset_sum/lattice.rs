@@ -51,7 +51,6 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -71,6 +70,14 @@ use crate::rng::{Stream, XorShift64};
 /// 40 columns) 40% of their time. The cut must not depend on the thread
 /// count: limited discrepancy counts the prefix's positions.
 const PREFIXES: usize = 2048;
+
+/// A limited-discrepancy pass that follows one of fewer nodes than this
+/// starts on the calling thread alone, and goes on to the whole pool once
+/// it has spent `SERIAL_NODES` (see [`run_jobs`]): the first passes on
+/// small trees are a few hundred nodes each, less than waking the workers
+/// costs.
+const SERIAL_AFTER: u64 = 1 << 12;
+const SERIAL_NODES: u64 = 1 << 14;
 
 /// Most prefixes listed at one depth (a few MiB of jobs at 100 levels).
 const MAX_JOBS: usize = 1 << 16;
@@ -1208,7 +1215,7 @@ impl Tree {
         };
         let shared = Shared::new(lattice, wanted, limits, start, cancel);
         self.count_listing(&shared);
-        let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched);
+        let (results, _) = run_jobs(&shared, &self.jobs, None, &self.searched, 0);
         let mut stopped = None;
         // A prefix cut by a limit and searched again finds its solutions
         // again: kept once (a set, not a scan of the list, which grew
@@ -1267,8 +1274,17 @@ impl Tree {
         let none = vec![false; self.jobs.len()];
         let mut found: Vec<Vec<i64>> = Vec::new();
         let mut discrepancy = 0u32;
+        let mut pass_nodes = 0;
         let (stopped, complete) = loop {
-            let (results, cut) = run_jobs(&shared, &self.jobs, Some(discrepancy), &none);
+            // A pass after a small one starts on this thread alone.
+            let serial = if pass_nodes < SERIAL_AFTER {
+                SERIAL_NODES
+            } else {
+                0
+            };
+            let before = shared.nodes.load(Ordering::Relaxed);
+            let (results, cut) = run_jobs(&shared, &self.jobs, Some(discrepancy), &none, serial);
+            pass_nodes = shared.nodes.load(Ordering::Relaxed) - before;
             let (more, stopped) = collect(results, wanted - found.len());
             found.extend(more);
             if found.len() >= wanted {
@@ -1316,21 +1332,23 @@ struct JobResult {
 
 /// Run every job not already `searched`, depth first, or as one
 /// limited-discrepancy pass with `discrepancy` to spend (jobs whose prefix
-/// spends more are passed over), on the current rayon pool. Returns each
-/// job's result, in job order, and whether anything was passed over for
-/// want of discrepancy.
+/// spends more are passed over), on the current rayon pool. The calling
+/// thread takes the jobs alone until it has spent `serial` nodes (checked
+/// between jobs), then the whole pool takes the rest: a small pass ends
+/// before any worker would have woken. Returns each job's result, in job
+/// order, and whether anything was passed over for want of discrepancy.
 fn run_jobs(
     shared: &Shared,
     jobs: &[Job],
     discrepancy: Option<u32>,
     searched: &[bool],
+    serial: u64,
 ) -> (Vec<JobResult>, bool) {
     let cut = AtomicBool::new(false);
     // Workers take the jobs in search order from a shared counter: the
     // most promising prefixes first, and a solution found in job i only
     // waits for the jobs before it, which started earlier.
     let next = AtomicUsize::new(0);
-    let slots: Vec<OnceLock<JobResult>> = (0..jobs.len()).map(|_| OnceLock::new()).collect();
     let run_job = |w: &mut Walker, index: usize| -> JobResult {
         if searched[index] {
             return JobResult::default();
@@ -1370,23 +1388,43 @@ fn run_jobs(
             searched: complete && w.stopped.is_none(),
         }
     };
-    (0..rayon::current_num_threads())
-        .into_par_iter()
-        .for_each(|_| {
-            // One walker per worker, reused: its buffers are O(d^2).
-            let mut w = Walker::new(shared, 0);
-            loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= jobs.len() {
-                    break;
-                }
-                let _ = slots[index].set(run_job(&mut w, index));
-            }
-        });
-    let results = slots
-        .into_iter()
-        .map(|slot| slot.into_inner().expect("every job ran"))
-        .collect();
+    // Each worker keeps the results that say something, with their index
+    // (most jobs of a pass are passed over: a slot per job cost more).
+    let take = |w: &mut Walker, kept: &mut Vec<(usize, JobResult)>, until: Option<u64>| loop {
+        if until.is_some_and(|u| shared.nodes.load(Ordering::Relaxed) >= u) {
+            break;
+        }
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        if index >= jobs.len() {
+            break;
+        }
+        let result = run_job(w, index);
+        if !result.found.is_empty() || result.stop.is_some() || result.searched {
+            kept.push((index, result));
+        }
+    };
+    let mut kept = Vec::new();
+    if serial > 0 {
+        // One walker's buffers are O(d^2).
+        let mut w = Walker::new(shared, 0);
+        let until = shared.nodes.load(Ordering::Relaxed).saturating_add(serial);
+        take(&mut w, &mut kept, Some(until));
+    }
+    if next.load(Ordering::Relaxed) < jobs.len() {
+        let more: Vec<Vec<(usize, JobResult)>> = (0..rayon::current_num_threads())
+            .into_par_iter()
+            .map(|_| {
+                let (mut w, mut kept) = (Walker::new(shared, 0), Vec::new());
+                take(&mut w, &mut kept, None);
+                kept
+            })
+            .collect();
+        kept.extend(more.into_iter().flatten());
+    }
+    let mut results: Vec<JobResult> = (0..jobs.len()).map(|_| JobResult::default()).collect();
+    for (index, result) in kept {
+        results[index] = result;
+    }
     (results, cut.load(Ordering::Relaxed))
 }
 
