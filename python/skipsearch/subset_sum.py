@@ -1045,10 +1045,12 @@ def _decode(
     # The solution vector is (2x - c, -1): -1 in the homogenising coordinate.
     y = -y if y[n] == 1 else y
     counts = (y[:n] + c) // 2
-    # Spread each count over the first copies of its column.
+    # Spread each count over the first copies of its column: the copies of
+    # column j in index order, each with its rank among them.
+    order = np.argsort(where, kind="stable")
+    rank = np.arange(len(where)) - (np.cumsum(c) - c)[where[order]]
     x = np.zeros(A_full.shape[1], dtype=np.uint8)
-    for j in range(n):
-        x[np.flatnonzero(where == j)[: counts[j]]] = 1
+    x[order] = rank < counts[where[order]]
     return x if np.array_equal(A_full @ x.astype(np.int64), b) else None
 
 
