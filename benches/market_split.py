@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -167,7 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         from subset_sum_table import SOLVERS
 
         others = {name: SOLVERS[name] for name in args.others}
-    lattice = "without the lattice extra" if args.without_lattice else "with fpylll"
+    if args.without_lattice:
+        lattice = "without the lattice extra"
+    elif importlib.util.find_spec("fpylll") is None:
+        lattice = "without the lattice extra (fpylll is not installed)"
+    else:
+        lattice = "with fpylll"
     print(f"CPU: {cpu()}, {os.cpu_count()} cores; time limit {args.time_limit:g} s; {lattice}")
     warm_up()
     extra = "".join(f" {name} |" for name in others)

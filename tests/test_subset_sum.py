@@ -933,3 +933,13 @@ def test_the_float_heuristic_runs_only_before_a_slow_reduction(monkeypatch):
     assert r.status == r2.status == "feasible"
     np.testing.assert_array_equal(r.solution, r2.solution)
     np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+
+
+def test_the_result_prints_its_solution_under_its_own_name():
+    # The printout names the attribute a user reads (`solution`), with the
+    # indices of its ones: a newcomer looked for the `ones` it once showed.
+    found = skipsearch.subset_sum(np.array([[1, 2, 3, 4]]), np.array([5]))
+    assert found.solution.tolist() == [1, 0, 0, 1]
+    assert "solution=<4 entries, ones at [0, 3]>" in repr(found)
+    none = skipsearch.subset_sum(np.array([[2, 4]]), np.array([3]))
+    assert "solution=None" in repr(none) and "ones=" not in repr(none)

@@ -204,9 +204,13 @@ class SubsetSumResult(FieldEquality):
     tolerance: Optional[float] = None
 
     def __repr__(self) -> str:
-        sol = None if self.solution is None else np.flatnonzero(self.solution).tolist()
+        sol = (
+            "None"
+            if self.solution is None
+            else f"<{len(self.solution)} entries, ones at {np.flatnonzero(self.solution).tolist()}>"
+        )
         return (
-            f"SubsetSumResult(status={self.status!r}, ones={sol}, exact={self.exact}, "
+            f"SubsetSumResult(status={self.status!r}, solution={sol}, exact={self.exact}, "
             f"method={' -> '.join(self.method)}, nodes={self.nodes}, "
             f"seconds={self.seconds:.3g}, memory_bytes={self.memory_bytes})"
         )
