@@ -943,3 +943,71 @@ def test_the_result_prints_its_solution_under_its_own_name():
     assert "solution=<4 entries, ones at [0, 3]>" in repr(found)
     none = skipsearch.subset_sum(np.array([[2, 4]]), np.array([3]))
     assert "solution=None" in repr(none) and "ones=" not in repr(none)
+
+
+def _ms_embedding(k: int, seed: int) -> list[list[int]]:
+    A, b = market_split(k, seed)[:2]
+    A, _, c = np.unique(A, axis=1, return_inverse=True, return_counts=True)
+    radius_sq = float(np.sum(np.append(c, 1).astype(float) ** 2))
+    weight, scale = subset_sum_module._embedding_weights(radius_sq)
+    return subset_sum_module._embedding(A, b, c, weight, scale)
+
+
+@needs_lattice
+def test_the_machine_integer_lll_gives_fplll_s_proved_basis():
+    # fplll's default LLL runs the same reduction and then proves it; the
+    # checked 64-bit run must give its very basis.
+    from fpylll import LLL, IntegerMatrix
+
+    for k, seed in ((3, 0), (4, 1), (5, 2), (6, 3)):
+        rows = _ms_embedding(k, seed)
+        fast = subset_sum_module._lll_in_machine_integers(rows)
+        proved = IntegerMatrix.from_matrix(rows)
+        LLL.reduction(proved)
+        expected = [[0] * proved.ncols for _ in range(proved.nrows)]
+        proved.to_matrix(expected)
+        assert fast == expected, (k, seed)
+
+
+@needs_lattice
+def test_a_basis_not_shown_to_span_the_lattice_is_refused():
+    from fpylll import GSO, LLL, IntegerMatrix
+
+    rows = _ms_embedding(4, 0)
+    d = len(rows)
+    M = IntegerMatrix.from_matrix(rows)
+    U, V = IntegerMatrix.identity(d), IntegerMatrix.identity(d)
+    LLL.Reduction(GSO.Mat(M, U=U, UinvT=V))()
+    R, T, W = ([[0] * m.ncols for _ in range(d)] for m in (M, U, V))
+    for m, out in zip((M, U, V), (R, T, W)):
+        m.to_matrix(out)
+    B = np.array(rows, dtype=np.int64)
+    same = subset_sum_module._same_lattice
+    assert same(B, R, T, W)
+    # One entry off: not the transform's image.
+    off = [row[:] for row in R]
+    off[3][0] += 2
+    assert not same(B, off, T, W)
+    # A row doubled in both: still the image, but of a sublattice of index 2.
+    R2, T2 = [row[:] for row in R], [row[:] for row in T]
+    R2[0], T2[0] = [2 * v for v in R2[0]], [2 * v for v in T2[0]]
+    assert not same(B, R2, T2, W)
+    # True, but with products that might leave int64: not trusted.
+    shift = 62 - int(np.abs(B).max()).bit_length() - 2
+    wide_R = [[v << shift for v in row] for row in R]
+    assert max(abs(v) for row in wide_R for v in row) < 2**63
+    assert d * max(abs(v) for row in T for v in row) * (int(np.abs(B).max()) << shift) >= 2**63
+    assert not same(B << shift, wide_R, T, W)
+
+
+@needs_lattice
+def test_lll_falls_back_to_the_proved_reduction(monkeypatch):
+    rows = _ms_embedding(5, 1)
+    before, failed = subset_sum_module._lll(rows, None)
+    monkeypatch.setattr(subset_sum_module, "_same_lattice", lambda *a: False)
+    after, failed_after = subset_sum_module._lll(rows, None)
+    assert failed is None and failed_after is None
+    assert after == before and len(after) == len(rows)
+    # Entries beyond the machine-integer bound skip the fast run.
+    wide = [[v << 50 for v in row] for row in rows]
+    assert subset_sum_module._lll_in_machine_integers(wide) is None
