@@ -1011,3 +1011,16 @@ def test_lll_falls_back_to_the_proved_reduction(monkeypatch):
     # Entries beyond the machine-integer bound skip the fast run.
     wide = [[v << 50 for v in row] for row in rows]
     assert subset_sum_module._lll_in_machine_integers(wide) is None
+
+
+def test_only_exact_integer_claims_pass_the_lattice_check():
+    # Floats would be truncated and unsigned 64-bit entries would wrap
+    # before the exact comparison: both are refused, as are wrong shapes.
+    same = subset_sum_module._same_lattice
+    B = np.array([[1, 2], [3, 4]], dtype=np.int64)
+    identity = [[1, 0], [0, 1]]
+    assert same(B, B.tolist(), identity, identity)
+    assert not same(B, [[1.5, 2], [3, 4]], identity, identity)
+    assert not same(B, [[2**64 - 1, 2], [3, 4]], identity, identity)
+    assert not same(B, B.tolist(), [[1, 0, 0], [0, 1, 0]], identity)
+    assert not same(B, [[1, 2]], identity, identity)

@@ -972,8 +972,12 @@ def _lll(
 
 
 #: Bits of the largest entry of a basis that fplll reduces in machine
-#: integers (``_lll_in_machine_integers``); larger ones go to its wrapper.
-_MACHINE_LLL_BITS = 48
+#: integers (``_lll_in_machine_integers``); larger ones go to its default.
+#: QOBLIB's market-split embeddings have 33 to 35; the 2^23 left keeps the
+#: reduction's own entries (a few times the input's) far from overflow, so
+#: a failed check stays rare (a breaker's 80 x 80 inputs of 2^45 took 15 s
+#: once).
+_MACHINE_LLL_BITS = 40
 
 
 def _lll_in_machine_integers(rows: list[list[int]]) -> Optional[list[list[int]]]:
@@ -1025,19 +1029,19 @@ def _same_lattice(
     In int64, or in f64 where every product and partial sum stays below
     2^53, after a bound shows that none reaches 2^63 (False when one
     might)."""
-    try:
-        U, Vt = (np.array(m, dtype=np.int64) for m in (transform, inverse))
-    except OverflowError:
-        return False
-    Vt = Vt.T
+    # Signed integers within int64 only: a float would be truncated, an
+    # unsigned 64-bit entry would wrap.
+    U, Vt, R = (np.asarray(m) for m in (transform, inverse, reduced))
     d = len(B)
+    if any(m.dtype.kind != "i" for m in (U, Vt, R)):
+        return False
+    if U.shape != (d, d) or Vt.shape != (d, d) or R.shape != B.shape:
+        return False
+    U, Vt, R = (m.astype(np.int64) for m in (U, Vt, R))
+    Vt = Vt.T
     largest = [max(int(m.max(initial=0)), -int(m.min(initial=0))) for m in (B, U, Vt)]
     bound = d * largest[1] * max(largest[0], largest[2])
     if bound >= 2**63:
-        return False
-    try:
-        R = np.array(reduced, dtype=np.int64)
-    except OverflowError:
         return False
     if bound < 2**53:
         # Every product and partial sum is an integer below 2^53: exact in
