@@ -945,8 +945,10 @@ def _lll(
 ) -> tuple[Optional[list[list[int]]], Optional[str]]:
     """LLL-reduce ``rows`` with the core's LLL when ``core`` says so (by
     default: when fpylll is not installed or might not end in time, see
-    ``_fpylll_in_time``), else with fpylll: the reduced rows, or None and
-    why (``"time_limit"``, or the core's reason)."""
+    ``_fpylll_in_time``), else with fpylll: in 64-bit integers when the
+    result is proved to span the same lattice (``_lll_in_machine_integers``),
+    else with fplll's proved default. The reduced rows, or None and why
+    (``"time_limit"``, or the core's reason)."""
     if core is None:
         core = not _fpylll_in_time(rows, deadline)
     if core:
@@ -958,8 +960,8 @@ def _lll(
     # fpylll ships no types: pyproject's mypy config ignores it, stubtest needs this.
     from fpylll import LLL, IntegerMatrix  # type: ignore[import-untyped, unused-ignore]
 
-    fast: list[Optional[list[list[int]]]] = [None]
-    if not _reduce(lambda: fast.__setitem__(0, _lll_in_machine_integers(rows)), deadline):
+    fast: list[Optional[list[list[int]]]] = []
+    if not _reduce(lambda: fast.append(_lll_in_machine_integers(rows)), deadline):
         return None, "time_limit"
     if fast[0] is not None:
         return fast[0], None
