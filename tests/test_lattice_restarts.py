@@ -406,3 +406,115 @@ def test_the_core_lll_keeps_the_lattice_and_certifies_what_it_returns(rows):
     assert len(reduced) == len(rows)
     for X, Y in ((rows, reduced), (reduced, rows)):
         assert all(integer_solution(X, y) is not None for y in Y)
+
+
+@needs_lattice
+def test_restarts_search_two_bases_at_a_time(monkeypatch):
+    # Small units, so that ms_07_200_370 reaches the third restart (8 bases
+    # with 2 threads), where two re-randomised bases are searched at once, a
+    # thread each; whichever stream finds the solution, it is re-checked.
+    restarts_always(monkeypatch)
+    monkeypatch.setattr(subset_sum_module, "_RESTART_UNIT", 1 << 16)
+    A, b = read_instance(DATA / "ms_07_200_370.dat")
+    r = skipsearch.subset_sum(A, b, threads=2)
+    assert r.status == "feasible"
+    np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
+    assert any("2 at a time" in step for step in r.method), r.method
+    # One thread: one basis at a time, as before.
+    r = skipsearch.subset_sum(A, b, threads=1)
+    assert r.status == "feasible" and not any("at a time" in step for step in r.method)
+
+
+def kernel_search_of(A, b, node_limit=None):
+    """The kernel basis (closest-vector form, LLL only) of a market split and
+    a ``_KernelSearch`` over it, every column once."""
+    k, n = A.shape
+    ones = np.ones(n, dtype=np.int64)
+    bounds = np.append(ones, 1)
+    radius_sq = float(n + 1)
+    weight, scale = subset_sum_module._embedding_weights(radius_sq)
+    want = n + 1 - k
+    kernel, failed, _ = subset_sum_module._reduced_kernel(
+        A, b, ones, (weight, scale), want, None, []
+    )
+    assert failed is None and len(kernel) == want
+    kernel.sort(key=lambda r: r[-1] != 0)
+    basis = np.array(kernel, dtype=np.int64)
+    search = subset_sum_module._KernelSearch(
+        bounds=bounds,
+        radius_sq=radius_sq,
+        decode=lambda y: subset_sum_module._decode(y, ones, np.arange(n), A, b),
+        start=0.0,
+        time_limit=None,
+        node_limit=node_limit,
+        threads=2,
+        memory=0,
+    )
+    return basis, search
+
+
+@needs_lattice
+@pytest.mark.parametrize("seed", range(3))
+def test_streams_agree_with_schroeppel_shamir(seed):
+    # Two streams on the same basis, run to the end: a solution when the
+    # complete four-list search has one, else a proof (stop None).
+    A, b = market_split(5, seed)
+    truth = _core.schroeppel_shamir(A, b, None, None, 2)
+    basis, search = kernel_search_of(A, b)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    assert built
+    if truth["solution"] is None:
+        assert x is None and stop is None
+    else:
+        assert stop is None
+        np.testing.assert_array_equal(A @ x.astype(np.int64), b)
+    assert search.nodes > 0
+
+
+@needs_lattice
+def test_streams_keep_the_node_limit_and_report_what_stopped_them():
+    A, b = market_split(7, 0)  # infeasible, far beyond these caps
+    basis, search = kernel_search_of(A, b, node_limit=100_000)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    assert (x, stop, built) == (None, "node_limit", True)
+    # Split between the two: within the limit, up to a flush per stream.
+    assert search.nodes <= 100_000 + 2 * 1024
+    # A basis the deadline kept from being built is not a search.
+    basis, search = kernel_search_of(A, b)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis, lambda: None], 1000, 1)
+    assert (x, stop, built) == (None, "node_limit", False)
+
+    def broken():
+        raise RuntimeError("reduction failed")
+
+    with pytest.raises(RuntimeError, match="reduction failed"):
+        search.limited_discrepancy_streams([lambda: basis, broken], 1000, 1)
+
+
+def test_fpylll_reductions_run_one_at_a_time():
+    # fplll crashed the process when two threads reduced at once (the
+    # restarts' streams, or a pipeline calling subset_sum from threads):
+    # every reduction holds one lock, so their intervals never overlap.
+    import threading
+    import time
+
+    spans = []
+
+    def reduction():
+        start = time.perf_counter()
+        time.sleep(0.05)
+        spans.append((start, time.perf_counter()))
+
+    workers = [
+        threading.Thread(target=subset_sum_module._reduce, args=(reduction, None)) for _ in range(3)
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    spans.sort()
+    assert len(spans) == 3
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    # A deadline that passes while waiting for the lock skips the reduction.
+    assert subset_sum_module._reduce(reduction, time.perf_counter() - 1.0) is False
+    assert len(spans) == 3
