@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skipsearch import _core
 
-from tests.conftest import needs_lattice
+from tests.conftest import interrupt, needs_lattice
 
 subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
@@ -518,3 +518,25 @@ def test_fpylll_reductions_run_one_at_a_time():
     # A deadline that passes while waiting for the lock skips the reduction.
     assert subset_sum_module._reduce(reduction, time.perf_counter() - 1.0) is False
     assert len(spans) == 3
+
+
+@needs_lattice
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+@pytest.mark.parametrize("wait", [1.0, 2.5])
+def test_ctrl_c_during_the_streams_raises_keyboard_interrupt(wait):
+    # Two bases at a time from the third restart: Ctrl-C while a reduction
+    # or the two searches run. With the reductions on the streams' threads
+    # this crashed the process (SIGSEGV) or hung it in 16 of 16 runs.
+    setup = f"""
+        import importlib, sys
+        sys.path.insert(0, {str(BENCHES)!r})
+        from families import market_split
+        import skipsearch
+        ss = importlib.import_module("skipsearch.subset_sum")
+        ss._RESTART_MIN_NODES = 0.0
+        ss._RESTART_UNIT = 1 << 16
+        A, b = market_split(10, 0)
+    """
+    code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b, threads=2)", wait)
+    assert (code, out) == (3, "interrupted")
+    assert waited < 10

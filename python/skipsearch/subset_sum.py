@@ -1259,61 +1259,62 @@ class _KernelSearch:
         threads: int,
     ) -> tuple[Optional[UInt8Array], Optional[str], bool]:
         """Limited-discrepancy passes on several bases at once, one Python
-        thread (and ``threads`` core threads) each, up to ``cap`` nodes each;
-        ``bases`` build them (a reduction each, run in its thread, where
-        fpylll lets go of the interpreter for most of it). The first to find
-        a solution stops the others (``stop_event``). Returns the solution,
-        the stop (None with no solution: a pass passed over nothing, a
-        proof that there is none) and whether every basis was built (False:
-        the deadline stopped a reduction).
+        thread (and ``threads`` core threads) each, up to ``cap`` nodes each.
+        ``bases`` build them (a reduction each) on this thread, one after
+        the other, each while the searches already started run: fpylll's
+        signal handling (cysignals) is safe only on the thread that handles
+        signals, and a reduction on another thread turned Ctrl-C into a
+        segmentation fault or a hang. The first search to find a solution
+        stops the others (``stop_event``). Returns the solution, the stop
+        (None with no solution: a pass passed over nothing, a proof that
+        there is none) and whether every basis was built (False: the
+        deadline stopped a reduction).
         """
         streams = len(bases)
         if self.node_limit is not None:
             # The streams together stay within the node limit.
             cap = max(1, min(cap, (self.node_limit - self.nodes) // streams))
-        found = threading.Event()
+        halt = threading.Event()
         outs: list[Optional[Mapping[str, Any]]] = [None] * streams
         built: list[Optional[npt.NDArray[np.int64]]] = [None] * streams
-
         errors: list[BaseException] = []
 
-        def stream(k: int) -> None:
+        def search(k: int, basis: npt.NDArray[np.int64]) -> None:
             try:
-                search(k)
+                out = _core.enumerate_bounded(
+                    basis,
+                    self.bounds,
+                    self.radius_sq,
+                    1,
+                    self.remaining(),
+                    cap,
+                    threads,
+                    lds_nodes=1 << 62,
+                    stop_event=halt,
+                )
             except BaseException as err:  # re-raised on the calling thread
                 errors.append(err)
-                found.set()
-
-        def search(k: int) -> None:
-            basis = bases[k]()
-            if basis is None or found.is_set():
+                halt.set()
                 return
-            built[k] = basis
-            out = _core.enumerate_bounded(
-                basis,
-                self.bounds,
-                self.radius_sq,
-                1,
-                self.remaining(),
-                cap,
-                threads,
-                lds_nodes=1 << 62,
-                stop_event=found,
-            )
             outs[k] = out
             if len(out["solutions"]):
-                found.set()
+                halt.set()
 
-        workers = [threading.Thread(target=stream, args=(k,)) for k in range(streams)]
-        for w in workers:
-            w.start()
+        workers: list[threading.Thread] = []
         try:
+            for k, build in enumerate(bases):
+                basis = build() if not halt.is_set() else None
+                if basis is None:
+                    break
+                built[k] = basis
+                workers.append(threading.Thread(target=search, args=(k, basis)))
+                workers[-1].start()
             for w in workers:
                 w.join()
         except BaseException:
-            # Ctrl-C here: the searches stop within a poll (20 ms), the
-            # reductions at their end.
-            found.set()
+            # Ctrl-C (or an error) here: the searches stop within a poll
+            # (20 ms) and are waited for.
+            halt.set()
             for w in workers:
                 w.join()
             raise
@@ -1568,8 +1569,10 @@ def _reduce(reduction: Callable[[], object], deadline: Optional[float]) -> bool:
 
 #: fplll is not safe to run on two threads at once: two BKZ-30 reductions
 #: on two Python threads crashed the process (a segmentation fault in
-#: fplll's SVP step) in 1 of 3 runs of 40. So every reduction, from any
-#: thread or call, holds this lock.
+#: fplll's SVP step) in 1 of 3 runs of 40. The restarts reduce on the
+#: calling thread only, but a pipeline may call ``subset_sum`` from
+#: several threads: every reduction, from any thread or call, holds this
+#: lock.
 _FPLLL_LOCK = threading.Lock()
 
 
