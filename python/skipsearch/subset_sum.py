@@ -1231,34 +1231,28 @@ class _KernelSearch:
         """Limited-discrepancy passes on ``basis`` for up to ``cap`` nodes.
         A stop of None without a solution means a pass passed over nothing:
         a proof that there is none."""
-        out = _core.enumerate_bounded(
+        return self._result(self._passes(basis, self.left(cap), self.threads), basis)
+
+    def _passes(
+        self,
+        basis: npt.NDArray[np.int64],
+        cap: Optional[int],
+        threads: Optional[int],
+        stop_event: Optional[threading.Event] = None,
+    ) -> Mapping[str, Any]:
+        """The core's limited-discrepancy passes on ``basis``, as it returns
+        them (no counter is touched: safe on any thread)."""
+        return _core.enumerate_bounded(
             basis,
             self.bounds,
             self.radius_sq,
             1,
             self.remaining(),
-            self.left(cap),
-            self.threads,
+            cap,
+            threads,
             lds_nodes=1 << 62,
+            stop_event=stop_event,
         )
-        return self._result(out, basis)
-
-    def limited_discrepancy_on(
-        self,
-        bases: Sequence[Callable[[], Optional[npt.NDArray[np.int64]]]],
-        cap: int,
-        threads: int,
-    ) -> tuple[Optional[UInt8Array], Optional[str], bool]:
-        """Limited-discrepancy passes on the basis that ``bases[0]`` builds
-        (all threads), or on several at once
-        (``limited_discrepancy_streams``, ``threads`` each). Returns the
-        solution, the stop, and whether every basis was built."""
-        if len(bases) > 1:
-            return self.limited_discrepancy_streams(bases, cap, threads)
-        basis = bases[0]()
-        if basis is None:
-            return None, None, False
-        return (*self.limited_discrepancy(basis, cap), True)
 
     def limited_discrepancy_streams(
         self,
@@ -1289,17 +1283,7 @@ class _KernelSearch:
 
         def search(k: int, basis: npt.NDArray[np.int64]) -> None:
             try:
-                out = _core.enumerate_bounded(
-                    basis,
-                    self.bounds,
-                    self.radius_sq,
-                    1,
-                    self.remaining(),
-                    cap,
-                    threads,
-                    lds_nodes=1 << 62,
-                    stop_event=halt,
-                )
+                out = self._passes(basis, cap, threads, halt)
             except BaseException as err:  # re-raised on the calling thread
                 errors.append(err)
                 halt.set()
@@ -1447,29 +1431,31 @@ def _portfolio(
     i = 0
     while True:
         i += 1
-        if small:
-            builders, cap = [_given(first)], small_cap
-        elif i <= 2:
-            if i == 2:
+        before = search.nodes
+        if small or i <= 2:
+            if i == 2 and not small:
                 stronger = _closest_vector_form(first.tolist(), block, weight, deadline, d)
                 if stronger is None:
                     return None, _reduction_stop(deadline), steps()
                 best = stronger
-            builders, cap = [_given(best)], _luby(i) * _RESTART_UNIT
+            cap = small_cap if small else _luby(i) * _RESTART_UNIT
+            x, stop = search.limited_discrepancy(best, cap)
+            bases += 1
         else:
             # Re-randomised bases, several at once: the same nodes in all.
-            builders = [
-                functools.partial(
-                    _closest_vector_form, _randomised(best, rng), block, weight, deadline, d
-                )
-                for _ in range(streams)
-            ]
-            cap = _luby(i) * _RESTART_UNIT // streams
-        before = search.nodes
-        x, stop, built = search.limited_discrepancy_on(builders, cap, stream_threads)
-        if not built:
-            return None, _reduction_stop(deadline), steps()
-        bases += len(builders)
+            x, stop, built = search.limited_discrepancy_streams(
+                [
+                    functools.partial(
+                        _closest_vector_form, _randomised(best, rng), block, weight, deadline, d
+                    )
+                    for _ in range(streams)
+                ],
+                _luby(i) * _RESTART_UNIT // streams,
+                stream_threads,
+            )
+            if not built:
+                return None, _reduction_stop(deadline), steps()
+            bases += streams
         lds_spent += search.nodes - before
         if x is not None or stop is None:
             # Found, or every leaf passed: a proof of infeasibility.
@@ -1502,14 +1488,6 @@ def _randomised(basis: npt.NDArray[np.int64], rng: np.random.Generator) -> list[
             q, sign = int(rng.integers(0, r)), int(rng.choice((-1, 1)))
             rows[r] = [u + sign * v for u, v in zip(rows[r], rows[q])]
     return rows
-
-
-def _given(
-    basis: npt.NDArray[np.int64],
-) -> Callable[[], Optional[npt.NDArray[np.int64]]]:
-    """A basis already built, as ``_KernelSearch.limited_discrepancy_on``
-    takes bases."""
-    return lambda: basis
 
 
 def _restart_streams(threads: Optional[int]) -> tuple[int, int]:
