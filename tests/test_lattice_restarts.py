@@ -540,3 +540,18 @@ def test_ctrl_c_during_the_streams_raises_keyboard_interrupt(wait):
     code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b, threads=2)", wait)
     assert (code, out) == (3, "interrupted")
     assert waited < 10
+
+
+@needs_lattice
+def test_a_vector_that_does_not_decode_proves_nothing():
+    # Every vector the core returns decodes to a solution; should one not,
+    # the search that stopped at it has proved nothing, so it must not read
+    # as "ran to its end" (stop None, a proof of infeasibility).
+    A, b = market_split(5, 2)
+    assert _core.schroeppel_shamir(A, b, None, None, 2)["solution"] is not None
+    basis, search = kernel_search_of(A, b)
+    search.decode = lambda y: None
+    assert search.limited_discrepancy(basis, 1 << 40) == (None, "incomplete")
+    assert search.depth_first(basis, None) == (None, "incomplete")
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    assert (x, stop, built) == (None, "incomplete", True)

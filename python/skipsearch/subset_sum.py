@@ -1213,6 +1213,10 @@ class _KernelSearch:
             x = self.decode(y)
             if x is not None:
                 return x, None
+        if len(out["solutions"]):
+            # The search stopped at vectors that do not decode (every one
+            # the core returns should): it proves nothing either way.
+            return None, "incomplete"
         return None, out["stop"]
 
     def depth_first(
@@ -1322,14 +1326,13 @@ class _KernelSearch:
             x, stop = self._result(out, basis)
             if x is not None:
                 return x, None, True
-            # A pass that passed over nothing proves infeasibility; a stream
-            # that stopped at a vector which did not decode (every vector
-            # the core returns should) proves nothing.
-            stops.append("node_limit" if stop is None and len(out["solutions"]) else stop)
+            stops.append(stop)
         if None in stops:
+            # A pass that passed over nothing: a proof of infeasibility.
             return None, None, True
-        if "time_limit" in stops:
-            return None, "time_limit", True
+        for stop in ("time_limit", "incomplete"):
+            if stop in stops:
+                return None, stop, True
         # The rest ran their cap (or were stopped by a peer's find).
         return None, "node_limit", all(b is not None for b in built)
 
