@@ -6,6 +6,7 @@ import contextlib
 import math
 import numbers
 import os
+import re
 import warnings
 from collections.abc import Iterable
 from fractions import Fraction
@@ -15,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch._types import FloatArray
+from skipsearch._memory import cgroup_memory_available
 
 #: numpy's warning for ragged nested sequences (moved to numpy.exceptions in 1.25).
 RaggedWarning: type[Warning] = getattr(
@@ -356,8 +358,8 @@ def check_threads(threads: Any) -> Optional[int]:
         return None
     if isinstance(threads, bool) or not _is_integral(threads):
         raise TypeError(f"threads must be a positive integer or None, got {threads!r}")
-    if not 1 <= threads <= 1024:
-        raise ValueError(f"threads must be between 1 and 1024, got {threads}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
     return int(threads)
 
 
@@ -367,10 +369,68 @@ def check_threads(threads: Any) -> Optional[int]:
 DISTANCE_BUDGET = 30.0
 
 
+#: The most worker threads a call may ask for (the core refuses more: a pool
+#: of thousands of threads takes tens of seconds to start).
+MAX_THREADS = 1024
+
+_RAYON_COUNT = re.compile(r"\+?[0-9]+", re.ASCII)
+
+
+def _rayon_variable() -> Optional[tuple[str, int]]:
+    """The variable and count the core's default pool would obey, as rayon
+    reads them: ``RAYON_NUM_THREADS`` when it is a whole number (0: the CPU
+    count), else the older ``RAYON_RS_NUM_CPUS`` when it is one above 0;
+    None when neither sets a count."""
+    for name in ("RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS"):
+        value = os.environ.get(name)
+        if value is None or not _RAYON_COUNT.fullmatch(value) or int(value) >= 2**64:
+            continue  # rayon ignores what it cannot parse and reads the next
+        count = int(value)
+        return (name, count) if count else None  # 0: the CPU count
+    return None
+
+
+def _cpu_count() -> int:
+    """Logical CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> Optional[int]:
+    """The thread count to pass for ``threads=None``.
+
+    None (the core's default pool: one thread per logical CPU, or
+    ``RAYON_NUM_THREADS``) unless the environment asks the pool for more
+    than :data:`MAX_THREADS` threads, the cap on an explicit ``threads``:
+    then that variable is not obeyed, a :class:`SkipsearchWarning` names
+    it, and the count is the CPUs this process may run on (at most
+    :data:`MAX_THREADS`), what rayon takes when no variable is set.
+    """
+    found = _rayon_variable()
+    if found is None or found[1] <= MAX_THREADS:
+        return None
+    from skipsearch._warnings import SkipsearchWarning
+
+    name, count = found
+    cpus = min(_cpu_count(), MAX_THREADS)
+    warnings.warn(
+        f"{name}={count} is not obeyed: skipsearch runs at most {MAX_THREADS} worker threads "
+        f"(as for threads=), so the default pool gets one per CPU, {cpus}; set {name} to "
+        f"{MAX_THREADS} or less, or pass threads=",
+        SkipsearchWarning,
+        stacklevel=3,
+    )
+    return cpus
+
+
 def check_distance_budget(budget: Any) -> Optional[float]:
+    """``threads``: a whole number from 1 to :data:`MAX_THREADS`, or None
+    for the default (:func:`default_threads`)."""
     """``distance_budget`` must be None or a non-negative number of seconds."""
     if budget is None:
-        return None
+        return default_threads()
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
         raise TypeError(f"distance_budget must be a number of seconds or None, got {budget!r}")
     number: Any = budget  # numbers.Real declares no comparison with int
@@ -399,38 +459,22 @@ def check_flag(name: str, value: Any) -> bool:
     raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
-def _read_int(path: str) -> Optional[int]:
-    """An integer file such as a cgroup's ``memory.max`` (None: absent or ``max``)."""
-    try:
-        with open(path, encoding="ascii") as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _available_memory() -> list[int]:
-    """Bytes this process could still allocate, by each limit that can be read."""
+def _available_memory(root: str = "/") -> list[int]:
+    """Bytes this process could still allocate, by each limit that can be
+    read (``root`` stands for ``/`` in the /proc and cgroup files read)."""
     found: list[int] = []
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(os.path.join(root, "proc/meminfo"), encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     found.append(int(line.split()[1]) * 1024)
     except (OSError, ValueError, IndexError):
         pass
-    # A container's limit (cgroup v2, then v1), less what the group uses.
-    for limit_file, usage_file in (
-        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-        (
-            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
-        ),
-    ):
-        limit, usage = _read_int(limit_file), _read_int(usage_file)
-        if limit is not None and limit < 1 << 60:
-            found.append(max(0, limit - (usage or 0)))
-            break
+    # The process's own control groups (a container, a Slurm job, a systemd
+    # unit) and every group above them: the least limit less usage.
+    cgroup = cgroup_memory_available(root)
+    if cgroup is not None:
+        found.append(cgroup)
     # `ulimit -v`: the address space left under the soft limit.
     try:
         import resource
