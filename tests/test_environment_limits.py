@@ -196,3 +196,45 @@ def test_rayon_num_threads_within_the_cap_or_ignored_by_rayon_is_left_to_it(monk
         assert check_threads(None) is None
     # An explicit count is never overridden.
     assert check_threads(7) == 7
+
+
+# -- no home directory ----------------------------------------------------------------------------
+
+
+def no_home(monkeypatch):
+    """HOME unset and a user id with no passwd entry (docker run --user 12345)."""
+    pwd = pytest.importorskip("pwd")
+    for name in ("HOME", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def missing(uid):
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    monkeypatch.setattr(pwd, "getpwuid", missing)
+    assert os.path.expanduser("~") == "~"
+
+
+def test_no_home_directory_asks_for_hf_home(tmp_path, monkeypatch, capsys):
+    import skipsearch
+    from skipsearch import cli
+
+    no_home(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"no home directory .* set HF_HOME .*HF_HUB_CACHE"):
+        skipsearch.scan("org/name")
+    code = cli.main(["scan", "org/name", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("skipsearch: error: cannot find the Hugging")
+    assert "HF_HOME" in err and "internal error" not in err
+    # A variable that itself starts with ~ is named.
+    monkeypatch.setenv("HF_HOME", "~/hf")
+    with pytest.raises(FileNotFoundError, match=r"HF_HOME='~/hf' starts with ~"):
+        skipsearch.scan("org/name")
+    # A checkpoint path with ~ says what is wrong, not a bug.
+    with pytest.raises(FileNotFoundError, match=r"cannot expand ~ in the checkpoint path '~/m'"):
+        skipsearch.scan("~/m")
+    # With the cache named, the usual answer: not in the cache, nothing downloaded.
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(FileNotFoundError, match="never downloads"):
+        skipsearch.scan("org/name")

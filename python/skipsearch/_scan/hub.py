@@ -23,7 +23,14 @@ import re
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ["cache_dir", "looks_like_repo_id", "resolve_path", "resolve_repo_id"]
+__all__ = [
+    "cache_dir",
+    "check_snapshot",
+    "looks_like_repo_id",
+    "resolve_path",
+    "resolve_repo_id",
+    "snapshot_folder",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -54,18 +61,54 @@ def looks_like_repo_id(name: str) -> bool:
     return "--" not in name and ".." not in name and not name.endswith((".", "-"))
 
 
+#: What to set when the cache's folder cannot be found (no home directory).
+_SET_CACHE = (
+    "set HF_HOME (the cache is then HF_HOME/hub) or HF_HUB_CACHE to the Hugging Face cache "
+    "folder, or pass a local checkpoint path"
+)
+
+
+def _expand(value: str, variable: str) -> Path:
+    """``value`` with a leading ``~`` expanded; FileNotFoundError when there
+    is no home directory to expand it to (HOME unset and a user id with no
+    passwd entry, as under ``docker run --user``)."""
+    expanded = os.path.expanduser(value)
+    if expanded.startswith("~"):
+        raise FileNotFoundError(
+            f"cannot find the Hugging Face cache: {variable} starts with ~, and there is no home "
+            f"directory (HOME is not set and user id {_uid()} has no passwd entry); {_SET_CACHE}"
+        )
+    return Path(expanded)
+
+
+def _uid() -> str:
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else "?"
+
+
 def cache_dir() -> Path:
-    """The Hugging Face hub cache directory, from the environment as it is now."""
+    """The Hugging Face hub cache directory, from the environment as it is now.
+
+    Raises
+    ------
+    FileNotFoundError
+        No variable names the cache and there is no home directory (HOME
+        unset, a user id with no passwd entry); the message says to set
+        ``HF_HOME`` or ``HF_HUB_CACHE``.
+    """
     for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         value = os.environ.get(var)
         if value:
-            return Path(value).expanduser()
+            return _expand(value, f"{var}={value!r}")
     home = os.environ.get("HF_HOME")
     if home:
-        return Path(home).expanduser() / "hub"
+        return _expand(home, f"HF_HOME={home!r}") / "hub"
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path("~/.cache").expanduser()
-    return base / "huggingface" / "hub"
+    if xdg:
+        return _expand(xdg, f"XDG_CACHE_HOME={xdg!r}") / "huggingface" / "hub"
+    return (
+        _expand("~/.cache", "its default folder, ~/.cache/huggingface/hub,") / "huggingface" / "hub"
+    )
 
 
 def _repo_folder(repo_id: str) -> str:
@@ -136,6 +179,104 @@ def _cached_revisions(repo: Path) -> list[str]:
     return names
 
 
+#: Entries of a snapshot folder checked at most (a model's snapshot holds
+#: tens of files; a folder with more is not one the Hub wrote).
+_MAX_SNAPSHOT_ENTRIES = 100_000
+
+
+def _tampered(what: str, repo_id: str) -> Exception:
+    from skipsearch.io.checkpoints import CheckpointError
+
+    return CheckpointError(
+        f"{what}: the Hugging Face cache links a snapshot's files only into its repo's blobs/ "
+        f"folder, so this cache was altered (or is not one the Hub wrote); nothing is read from "
+        f"it: download the model again (hf download {repo_id}) or pass a checkpoint path"
+    )
+
+
+def check_snapshot(snapshot: Path, repo: Optional[Path] = None) -> None:
+    """Refuse a cache snapshot with a link that leads outside its repo's
+    ``blobs/``.
+
+    The Hub's cache keeps each file once in ``<repo>/blobs/`` and links it
+    from ``<repo>/snapshots/<commit>/`` (relative links, one per file, in
+    subfolders too); files that are not links (a cache written without
+    symbolic links, on Windows) are read as they are.
+
+    Parameters
+    ----------
+    snapshot : pathlib.Path
+        The snapshot folder, ``<repo>/snapshots/<commit>``.
+    repo : pathlib.Path, optional
+        The repo folder it must belong to (``<cache>/models--org--name``);
+        default: the snapshot's grandparent.
+
+    Raises
+    ------
+    CheckpointError
+        The snapshot is not a folder of ``<repo>/snapshots`` (a link, or a
+        ref that climbs out), or one of its links resolves outside
+        ``<repo>/blobs`` (the message names the link and where it leads).
+    """
+    repo = snapshot.parent.parent if repo is None else repo
+    repo_id = "/".join(repo.name[len("models--") :].split("--")) or repo.name
+    if (
+        os.path.normpath(snapshot.parent) != os.path.normpath(repo / "snapshots")
+        or snapshot.name in ("", ".", "..")
+        or snapshot.is_symlink()
+    ):
+        raise _tampered(f"{snapshot} is not a snapshot folder of {repo / 'snapshots'}", repo_id)
+    blobs = os.path.realpath(repo / "blobs")
+    folders, seen = [os.fspath(snapshot)], 0
+    while folders:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable: reading its files will say so
+        for entry in entries:
+            seen += 1
+            if seen > _MAX_SNAPSHOT_ENTRIES:
+                raise _tampered(
+                    f"{snapshot} holds more than {_MAX_SNAPSHOT_ENTRIES} entries", repo_id
+                )
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                try:
+                    inside = os.path.commonpath([target, blobs]) == blobs and target != blobs
+                except ValueError:  # another drive
+                    inside = False
+                if not inside:
+                    try:
+                        link = os.readlink(entry.path)
+                    except OSError:
+                        link = "?"
+                    raise _tampered(
+                        f"{entry.path} is a link to {link}, which leads to {target}, outside "
+                        f"{repo / 'blobs'}",
+                        repo_id,
+                    )
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+
+
+def snapshot_folder(path: PathLike) -> Optional[Path]:
+    """The cache snapshot folder that ``path`` is or holds a file of
+    (``.../models--org--name/snapshots/<commit>``, as given or with its
+    links resolved), else None."""
+    p = Path(os.path.abspath(os.fspath(path)))
+    candidates = [p, p.parent]
+    try:
+        real = Path(os.path.realpath(p))
+        candidates += [real, real.parent]
+    except (OSError, ValueError):
+        pass
+    for folder in candidates:
+        if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+            return folder
+    return None
+
+
 def resolve_repo_id(repo_id: str, revision: Optional[str] = None) -> Path:
     """The snapshot folder of ``repo_id`` in the local Hugging Face cache.
 
@@ -156,7 +297,12 @@ def resolve_repo_id(repo_id: str, revision: Optional[str] = None) -> Path:
     FileNotFoundError
         The cache holds no such model or revision; the message names the
         cache directory and the command that downloads it (skipsearch never
-        downloads).
+        downloads). Also when the cache cannot be found: no variable names
+        it and there is no home directory (the message says to set
+        ``HF_HOME`` or ``HF_HUB_CACHE``).
+    CheckpointError
+        The snapshot's links lead outside the repo's ``blobs/`` (a tampered
+        cache; :func:`check_snapshot`).
     ValueError
         ``revision`` is empty or climbs out of the cache (``..``).
     """
@@ -185,6 +331,7 @@ def resolve_repo_id(repo_id: str, revision: Optional[str] = None) -> Path:
             f"the Hugging Face cache {cache} holds {repo_id} but not its revision {rev!r} "
             f"({held}); {never}"
         )
+    check_snapshot(snapshot, repo)
     return snapshot
 
 

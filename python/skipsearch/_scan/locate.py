@@ -33,6 +33,7 @@ from skipsearch.io.checkpoints import (
     FLOAT_DTYPES,
     Checkpoint,
     CheckpointError,
+    expand_user,
     open_checkpoint,
 )
 from skipsearch.io.layouts import (
@@ -369,11 +370,19 @@ def expand_paths(
             raise TypeError(f"paths must hold str or os.PathLike values, got {type(p).__name__}")
         if os.fspath(p) == "":
             raise ValueError("paths holds an empty path; give a checkpoint directory or file")
-        q = Path(os.fspath(p)).expanduser()
-        if not os.path.lexists(q) and hub.looks_like_repo_id(os.fspath(p)):
-            # Not a path: a Hugging Face repo id, found in the local cache.
-            q = hub.resolve_repo_id(os.fspath(p), revision)
+        name = os.fspath(p)
+        if not os.path.lexists(name) and hub.looks_like_repo_id(name):
+            # Not a path: a Hugging Face repo id, found in the local cache
+            # (whose snapshot links are checked there).
+            q = hub.resolve_repo_id(name, revision)
             hub_ids += 1
+        else:
+            q = expand_user(name)
+            snapshot = hub.snapshot_folder(q)
+            if snapshot is not None:
+                # A snapshot of the cache given as a path: its links too
+                # must stay in the repo's blobs/.
+                hub.check_snapshot(snapshot)
         if q.is_dir():
             children, empty = _checkpoint_children(q)
             if not _is_checkpoint_dir(q):

@@ -538,7 +538,10 @@ def hub_name(path: PathLike) -> Optional[str]:
         ``.../models--ORG--NAME/snapshots/<revision>``, as given or with
         its links resolved; else None.
     """
-    p = Path(os.fspath(path)).expanduser()
+    try:
+        p = expand_user(path)
+    except FileNotFoundError:
+        return None
     folder = p if p.is_dir() else p.parent
     found = _hub_repo(Path(os.path.abspath(folder)))
     if found is None:
@@ -816,6 +819,26 @@ class Checkpoint:
         return self._open(path)
 
 
+def expand_user(path: PathLike) -> Path:
+    """``path`` with a leading ``~`` expanded to the home directory.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` starts with ``~`` and there is no home directory to expand
+        it to (``HOME`` unset and a user id with no passwd entry, as under
+        ``docker run --user``).
+    """
+    name = os.fspath(path)
+    expanded = os.path.expanduser(name)
+    if expanded.startswith("~"):
+        raise FileNotFoundError(
+            f"cannot expand ~ in the checkpoint path {name!r}: there is no home directory (HOME "
+            "is not set and this user id has no passwd entry); give the path without ~"
+        )
+    return Path(expanded)
+
+
 def _existing(path: PathLike) -> Path:
     """``path`` (``~`` expanded), which must exist.
 
@@ -826,7 +849,7 @@ def _existing(path: PathLike) -> Path:
     CheckpointError
         Its links form a loop.
     """
-    p = Path(os.fspath(path)).expanduser()
+    p = expand_user(path)
     if _dangling(p):
         raise _incomplete(p, "the checkpoint path")
     if not p.exists():
