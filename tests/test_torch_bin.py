@@ -114,3 +114,79 @@ def test_renamed_torch_and_zip_files_are_named(tmp_path):
     pickled.write_bytes(b"\x80\x04K\x01.")
     with pytest.raises(CheckpointError, match=r"a PyTorch \(torch.save\) file without the \.bin"):
         open_checkpoint(pickled)
+
+
+def fake_torch(version, with_26_api=True):
+    """A stand-in ``torch`` module: its ``load`` records that it was reached."""
+    import types
+
+    calls = []
+
+    def load(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("fake torch.load reached")
+
+    serialization = types.SimpleNamespace()
+    if with_26_api:
+        serialization.get_unsafe_globals_in_checkpoint = lambda f: []
+    module = types.SimpleNamespace(
+        __version__=version, load=load, serialization=serialization, Tensor=object
+    )
+    return module, calls
+
+
+def bin_folder(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    torch_like_zip(folder / "pytorch_model.bin")
+    (folder / "config.json").write_text(json.dumps(bert_like(np.random.default_rng(3))[1]))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("version", "cve"),
+    [
+        ("2.5.1", "CVE-2025-32434"),
+        ("2.0.0+cu118", "CVE-2025-32434"),
+        ("1.13.1", "CVE-2025-32434"),
+        ("2.6.0+cpu", "CVE-2026-24747"),
+        ("2.9.1", "CVE-2026-24747"),
+        ("2.10.0a0+git1234", "CVE-2026-24747"),  # a build from before the 2.10 release
+        ("garbage", "CVE-2025-32434, CVE-2026-24747"),
+    ],
+)
+def test_torch_with_a_bypassable_weights_only_is_refused(tmp_path, monkeypatch, version, cve):
+    folder = bin_folder(tmp_path)
+    torch, calls = fake_torch(version)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with pytest.raises(ImportError) as e:
+        skipsearch.scan(folder)
+    message = str(e.value)
+    assert cve in message and 'pip install "torch>=2.10"' in message
+    assert str(folder / "pytorch_model.bin") in message and "safetensors" in message
+    assert calls == []  # torch.load never saw the file
+
+
+def test_a_version_string_without_the_fixs_api_is_refused(tmp_path, monkeypatch):
+    folder = bin_folder(tmp_path)
+    torch, calls = fake_torch("2.10.0", with_26_api=False)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with pytest.raises(ImportError, match=r"lacks torch.serialization.get_unsafe_globals_in"):
+        skipsearch.scan(folder)
+    assert calls == []
+
+
+def test_a_fixed_torch_goes_on_to_load(tmp_path, monkeypatch, capsys):
+    folder = bin_folder(tmp_path)
+    torch, calls = fake_torch("2.10.0+cu128")
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with pytest.raises(CheckpointError, match=r"fake torch\.load reached"):
+        skipsearch.scan(folder)
+    assert calls
+    # On the command line an old torch is a missing component: exit 3, one line.
+    from skipsearch import cli
+
+    monkeypatch.setitem(sys.modules, "torch", fake_torch("2.5.1")[0])
+    code = cli.main(["scan", str(folder), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 3 and out == "" and err.count("\n") == 1 and "CVE-2025-32434" in err

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
+import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -882,17 +884,109 @@ _TORCH_DTYPES = {
 }
 
 
+#: How to convert a PyTorch checkpoint that cannot be read here.
+_CONVERT = (
+    "convert the checkpoint to safetensors (e.g. load it with transformers and save it with "
+    "save_pretrained(..., safe_serialization=True))"
+)
+
+#: The oldest torch release whose ``torch.load(weights_only=True)`` has no
+#: known way to run code from a crafted file.
+SAFE_TORCH = (2, 10)
+
+#: Releases below which ``weights_only=True`` is known to be unsafe, and why.
+_TORCH_ADVISORIES = (
+    (
+        (2, 6),
+        "CVE-2025-32434: torch.load(weights_only=True) up to 2.5.1 runs code from a crafted "
+        "file (GHSA-53q9-r3pm-6pq6)",
+    ),
+    (
+        (2, 10),
+        "CVE-2026-24747: torch.load(weights_only=True) up to 2.9.1 lets a crafted file corrupt "
+        "memory and run code (GHSA-63cw-57p8-fm3p)",
+    ),
+)
+
+
+def _torch_release(version: str) -> Optional[tuple[int, int, int, int]]:
+    """``(major, minor, patch, final)`` of a torch version string such as
+    ``2.6.0+cu124``; ``final`` is 0 for a pre-release or development build
+    (``2.10.0a0+git...``), which may predate its release's fixes. None
+    when the string is not a version."""
+    match = re.match(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?([^+]*)", version)
+    if match is None:
+        return None
+    major, minor, patch, rest = match.groups()
+    pre = bool(re.search(r"(a|b|rc|c|dev|alpha|beta|pre)", rest))
+    return int(major), int(minor), int(patch or 0), 0 if pre else 1
+
+
+def check_torch_load_safe(torch: Any, path: PathLike) -> None:
+    """Refuse to load ``path`` with a torch whose ``weights_only=True``
+    loading is known to be bypassable.
+
+    The version string is checked against the advisories, and so is a
+    feature the 2.6 fix came with (``torch.serialization.
+    get_unsafe_globals_in_checkpoint``): a build that reports a newer
+    version but lacks it is refused too.
+
+    Parameters
+    ----------
+    torch : module
+        The imported ``torch``.
+    path : str or os.PathLike
+        The checkpoint (for the message).
+
+    Raises
+    ------
+    ImportError
+        torch is older than :data:`SAFE_TORCH` (or cannot tell its version,
+        or lacks the 2.6 fix's API); the message names the advisory and
+        the upgrade.
+    """
+    version = str(getattr(torch, "__version__", ""))
+    release = _torch_release(version)
+    serialization = getattr(torch, "serialization", None)
+    has_26_api = callable(getattr(serialization, "get_unsafe_globals_in_checkpoint", None))
+    reason: Optional[str] = None
+    if release is None:
+        reason = f"its version ({version!r}) cannot be read, so it may predate the fixes of " + (
+            ", ".join(cve.split(":")[0] for _, cve in _TORCH_ADVISORIES)
+        )
+    else:
+        for fixed, cve in _TORCH_ADVISORIES:
+            if release < (*fixed, 0, 1):
+                reason = cve
+                break
+        if reason is None and not has_26_api:
+            reason = (
+                f"{_TORCH_ADVISORIES[0][1]}; this torch reports {version} but lacks "
+                "torch.serialization.get_unsafe_globals_in_checkpoint, which came with the fix"
+            )
+    if reason is None:
+        return
+    need = ".".join(map(str, SAFE_TORCH))
+    python = f" (torch {need} needs Python 3.10 or later)" if sys.version_info < (3, 10) else ""
+    raise ImportError(
+        f"{path} is a PyTorch checkpoint, and torch {version or '(unknown version)'} cannot load "
+        f"it safely: {reason}. skipsearch reads .bin/.pt files only where weights_only=True "
+        f'keeps code out: upgrade torch: pip install "torch>={need}"{python}, or {_CONVERT}'
+    )
+
+
 def _import_torch(path: Path) -> Any:
-    """The ``torch`` module, or an ImportError naming the extra."""
+    """The ``torch`` module, or an ImportError naming the extra (torch is
+    missing) or the advisory and the upgrade (:func:`check_torch_load_safe`)."""
     try:
         import torch  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise ImportError(
             f"{path} is a PyTorch checkpoint, read through torch.load(..., weights_only=True), "
-            f"but torch is not installed: install the torch extra ({install_hint('torch')}), or convert "
-            "the checkpoint to safetensors (e.g. load it with transformers and save it with "
-            "save_pretrained(..., safe_serialization=True))"
+            f"but torch is not installed: install the torch extra ({install_hint('torch')}), or "
+            f"{_CONVERT}"
         ) from None
+    check_torch_load_safe(torch, path)
     return torch
 
 
