@@ -190,7 +190,11 @@ def test_progress_bar_on_stderr(ckpt, capsys):
 def test_cli_table(ckpt, capsys):
     code, out, err = run_cli(capsys, "scan", str(ckpt), "--no-progress")
     assert code == 0 and err == ""
-    lines = out.splitlines()
+    # The first line names the time limit of every block (the CLI's default).
+    assert out.splitlines()[0] == "time limit: 600 s per block, the default of skipsearch scan " + (
+        "(--time-limit S to change it, --time-limit none to lift it)"
+    )
+    lines = out.splitlines()[1:]
     assert (
         lines[0].startswith("model: tiny-bert (bert, 2 FFN blocks")
         and "model.safetensors" in lines[0]
@@ -235,7 +239,8 @@ def test_cli_table(ckpt, capsys):
 def test_cli_table_names_the_limit_hit(ckpt, capsys):
     code, out, _ = run_cli(capsys, "scan", str(ckpt), "--no-progress", "--time-limit", "0")
     assert code == 0
-    rows = out.splitlines()[3:5]
+    assert out.splitlines()[0] == "time limit: 0 s per block (--time-limit)"
+    rows = out.splitlines()[4:6]
     assert all("undecided (time_limit)" in row for row in rows)
 
 

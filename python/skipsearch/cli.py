@@ -17,17 +17,21 @@ import json
 import logging
 import math
 import os
+import select
 import sys
 import textwrap
+import time
 import traceback
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, cast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Union, cast
 
 from tqdm import tqdm
 
 from skipsearch import __version__
+from skipsearch._scan.report import printable as _visible
 from skipsearch._validation import DISTANCE_BUDGET, check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
 from skipsearch.io.checkpoints import CheckpointChangedError
@@ -62,6 +66,17 @@ EXIT_RESOURCES = 5
 #: An unexpected exception: a bug in skipsearch (EX_SOFTWARE of sysexits.h).
 EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
+
+#: Seconds each block may take by default on the command line
+#: (``--time-limit``; ``none`` lifts it). Ten minutes: no realistic block
+#: comes near it (the exact distance is budgeted at 30 s a block, a 7B
+#: model's blocks take 20 to 60 s on two cores, and the bound path of larger
+#: ones is a few products of the weights), so it never cuts a decision that
+#: would finish, while a degenerate block (small-integer weights, m far above
+#: d^2), whose exact search is exponential, stops there as ``undecided
+#: (time_limit)`` instead of running until interrupted. The Python API has no
+#: default limit.
+DEFAULT_TIME_LIMIT = 600.0
 
 EPILOG = f"""\
 exit codes:
@@ -147,6 +162,21 @@ _tolerance = _option(float, check_tol, "a number in (0, 1)")
 _seconds = _option(
     float, lambda v: check_limit("time_limit", v, integer=False), "a number of seconds"
 )
+
+#: ``--time-limit none``: no limit (the parsed value; None is "not given").
+NO_LIMIT = "none"
+
+
+def _time_limit(text: str) -> Union[float, str]:
+    """``--time-limit``: seconds (a non-negative number) or ``none``."""
+    if text.strip().lower() == NO_LIMIT:
+        return NO_LIMIT
+    try:
+        return cast(float, _seconds(text))
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 'none' for no limit)") from None
+
+
 _threads = _option(int, check_threads, "a positive integer")
 
 
@@ -222,6 +252,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     output.add_argument("--csv", action="store_true", help="print CSV (one row per block) instead")
     output.add_argument("--markdown", action="store_true", help="print a Markdown table instead")
+    output.add_argument(
+        "--jsonl",
+        action="store_true",
+        help="print JSON Lines instead: one object per block as it is decided, then a summary "
+        "object (the --json document without its blocks)",
+    )
     scan.add_argument(
         "--plot",
         metavar="FILE.png",
@@ -261,9 +297,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument(
         "--time-limit",
-        type=_seconds,
-        metavar="S",
-        help="seconds allowed per block; a block that runs out is undecided (default: none)",
+        type=_time_limit,
+        metavar="S|none",
+        help="seconds allowed per block; a block that runs out is undecided (time_limit) "
+        f"(default: {DEFAULT_TIME_LIMIT:g}, shown above the table; 'none' for no limit)",
     )
     scan.add_argument(
         "--threads",
@@ -490,23 +527,26 @@ _COLUMNS = (
 )
 
 
+def _row(r: BlockReport) -> tuple[str, ...]:
+    """The cells of one row, names and activation escaped (:func:`_visible`)."""
+    block = r.block + (f" (= {', '.join(r.shared_with)})" if r.shared_with else "")
+    return (
+        _visible(block),
+        str(r.layer),
+        str(r.d),
+        str(r.m),
+        _visible(r.activation),
+        _norm_cell(r),
+        _verdict_cell(r),
+        _distance_cell(r),
+        _bracket_cell(r),
+        _best_size_cell(r),
+        f"{r.seconds:.2f}",
+    )
+
+
 def _rows(reports: Sequence[BlockReport]) -> list[tuple[str, ...]]:
-    return [
-        (
-            r.block + (f" (= {', '.join(r.shared_with)})" if r.shared_with else ""),
-            str(r.layer),
-            str(r.d),
-            str(r.m),
-            r.activation,
-            _norm_cell(r),
-            _verdict_cell(r),
-            _distance_cell(r),
-            _bracket_cell(r),
-            _best_size_cell(r),
-            f"{r.seconds:.2f}",
-        )
-        for r in reports
-    ]
+    return [_row(r) for r in reports]
 
 
 class _Footnotes:
@@ -533,17 +573,29 @@ def _forms(reports: Sequence[BlockReport]) -> list[str]:
     return list(dict.fromkeys(r.form for r in reports if r.form))
 
 
-def _markers(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
+def _markers(
+    reports: Sequence[BlockReport], notes: _Footnotes, *, undecided: bool = True
+) -> list[str]:
     """Each row's footnote markers: its form's, when the rows do not share
-    one form (one form is a line under the table), its note's, and for an
-    undecided row the reason it is undecided."""
+    one form (one form is a line under the table), its note's, and (with
+    ``undecided``) for an undecided row the reason it is undecided."""
     one_form = len(_forms(reports)) <= 1
     return [
-        ("" if one_form else notes.marker(f"form: {r.form}"))
-        + notes.marker(r.note)
-        + (notes.marker(_undecided_note(r)) if r.verdict == "undecided" else "")
+        _note_markers(r, notes, one_form)
+        + (notes.marker(_undecided_note(r)) if undecided and r.verdict == "undecided" else "")
         for r in reports
     ]
+
+
+def _note_markers(report: BlockReport, notes: _Footnotes, one_form: bool) -> str:
+    """The markers of a row's form (unless the table has one form) and note."""
+    form = "" if one_form else notes.marker(f"form: {report.form}")
+    return form + notes.marker(report.note)
+
+
+def _undecided_marker(report: BlockReport, notes: _Footnotes) -> str:
+    """The marker of an undecided row's reason, or ``""``."""
+    return notes.marker(_undecided_note(report)) if report.verdict == "undecided" else ""
 
 
 def _undecided_note(report: BlockReport) -> str:
@@ -556,38 +608,44 @@ def _footer(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
     """The lines under a table: the one form its rows share, the forms and
     notes its markers point to, and the footnote of :data:`ZERO_MARK`."""
     forms = _forms(reports)
-    lines = [f"form: {forms[0]}"] if len(forms) == 1 else []
-    lines += notes.lines()
+    lines = [f"form: {_visible(forms[0])}"] if len(forms) == 1 else []
+    lines += [_visible(line) for line in notes.lines()]
     zero = _zero_note(reports)
     if zero is not None:
         lines.append(zero)
     return lines
 
 
+def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    """One aligned line: columns two spaces apart, right-aligned where
+    ``right`` says; a cell wider than its column pushes the rest along."""
+    out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
+    return "  ".join(out).rstrip()
+
+
 def _align(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
     """``head`` and ``rows`` as aligned lines: columns two spaces apart,
     right-aligned where ``right`` says."""
     widths = [max(len(row[k]) for row in [head, *rows]) for k in range(len(head))]
+    return [_line(head, widths, right), *(_line(row, widths, right) for row in rows)]
 
-    def line(cells: Sequence[str]) -> str:
-        out = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)]
-        return "  ".join(out).rstrip()
 
-    return [line(head), *(line(row) for row in rows)]
+#: The table's columns: numbers right-aligned, words left-aligned.
+_RIGHT = (False, True, True, True, False, False, False, True, True, True, True)
 
 
 def format_table(reports: Sequence[BlockReport]) -> str:
     """The aligned per-block table printed by ``skipsearch scan``, with the
     lines under it: the form the rows share (``form: x + f(x)``), or a
     marker per distinct form, and a marker per distinct note, in a last
-    column ``notes`` and listed once under the table; and the footnote of
-    :data:`ZERO_MARK` when a row carries it."""
-    rows = _rows(reports)
-    head: tuple[str, ...] = _COLUMNS
-    # Numbers right-aligned, words left-aligned.
-    right: tuple[bool, ...] = (False, True, True, True, False, False, False, True, True, True, True)
+    column ``notes`` (with the marker of an undecided row's reason) and
+    listed once under the table; and the footnote of :data:`ZERO_MARK` when
+    a row carries it."""
     notes = _Footnotes()
     markers = _markers(reports, notes)
+    rows = _rows(reports)
+    head: tuple[str, ...] = _COLUMNS
+    right: tuple[bool, ...] = _RIGHT
     if any(markers):
         head += ("notes",)
         right += (False,)
@@ -631,9 +689,9 @@ def _block_labels(blocks: Sequence[BlockReport]) -> list[str]:
             parts.append(f"expert {r.expert}")
         elif r.kind != "mlp":
             parts.append(r.kind.replace("_", " "))
-        labels.append(" ".join(parts))
+        labels.append(_visible(" ".join(parts)))
     if len(set(labels)) < len(labels):
-        return [r.block for r in blocks]
+        return [_visible(r.block) for r in blocks]
     return labels
 
 
@@ -713,7 +771,7 @@ def format_series(
         else "relaxation distance"
     )
     lines = [
-        f"series: {where} ({len(models)} checkpoints, step {first} to {last}; {shape})",
+        _visible(f"series: {where} ({len(models)} checkpoints, step {first} to {last}; {shape})"),
         f"scope: {_uniform([_scope(info) for info in models], 'differs by checkpoint (-v)')}",
         f"{what} by step (-v: each checkpoint's table):",
         *_align(head, rows, right),
@@ -731,37 +789,96 @@ def format_series(
     return "\n".join(lines + _footer(reports, notes))
 
 
-def format_markdown(models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]) -> str:
+#: What a Markdown table cell escapes with a backslash: the cell's
+#: delimiter, the escape itself, emphasis, code spans and raw HTML.
+_MARKDOWN_SPECIAL = frozenset("\\|*`<")
+
+#: What text from a checkpoint (names, paths, forms) escapes besides: links
+#: and strikethrough, and character references.
+_MARKDOWN_NAME_SPECIAL = _MARKDOWN_SPECIAL | frozenset("[]~&")
+
+
+def _md_cell(text: str, special: frozenset[str] = _MARKDOWN_SPECIAL) -> str:
+    """``text`` as one Markdown table cell: controls, line breaks and
+    bidirectional overrides escaped (:func:`_visible`), then every character
+    of ``special`` preceded by a backslash, so that a pipe, a backslash
+    before a pipe (``\\|``) or a backtick in a name never splits the row or
+    opens a span."""
+    return "".join(f"\\{c}" if c in special else c for c in _visible(text))
+
+
+def _md_name(text: str) -> str:
+    """:func:`_md_cell` for text read from a checkpoint: links,
+    strikethrough and character references escaped too."""
+    return _md_cell(text, _MARKDOWN_NAME_SPECIAL)
+
+
+def _md_code(text: str) -> str:
+    """``text`` as a Markdown code span, its controls escaped: fenced by one
+    backtick more than its longest run of backticks, and padded with spaces
+    when it starts or ends with one (inside a code span a backslash is
+    literal, so nothing else needs escaping)."""
+    text = _visible(text)
+    longest = current = 0
+    for c in text:
+        current = current + 1 if c == "`" else 0
+        longest = max(longest, current)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def format_markdown(
+    models: Sequence[CheckpointInfo],
+    reports: Sequence[BlockReport],
+    *,
+    notes: Sequence[str] = (),
+) -> str:
     """A Markdown table of every block, with its argument and flip set (and
     the training step, for a checkpoint series), and the scope of each
-    model below."""
+    model below, then ``notes`` as items of that list. Every cell is
+    escaped (:func:`_md_cell`): a name or a path with a pipe, a backslash,
+    a backtick, a line break or a terminal control keeps the table whole."""
     series = any(r.step is not None for r in reports)
     head = ("model",) + (("step",) if series else ()) + _COLUMNS
     head += ("form", "note", "argument", "flip set")
 
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("*", "\\*")
-
     lines = [
-        "| " + " | ".join(cell(c) for c in head) + " |",
+        "| " + " | ".join(_md_cell(c) for c in head) + " |",
         "|" + "|".join("---" for _ in head) + "|",
     ]
-    for r, row in zip(reports, _rows(reports)):
+    for r in reports:
         result = r.result
         subset = result.subset
         flip_set = "-" if subset is None else " ".join(str(int(i)) for i in subset)
         step = (("-" if r.step is None else str(r.step)),) if series else ()
-        cells = (r.model, *step, *row, r.form, r.note or "-", result.argument, flip_set)
-        lines.append("| " + " | ".join(cell(c) for c in cells) + " |")
+        row = _row(r)[1:]  # the block's cell is escaped as a name below
+        cells = (
+            _md_name(r.model),
+            *step,
+            _md_name(r.block + (f" (= {', '.join(r.shared_with)})" if r.shared_with else "")),
+            *(_md_cell(c) for c in row[:3]),
+            _md_name(r.activation),
+            *(_md_cell(c) for c in row[4:]),
+            _md_name(r.form),
+            _md_name(r.note or "-"),
+            _md_cell(result.argument),
+            flip_set,
+        )
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for info in models:
         at = "" if info.step is None else f"step {info.step}, "
-        lines.append(f"- **{info.name}** ({at}{info.family}, `{info.path}`): {_scope(info)}")
+        lines.append(
+            f"- **{_md_name(info.name)}** ({at}{_md_name(info.family)}, {_md_code(str(info.path))}): "
+            f"{_md_cell(_scope(info))}"
+        )
     if any(r.distance_kind == "bound" for r in reports):
         lines.append(f"- {_BOUND_NOTE}")
     zero = _zero_note(reports)
     if zero is not None:
-        lines.append(f"- {cell(zero)}")
+        lines.append(f"- {_md_cell(zero)}")
+    lines += [f"- {_md_cell(note)}" for note in notes]
     return "\n".join(lines)
 
 
@@ -805,17 +922,30 @@ _CSV_FIELDS = (
 )
 
 
-def format_csv(reports: Sequence[BlockReport]) -> str:
-    """CSV with a header and one row per block; lists are space-separated."""
+def format_csv(reports: Sequence[BlockReport], *, header: bool = True) -> str:
+    """CSV with a header (unless ``header`` is False) and one row per block;
+    lists are space-separated, and text is escaped as :func:`_visible`
+    escapes it (a line break or a terminal control in a name is written
+    ``\\n``, ``\\x1b``: one line per row, nothing a terminal acts on)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=_CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
+    if header:
+        writer.writeheader()
     for r in reports:
         row = cast("dict[str, Any]", r.to_dict())  # lists become strings below
         for key in ("subset", "shared_with"):
             if isinstance(row.get(key), list):
                 row[key] = " ".join(str(v) for v in row[key])
-        writer.writerow({k: "" if row.get(k) is None else row[k] for k in _CSV_FIELDS})
+        writer.writerow(
+            {
+                k: ""
+                if row.get(k) is None
+                else _visible(row[k])
+                if isinstance(row[k], str)
+                else row[k]
+                for k in _CSV_FIELDS
+            }
+        )
     return buf.getvalue()
 
 
@@ -845,6 +975,328 @@ def _layout(args: argparse.Namespace) -> Optional[Layout]:
     )
 
 
+def _limit_text(args: argparse.Namespace) -> tuple[Optional[float], str]:
+    """The per-block time limit of the scan and how the output names it."""
+    if args.time_limit is None:
+        return DEFAULT_TIME_LIMIT, (
+            f"{DEFAULT_TIME_LIMIT:g} s per block, the default of skipsearch scan "
+            "(--time-limit S to change it, --time-limit none to lift it)"
+        )
+    if args.time_limit == NO_LIMIT:
+        return None, "none (--time-limit none)"
+    return float(args.time_limit), f"{args.time_limit:g} s per block (--time-limit)"
+
+
+class _Rows:
+    """The rows of one scan as they come (:data:`skipsearch.scan.RowCallback`),
+    in one output format: streamed formats print each row at once, documents
+    keep them for the end. ``finish`` ends a whole scan; ``stop`` one that
+    ended early, with the rows decided by then."""
+
+    def __init__(self, models: Sequence[CheckpointInfo], limit: Optional[float], limit_text: str):
+        self.models, self.limit, self.limit_text = models, limit, limit_text
+        self.total = sum(info.num_layers for info in models)
+        self.rows: list[BlockReport] = []  # as printed, tied blocks as rows of their own
+        self.twins: list[Optional[int]] = []  # for a tied block's row: its twin's index in rows
+        self.index: dict[int, int] = {}  # id of a row from the scan -> its index in rows
+
+    def shown_report(self, report: BlockReport) -> BlockReport:
+        """``report`` as the command line shows it: a block stopped by the
+        time limit says which limit, and how to lift it."""
+        if report.result.status != "time_limit" or self.limit is None:
+            return report
+        return replace(report, reason=f"{report.reason} (time limit: {self.limit_text})")
+
+    def __call__(self, report: BlockReport, twin: Optional[BlockReport]) -> None:
+        if twin is None:
+            shown = self.shown_report(report)
+            self.index[id(report)] = len(self.rows)
+            self.twins.append(None)
+        else:
+            self.twins.append(self.index[id(twin)])
+            shown = replace(
+                self.rows[self.index[id(twin)]],
+                block=report.block,
+                layer=report.layer,
+                expert=report.expert,
+                seconds=report.seconds,
+                shared_with=report.shared_with,
+            )
+        self.rows.append(shown)
+        self.row(shown, twin is not None)
+
+    def merged(self) -> list[BlockReport]:
+        """The rows so far as :func:`skipsearch.scan` reports them: a tied
+        block in ``shared_with`` of the row it shares."""
+        out: list[BlockReport] = []
+        where: dict[int, int] = {}  # index in rows -> index in out
+        for k, (r, twin) in enumerate(zip(self.rows, self.twins)):
+            if twin is None:
+                where[k] = len(out)
+                out.append(r)
+            else:
+                t = where[twin]
+                out[t] = replace(out[t], shared_with=(*out[t].shared_with, r.block))
+        return out
+
+    def stopped(self, why: str) -> str:
+        return f"{why} after {len(self.rows)} of {_count(self.total, 'FFN block')}"
+
+    def row(self, report: BlockReport, tied: bool) -> None:
+        """Print one row, or keep it."""
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        """The end of a whole scan: ``reports`` as :func:`skipsearch.scan` gives them."""
+
+    def stop(self, why: str, document: bool) -> None:
+        """The end of a scan stopped early by ``why``, after at least one
+        row: ``document`` says whether a document is written (Ctrl-C, a
+        resource running out) or not (an input error, a checkpoint that
+        changed); rows already printed are marked as what came before the
+        stop either way."""
+
+
+class _TableRows(_Rows):
+    """The aligned table, each row printed as its block is decided, one
+    table per checkpoint (a checkpoint series: one table by step at the
+    end, and the checkpoints' own with ``-v``). Column widths come from
+    what is known before any block is decided (names, shapes, the widest
+    usual verdict); a wider cell pushes the rest of its row along."""
+
+    def __init__(self, args: argparse.Namespace, *rest: Any) -> None:
+        super().__init__(*rest)
+        self.args = args
+        self.series = is_series(self.models)
+        self.per_model = bool(args.verbose) or not self.series
+        self.started = False
+        self.model = -1  # index of the checkpoint whose table is open
+        self.left = 0  # its rows still to come
+        self.mine: list[BlockReport] = []
+        self.notes = _Footnotes()
+        self.widths: list[int] = []
+        self.right: tuple[bool, ...] = _RIGHT
+        self.one_form = True
+
+    def start(self) -> None:
+        if not self.started:
+            self.started = True
+            _emit(f"time limit: {self.limit_text}")
+
+    def open(self, info: CheckpointInfo) -> None:
+        """The header lines of ``info``'s table."""
+        step = "" if info.step is None else f"step {info.step}, "
+        _emit(
+            _visible(
+                f"model: {info.name} ({step}{info.family}, {_count(info.num_layers, 'FFN block')}, "
+                f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
+            )
+        )
+        _emit(f"scope: {_scope(info)}")
+        forms = {p.form for p in info.parts}
+        self.one_form = len(forms) <= 1
+        with_notes = not self.one_form or any(p.note for p in info.parts)
+        blocks = info._blocks
+        bracket = "[0.0000, 0.0000]" if self.args.bracket is not False else "-"
+        widest: tuple[int, ...] = (
+            max((len(_visible(b.name)) for b in blocks), default=0),
+            max((len(str(b.layer)) for b in blocks), default=0),
+            max((len(str(b.d)) for b in blocks), default=0),
+            max((len(str(b.m)) for b in blocks), default=0),
+            max(len(_visible(p.activation)) for p in info.parts),
+            max(
+                len({"pre": "pre-LN", "post": "post-LN"}.get(str(p.norm), "-")) for p in info.parts
+            ),
+            len("not_absorbable"),
+            0,
+            len(bracket),
+            0,
+            len("0.00"),
+        )
+        head: tuple[str, ...] = _COLUMNS
+        self.right = _RIGHT
+        if with_notes:
+            head += ("notes",)
+            self.right += (False,)
+            widest += (0,)
+        self.widths = [max(len(h), w) for h, w in zip(head, widest)]
+        self.notes = _Footnotes()
+        self.mine = []
+        _emit(_printable(_line(head, self.widths, self.right)))
+
+    def close(self) -> None:
+        """The lines under the open table."""
+        if self.model >= 0 and self.mine:
+            for line in _footer(self.mine, self.notes):
+                _emit(_printable(line))
+            _emit()
+        self.mine = []
+
+    def row(self, report: BlockReport, tied: bool) -> None:
+        self.start()
+        while self.left == 0:
+            self.close()
+            self.model += 1
+            info = self.models[self.model]
+            self.left = info.num_layers
+            if self.per_model:
+                self.open(info)
+        self.left -= 1
+        if not self.per_model:
+            return
+        self.mine.append(report)
+        cells = _row(report)
+        markers = _note_markers(report, self.notes, self.one_form)
+        markers += _undecided_marker(report, self.notes)
+        if len(self.right) > len(_RIGHT):
+            cells += (markers or "-",)
+        elif markers:  # no notes column known beforehand: the marker ends the row
+            cells += (markers,)
+        _emit(_printable(_line(cells, [*self.widths, 0], (*self.right, False))))
+
+    def series_table(self, reports: Sequence[BlockReport]) -> None:
+        if self.series:
+            _emit(
+                _printable(format_series(self.models, reports, bracket=self.args.bracket is True))
+            )
+            _emit()
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        self.start()
+        self.close()
+        self.series_table(reports)
+        total = sum(r.seconds for r in reports)
+        tied = sum(len(r.shared_with) for r in reports)
+        also = f"; {tied} tied block(s) share the weights of a row above" if tied else ""
+        _emit(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
+        if any(r.distance_kind == "bound" for r in reports):
+            _emit(_printable(_BOUND_NOTE))
+
+    def stop(self, why: str, document: bool) -> None:
+        self.start()
+        self.close()
+        merged = self.merged()
+        if merged:
+            self.series_table(merged)
+        seconds = sum(r.seconds for r in merged)
+        done = f": {summary_line(merged)} ({seconds:.1f} s)" if merged else ""
+        _emit(
+            f"incomplete: the scan was {self.stopped(why)}{done}; the blocks not shown were not "
+            "decided"
+        )
+        if any(r.distance_kind == "bound" for r in merged):
+            _emit(_printable(_BOUND_NOTE))
+
+
+class _CsvRows(_Rows):
+    """CSV, each row printed as its block is decided (a tied block as a row
+    of its own, ``shared_with`` naming the row it shares); an early stop
+    shows only in the exit code."""
+
+    def __init__(self, *rest: Any) -> None:
+        super().__init__(*rest)
+        self.started = False
+
+    def row(self, report: BlockReport, tied: bool) -> None:
+        _emit(format_csv([report], header=not self.started), end="")
+        self.started = True
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        if not self.started:
+            _emit(format_csv([]), end="")
+
+
+class _JsonLinesRows(_Rows):
+    """JSON Lines: one object per block as it is decided (a tied block as
+    an object of its own, ``shared_with`` naming the block it shares), then
+    the ``--json`` document without its ``blocks``: ``complete`` says
+    whether the scan decided every block."""
+
+    def row(self, report: BlockReport, tied: bool) -> None:
+        _emit(json.dumps(report.to_dict(), allow_nan=False))
+
+    def summary(self, reports: Sequence[BlockReport], stopped: Optional[str]) -> None:
+        from skipsearch._scan.report import scan_document
+
+        doc = scan_document(self.models, reports, stopped=stopped)
+        del doc["blocks"]
+        _emit(json.dumps(doc, allow_nan=False))
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        self.summary(reports, None)
+
+    def stop(self, why: str, document: bool) -> None:
+        self.summary(self.merged(), self.stopped(why))
+
+
+class _JsonRows(_Rows):
+    """The ``--json`` document, written whole at the end: on an early stop
+    that leaves a document (Ctrl-C, resources), with the blocks decided by
+    then and ``"complete": false``."""
+
+    def document(self, reports: Sequence[BlockReport], stopped: Optional[str]) -> None:
+        from skipsearch._scan.report import scan_document
+
+        doc = scan_document(self.models, reports, stopped=stopped)
+        _emit(json.dumps(doc, indent=2, allow_nan=False))
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        self.document(reports, None)
+
+    def stop(self, why: str, document: bool) -> None:
+        if document:
+            self.document(self.merged(), self.stopped(why))
+
+
+class _MarkdownRows(_Rows):
+    """The Markdown document, written whole at the end (and on an early
+    stop that leaves a document, with a last item saying so)."""
+
+    def finish(self, reports: Sequence[BlockReport]) -> None:
+        limit = f"time limit: {self.limit_text}"
+        _emit(_printable(format_markdown(self.models, reports, notes=[limit])))
+
+    def stop(self, why: str, document: bool) -> None:
+        if document:
+            notes = [
+                f"time limit: {self.limit_text}",
+                f"incomplete: the scan was {self.stopped(why)}; the blocks not listed were not "
+                "decided",
+            ]
+            _emit(_printable(format_markdown(self.models, self.merged(), notes=notes)))
+
+
+def _output(args: argparse.Namespace, models: Sequence[CheckpointInfo]) -> _Rows:
+    """Where the rows of the scan go, in the format ``args`` asks for."""
+    limit, text = _limit_text(args)
+    if args.json:
+        return _JsonRows(models, limit, text)
+    if args.jsonl:
+        return _JsonLinesRows(models, limit, text)
+    if args.csv:
+        return _CsvRows(models, limit, text)
+    if args.markdown:
+        return _MarkdownRows(models, limit, text)
+    return _TableRows(args, models, limit, text)
+
+
+def _stop_reason(e: BaseException) -> Optional[tuple[str, bool]]:
+    """Why a scan stopped early, as its output says it, and whether a
+    document is still written: after Ctrl-C and when the machine ran short
+    (memory, threads), yes; after an input error or a changed checkpoint,
+    no (rows already printed are marked); None when stdout itself failed."""
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)", True
+    if isinstance(e, (BrokenPipeError, _OutputError)) or not isinstance(e, Exception):
+        return None
+    if isinstance(e, MemoryError):
+        return "stopped: out of memory", True
+    if isinstance(e, CheckpointChangedError):
+        return "stopped: a checkpoint file changed while it was scanned (on stderr)", False
+    if isinstance(e, RuntimeError) and any(w in str(e) for w in _THREAD_FAILURES):
+        return "stopped: worker threads could not be started", True
+    return "stopped by an error (on stderr)", False
+
+
 def _scan(args: argparse.Namespace) -> int:
     from skipsearch.options import SearchOptions
     from skipsearch.scan import _checkpoint_paths, _decide_located, _locate
@@ -857,10 +1309,11 @@ def _scan(args: argparse.Namespace) -> int:
     paths = _checkpoint_paths(args.paths or None, args.revision)
     located = [_locate(p, layout, args.activation) for p in paths]
     models = [info for info, _ in located]
-    table = not (args.json or args.csv or args.markdown)
+    table = not (args.json or args.csv or args.markdown or args.jsonl)
+    out = _output(args, models)
     options = SearchOptions(
         tol=args.tol,
-        time_limit=args.time_limit,
+        time_limit=out.limit,
         threads=args.threads,
         distance=args.distance,
         distance_budget=args.distance_budget,
@@ -870,45 +1323,27 @@ def _scan(args: argparse.Namespace) -> int:
         # scan(..., keep_certificates=False) gives the same reports.
         keep_certificate=False,
     )
-    # The checkpoints located above are the ones decided: each is opened,
-    # and each of its warnings given, once.
-    reports = _decide_located(located, options, progress=False if args.no_progress else None)
-    # The models described above are those the scan decided: no file
-    # changed from their description to the scan's last read.
-    for info, ckpt in located:
-        try:
-            ckpt.check_unchanged()
-        except CheckpointChangedError as e:
-            raise CheckpointChangedError(f"{info.name} ({info.path}): {e}", e.path) from None
-    if args.json:
-        from skipsearch._scan.report import scan_document
-
-        _emit(json.dumps(scan_document(models, reports), indent=2, allow_nan=False))
-    elif args.csv:
-        _emit(format_csv(reports), end="")
-    elif args.markdown:
-        _emit(_printable(format_markdown(models, reports)))
-    if table:
-        series = is_series(models)
-        for info in models if args.verbose or not series else ():
-            mine = [r for r in reports if r.path == str(info.path)]
-            step = "" if info.step is None else f"step {info.step}, "
-            _emit(
-                f"model: {info.name} ({step}{info.family}, {_count(info.num_layers, 'FFN block')}, "
-                f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
-            )
-            _emit(f"scope: {_scope(info)}")
-            _emit(_printable(format_table(mine)))
-            _emit()
-        if series:
-            _emit(_printable(format_series(models, reports, bracket=args.bracket is True)))
-            _emit()
-        total = sum(r.seconds for r in reports)
-        tied = sum(len(r.shared_with) for r in reports)
-        also = f"; {tied} tied block(s) share the weights of a row above" if tied else ""
-        _emit(f"{summary_line(reports)} ({total:.1f} s; each block decided on its own{also})")
-        if any(r.distance_kind == "bound" for r in reports):
-            _emit(_printable(_BOUND_NOTE))
+    try:
+        # The checkpoints located above are the ones decided: each is opened,
+        # and each of its warnings given, once. Each row is printed (or kept,
+        # for a document) as soon as it and the rows before it are decided.
+        reports = _decide_located(
+            located, options, progress=False if args.no_progress else None, on_row=out
+        )
+        # The models described above are those the scan decided: no file
+        # changed from their description to the scan's last read.
+        for info, ckpt in located:
+            try:
+                ckpt.check_unchanged()
+            except CheckpointChangedError as e:
+                raise CheckpointChangedError(f"{info.name} ({info.path}): {e}", e.path) from None
+    except BaseException as e:
+        stop = _stop_reason(e)
+        if stop is not None and out.rows:  # nothing decided: nothing to show
+            with contextlib.suppress(BrokenPipeError, _OutputError):
+                out.stop(*stop)
+        raise
+    out.finish([out.shown_report(r) for r in reports])
     if args.plot is not None:
         from skipsearch.plot import plot_scan
 
@@ -949,13 +1384,93 @@ def _encodable(text: str, stream: Any) -> str:
     return text
 
 
+def _wait_writable(fd: int) -> None:
+    """Wait until ``fd`` takes bytes again (a non-blocking pipe that is
+    full), or reports an error or a hang-up, which the next write raises."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        poller.poll()
+    else:  # pragma: no cover - Windows: no poll on pipes
+        time.sleep(0.005)
+
+
+#: Writes in a row that may take no byte before the output counts as failed.
+_MAX_STALLS = 1000
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data`` to the descriptor ``fd``, checking each
+    count that ``os.write`` returns: a short write is resumed, a
+    non-blocking descriptor that is full (``EAGAIN``) is waited on and
+    written again. Nothing is ever dropped silently (CPython's buffered
+    and unbuffered text streams lose what a short or refused write leaves,
+    issue #85393).
+
+    Parameters
+    ----------
+    fd : int
+        An open file descriptor.
+    data : bytes
+        What to write.
+
+    Raises
+    ------
+    BrokenPipeError
+        The reader went away.
+    OSError
+        Any other failure (``ENOSPC`` on a full disk, ``EFBIG``, ``EBADF``),
+        or ``EIO`` when the descriptor keeps taking no byte.
+    """
+    view = memoryview(data)
+    stalls = 0
+    while len(view):
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            written = 0
+        if written > 0:
+            view = view[written:]
+            stalls = 0
+            continue
+        stalls += 1
+        if stalls > _MAX_STALLS:
+            raise OSError(errno.EIO, "the output takes no more bytes")
+        _wait_writable(fd)
+
+
+def _descriptor(stream: Any) -> Optional[int]:
+    """The file descriptor under ``stream``, after flushing what the stream
+    holds; None when it has none (a ``StringIO``, pytest's capture), or when
+    it is a Windows console (written through the stream, which speaks the
+    console's own API)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both
+        return None
+    if not isinstance(fd, int) or fd < 0:
+        return None
+    if os.name == "nt":  # pragma: no cover - Windows
+        try:
+            if stream.isatty():
+                return None
+        except (AttributeError, ValueError, OSError):
+            return None
+    stream.flush()  # anything written through the stream goes first
+    return fd
+
+
 class _OutputError(Exception):
     """Writing the report to stdout failed (other than a broken pipe)."""
 
 
 def _emit(text: str = "", end: str = "\n", flush: bool = False) -> None:
-    """Write ``text`` and ``end`` to stdout, escaping what its encoding
-    cannot hold (:func:`_encodable`).
+    """Write ``text`` and ``end`` to stdout, whole: encoded as stdout's
+    encoding says (escaping what it cannot hold, :func:`_encodable`) and
+    written to its descriptor by :func:`write_all`, so that a non-blocking
+    pipe or a disk that fills up never cuts the report short unnoticed.
+    A stdout without a descriptor (a ``StringIO``) is written as a stream.
+    ``flush`` is kept for callers: every write is complete when it returns.
 
     Raises
     ------
@@ -964,11 +1479,23 @@ def _emit(text: str = "", end: str = "\n", flush: bool = False) -> None:
     _OutputError
         Any other failure to write (a full disk, a closed stream).
     """
+    del flush  # nothing is held back
     stream = sys.stdout
     try:
-        stream.write(_encodable(text + end, stream))
-        if flush:
+        text = _encodable(text + end, stream)
+        fd = _descriptor(stream)
+        if fd is None:
+            stream.write(text)
             stream.flush()
+            return
+        if os.name == "nt":  # pragma: no cover - the text stream's own translation
+            text = text.replace("\n", "\r\n")
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            data = text.encode(encoding, getattr(stream, "errors", None) or "strict")
+        except LookupError:
+            data = text.encode("utf-8", "backslashreplace")
+        write_all(fd, data)
     except BrokenPipeError:
         raise
     except (OSError, ValueError, AttributeError) as e:  # a full disk, a closed file
@@ -999,7 +1526,7 @@ class _StderrHandler(logging.Handler):
         try:
             from tqdm import tqdm
 
-            line = f"{PROG}: {record.levelname.lower()}: {self.format(record)}"
+            line = _visible(f"{PROG}: {record.levelname.lower()}: {self.format(record)}")
             tqdm.write(_encodable(line, sys.stderr), file=sys.stderr)
         except Exception:
             self.handleError(record)
@@ -1031,7 +1558,7 @@ def _one_line_warnings() -> Callable[..., None]:
     seen: set[str] = set()
 
     def show(message: Warning | str, *args: Any, **kwargs: Any) -> None:
-        line = f"{PROG}: warning: {message}"
+        line = _visible(" ".join(f"{PROG}: warning: {message}".split()))
         if line not in seen:
             seen.add(line)
             _to_stderr(line)
@@ -1040,7 +1567,10 @@ def _one_line_warnings() -> Callable[..., None]:
 
 
 def _error(message: object, kind: str = "error") -> None:
-    text = " ".join(str(message).split())
+    """One line on stderr: ``message`` with its whitespace runs made one
+    space, and any terminal control or bidirectional override in a name it
+    quotes escaped (:func:`_visible`)."""
+    text = _visible(" ".join(str(message).split()))
     _to_stderr(f"{PROG}: {kind}: {text}")
 
 

@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, Optional, Union, cast
+from typing import Any, Callable, Optional, Union, cast
 
 import numpy as np
 from tqdm import tqdm
@@ -59,6 +59,7 @@ from skipsearch._scan.report import (
     BlockReport,
     LayerReport,
     block_report,
+    printable,
     report_schema,
     scan_document,
 )
@@ -104,6 +105,12 @@ _logger = logging.getLogger(__name__)
 
 #: What deciding one block gives: the result and the seconds it took.
 _Decision = tuple[AbsorptionResult, float]
+
+#: Called with each block's report row as soon as it and every block before
+#: it are decided, in block order: ``(row, twin)``, where ``twin`` is None
+#: for a block decided on its own, and for a block with the same weights as
+#: an earlier one (tied layers) the earlier block's row, which it shares.
+RowCallback = Callable[[BlockReport, Optional[BlockReport]], None]
 
 
 def default_checkpoint() -> Path:
@@ -207,8 +214,13 @@ def _tqdm_disabled() -> bool:
 def _show_progress(progress: Optional[bool]) -> bool:
     """Whether the scan shows its bar: never under ``TQDM_DISABLE`` (which
     tqdm itself would not apply, since the scan passes ``disable=``), else
-    ``progress``, which None makes "when stderr is a terminal"."""
+    ``progress``, which None makes "when stderr is a terminal"; never
+    without a stderr to draw on (``sys.stderr`` None under pythonw and some
+    services, or closed)."""
     if _tqdm_disabled():
+        return False
+    stderr = sys.stderr
+    if stderr is None or getattr(stderr, "closed", False):
         return False
     if progress is None:
         try:
@@ -331,7 +343,9 @@ def scan(  # noqa: PLR0913 - public keywords (the options object is the alternat
     progress : bool, optional
         A tqdm progress bar over the blocks on stderr. Default: only when
         stderr is a terminal. ``TQDM_DISABLE`` set in the environment (to
-        anything but ``0`` or ``false``) turns it off even when True.
+        anything but ``0`` or ``false``) turns it off even when True, and so
+        does a missing or closed stderr (``sys.stderr`` None: pythonw, some
+        services).
     executor : concurrent.futures.Executor, optional
         Runs the block decisions, e.g. a ``ProcessPoolExecutor`` or a
         ``dask.distributed`` client's ``client.get_executor()``; the tensors
@@ -460,9 +474,12 @@ def _decide_located(
     executor: Optional[Executor] = None,
     max_pending: int = 4,
     progress: Optional[bool] = None,
+    on_row: Optional[RowCallback] = None,
 ) -> ScanReports:
     """Stages 2 to 4 of :func:`scan` on checkpoints already located (the CLI
-    describes them first, from the same objects), under a progress bar."""
+    describes them first, from the same objects), under a progress bar;
+    ``on_row`` (see :data:`RowCallback`) gets each row as soon as it and
+    the rows before it are decided, so that the CLI prints them as they come."""
     # With an executor, one thread per decision unless the caller chose: a
     # pool of worker processes would otherwise start, in each of them, a
     # thread per core of the machine.
@@ -481,19 +498,20 @@ def _decide_located(
             info.dtype,
             info.path,
         )
+    show = _show_progress(progress)
     with tqdm(
         total=total,
         desc="scan",
         unit="block",
-        file=sys.stderr,
-        disable=not _show_progress(progress),
+        file=sys.stderr if show else None,
+        disable=not show,
         leave=False,
         dynamic_ncols=True,
         # by default, appear only when the scan takes more than a moment
         delay=0.5 if progress is None else 0.0,
     ) as bar:
         run = _ScanRun(
-            options.replace(threads=block_threads), options.tol, executor, max_pending, bar
+            options.replace(threads=block_threads), options.tol, executor, max_pending, bar, on_row
         )
         return run.decide_all(models)
 
@@ -507,7 +525,8 @@ class _ScanRun:
     """Stages 2 to 4 of one scan, block by block: read a block's tensors (or
     tie it to an identical block already read), decide it here or on the
     executor, and write its report row. Reports keep the order of the
-    blocks, whatever order the executor finishes them in."""
+    blocks, whatever order the executor finishes them in; so do the rows
+    handed to ``on_row``, each as soon as the rows before it are in."""
 
     def __init__(
         self,
@@ -516,14 +535,20 @@ class _ScanRun:
         executor: Optional[Executor],
         max_pending: int,
         bar: tqdm[Any],
+        on_row: Optional[RowCallback] = None,
     ) -> None:
         self.options, self.tol, self.executor = options, tol, executor
-        self.max_pending, self.bar = max_pending, bar
+        self.max_pending, self.bar, self.on_row = max_pending, bar, on_row
+        # Every block in order, for on_row: (slot of its report, and for a
+        # tied block its own keys and the seconds spent reading it).
+        self.rows: list[tuple[int, Optional[BlockKeys], float]] = []
+        self.rows_given = 0
         self.reports: list[Optional[BlockReport]] = []  # None while pending
         # (checkpoint, part, tolerance, fingerprint of the weights)
         #   -> [(index in reports, block)]
         self.slot_of: dict[tuple[Path, int, Optional[float], str], list[tuple[int, BlockKeys]]] = {}
         self.tied: dict[int, list[str]] = {}  # index in reports -> blocks tied to it
+        self.twin_slot = -1  # the slot of the block that read() last found a tie to
         self.pending: deque[_Pending] = deque()
 
     def decide_all(self, models: list[tuple[CheckpointInfo, Checkpoint]]) -> ScanReports:
@@ -550,11 +575,14 @@ class _ScanRun:
         """Stages 2 and 3 for one block: read it, then decide it."""
         start = time.perf_counter()
         job = self.read(info, ckpt, block)
+        read_seconds = time.perf_counter() - start
         if job is None:
+            self.rows.append((self.twin_slot, block, read_seconds))
+            self.give_rows()
             self.bar.update(1)
             return
-        read_seconds = time.perf_counter() - start
         slot = len(self.reports) - 1
+        self.rows.append((slot, None, read_seconds))
         if self.executor is None:
             self.finish(slot, info, block, read_seconds, job)
             return
@@ -595,6 +623,7 @@ class _ScanRun:
             ) from None
         if twin is not None:
             self.tied[twin].append(block.name)
+            self.twin_slot = twin
             _logger.debug(
                 "%s %s: same weights as %s, reported with it",
                 info.name,
@@ -661,9 +690,36 @@ class _ScanRun:
             result.argument,
         )
         self.bar.set_postfix_str(
-            f"{info.name} {block.name}: {result.verdict} in {seconds:.1f} s", refresh=False
+            printable(f"{info.name} {block.name}: {result.verdict} in {seconds:.1f} s"),
+            refresh=False,
         )
+        self.give_rows()
         self.bar.update(1)
+
+    def give_rows(self) -> None:
+        """Hand ``on_row`` every row whose report, and every report before
+        it, is in: a tied block's row repeats its twin's, under its own name
+        and layer, with ``shared_with`` naming the twin."""
+        if self.on_row is None:
+            return
+        while self.rows_given < len(self.rows):
+            slot, tied, read_seconds = self.rows[self.rows_given]
+            report = self.reports[slot]
+            if report is None:
+                return  # decided later: the rows after it wait
+            self.rows_given += 1
+            if tied is None:
+                self.on_row(report, None)
+            else:
+                row = dataclasses.replace(
+                    report,
+                    block=tied.name,
+                    layer=tied.layer,
+                    expert=tied.expert,
+                    seconds=read_seconds,
+                    shared_with=(report.block,),
+                )
+                self.on_row(row, report)
 
 
 @in_standard_float_env

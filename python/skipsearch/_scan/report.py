@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -22,6 +23,7 @@ __all__ = [
     "BlockReport",
     "LayerReport",
     "block_report",
+    "printable",
     "report_schema",
     "scan_document",
 ]
@@ -35,7 +37,10 @@ __all__ = [
 #: ``best_subset_size`` (blocks). Version 3 added each block's ``kind``,
 #: ``stack``, ``expert``, ``form`` and ``note``, and each model's ``parts``;
 #: a model's ``d``, ``m`` and ``activation`` are its first part's.
-SCHEMA_VERSION = 3
+#: Version 4 added ``complete`` and ``stopped``: a scan stopped early (Ctrl-C,
+#: memory) still writes its document, with the blocks decided by then, and a
+#: consumer of version 3 would read it as a whole scan.
+SCHEMA_VERSION = 4
 
 #: The JSON Schema (draft 2020-12) of that document, inside the package.
 SCHEMA_RESOURCE = "schema/scan-report.schema.json"
@@ -313,7 +318,10 @@ def checkpoint_scope(info: CheckpointInfo) -> str:
 
 
 def scan_document(
-    models: Sequence[CheckpointInfo], reports: Sequence[BlockReport]
+    models: Sequence[CheckpointInfo],
+    reports: Sequence[BlockReport],
+    *,
+    stopped: Optional[str] = None,
 ) -> dict[str, Any]:
     """The JSON document of a scan, as ``skipsearch scan --json`` prints it.
 
@@ -323,14 +331,18 @@ def scan_document(
         The checkpoints scanned (:func:`skipsearch.scan.describe_checkpoint`).
     reports : sequence of BlockReport
         What :func:`skipsearch.scan` returned for them.
+    stopped : str, optional
+        Why the scan stopped before every block was decided (``reports``
+        then holds the blocks decided by then). Default None: a whole scan.
 
     Returns
     -------
     dict
         ``schema_version`` (:data:`SCHEMA_VERSION`), ``skipsearch_version``,
-        ``source``, ``summary`` (blocks per verdict), ``models`` and
-        ``blocks`` (:meth:`BlockReport.to_dict` of each report): plain Python
-        values, valid under :func:`report_schema`.
+        ``source``, ``complete`` (``stopped`` is None), ``stopped``,
+        ``summary`` (blocks per verdict), ``models`` and ``blocks``
+        (:meth:`BlockReport.to_dict` of each report): plain Python values,
+        valid under :func:`report_schema`.
     """
     from skipsearch import __version__
     from skipsearch.absorption import PAPER
@@ -339,6 +351,8 @@ def scan_document(
         "schema_version": SCHEMA_VERSION,
         "skipsearch_version": __version__,
         "source": PAPER,
+        "complete": stopped is None,
+        "stopped": stopped,
         "summary": {v: sum(r.verdict == v for r in reports) for v in VERDICTS},
         "models": [
             {
@@ -392,3 +406,45 @@ def report_schema() -> dict[str, Any]:
         resource = resource.joinpath(part)
     schema: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
     return schema
+
+
+#: Characters a terminal or a renderer acts on instead of showing: C0 and C1
+#: controls (ESC, BEL, CR, LF, ...), DEL, the bidirectional overrides,
+#: embeddings and isolates, the directional marks, and the line and
+#: paragraph separators.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on written as an
+    escape: ``\\t``, ``\\n``, ``\\r``, ``\\x1b`` for the other C0 and C1
+    controls and DEL, ``\\u202e`` for the bidirectional controls and the
+    line and paragraph separators. Names and paths read from a checkpoint
+    (tensor names, ``config.json``, directory names) pass through it before
+    any human-readable output, so that a crafted name cannot redraw what the
+    user reads (CVE-2021-25743, CVE-2021-42574 for the kind).
+
+    Parameters
+    ----------
+    text : str
+        Any text.
+
+    Returns
+    -------
+    str
+        The text on one line, unchanged when it holds none of those characters.
+    """
+    return _UNPRINTABLE.sub(_escape, text)
