@@ -107,9 +107,9 @@ class GenericityChecks(FieldEquality):
     passed : bool
         True when no neuron is dead and no pair offends.
     dead_neurons : ndarray of int, shape (k,)
-        Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0`` at the
-        tolerance: ``||u_i||^2`` (or ``||v_i||^2``) at most ``tol^2`` times
-        the largest among the neurons.
+        Neurons with ``W_up[i] = 0`` or ``W_down[:, i] = 0`` exactly (a
+        nonzero row or column is alive whatever its size: theory.md §3.2
+        needs ``u_i != 0`` and ``v_i != 0``, nothing more).
     offending_pairs : ndarray of int, shape (p, 2)
         The first (at most 1000) pairs ``(i, j)``, ``i < j``, ordered by
         ``j`` then ``i``, whose rows ``(u_i, b_i)`` fail the check.

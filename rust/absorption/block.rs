@@ -284,16 +284,19 @@ impl<'a> Block<'a> {
     /// The same problem rescaled by powers of two, the exponent `k` with
     /// `A_balanced = 2^k A`, and whether the rescaling was exact (it always
     /// is: each exponent is kept within the range that leaves every entry
-    /// of its matrix exact, see [`exact_range`]). `W_up` and `b_up` are
-    /// scaled so their largest entry is near 1, `W_down` inversely, then
-    /// `W_down` and `A` together so the skip's largest entry is near 1, as
-    /// far as exactness allows: a matrix whose entries span nearly float64's
-    /// whole exponent range (a subnormal next to a large entry) is scaled
-    /// less, or not at all. Powers of two are exact, so every relative
-    /// residual and every genericity test is unchanged, while weights of any
-    /// magnitude stay clear of under- and overflow in the Gram matrix.
-    /// Blocks whose exponents are all moderate (within `2^64` of 1) are
-    /// returned as they are, without a copy.
+    /// of its matrix exact, see [`exact_range`]). The flip constant `c` (and
+    /// its rounding error) is scaled to near 1 and `W_down` inversely, so
+    /// that `c W_down` is unchanged; `W_up` and `b_up` are scaled so their
+    /// largest entry is near 1, `W_down` inversely, then `W_down` and `A`
+    /// together so the skip's largest entry is near 1, as far as exactness
+    /// allows: a matrix whose entries span nearly float64's whole exponent
+    /// range (a subnormal next to a large entry) is scaled less, or not at
+    /// all. Powers of two are exact, so every relative residual and every
+    /// genericity test is unchanged, while weights and flip constants of
+    /// any magnitude stay clear of under- and overflow in the Gram matrix:
+    /// the decision is the same for the block times any power of two, in
+    /// any of its factors. Blocks whose exponents are all moderate (within
+    /// `2^64` of 1) are returned as they are, without a copy.
     pub fn balanced(&self) -> (Block<'a>, i32, bool) {
         let exponent = |x: f64| {
             if x > 0.0 && x.is_finite() {
@@ -309,22 +312,44 @@ impl<'a> Block<'a> {
                 .reduce(|| 0.0, f64::max)
         };
         let bias_max = self.b_up.as_deref().map_or(0.0, max_abs);
+        let (c, c_lo) = (self.flip_constant, self.flip_constant_lo);
+        let mut k_c = -exponent(c.abs());
         let mut k_up = -exponent(max_abs(self.w_up.data()).max(bias_max));
         let mut k_skip = -exponent(max_abs(self.skip.data()));
-        if k_up.abs() <= MODERATE && k_skip.abs() <= MODERATE && (k_skip - k_up).abs() <= MODERATE {
+        // W_down's own exponent, with c's folded in: c W_down is what meets
+        // the skip (its largest entry near 2^(k_skip - k_up) once balanced).
+        let k_cdown = -exponent(max_abs(self.w_down.data())) + k_c;
+        if [
+            k_c,
+            k_up,
+            k_skip,
+            k_cdown,
+            k_skip - k_up,
+            k_skip - k_up - k_cdown,
+        ]
+        .iter()
+        .all(|k| k.abs() <= MODERATE)
+        {
             // Products of a few such entries stay far from under- and
             // overflow: keep the weights as they are (no copy).
+            k_c = 0;
             k_up = 0;
             k_skip = 0;
         }
-        if k_up != 0 || k_skip != 0 {
+        let r_down = exact_range(self.w_down.data());
+        if k_c != 0 {
+            // c 2^k_c and W_down 2^-k_c both exact.
+            let r_c = intersect(exact_range(&[c, c_lo]), (-r_down.1, -r_down.0));
+            k_c = k_c.clamp(r_c.0, r_c.1);
+        }
+        if k_up != 0 || k_skip != 0 || k_c != 0 {
             // Exact ranges, each containing 0: k_up in R_up, k_skip in
-            // R_skip and k_down = k_skip - k_up in R_down.
+            // R_skip and k_down = k_skip - k_up - k_c in R_down.
             let r_up = intersect(
                 exact_range(self.w_up.data()),
                 exact_range(self.b_up.as_deref().unwrap_or(&[])),
             );
-            let r_down = exact_range(self.w_down.data());
+            let r_down = (r_down.0 + k_c, r_down.1 + k_c);
             let r_skip = exact_range(self.skip.data());
             // k_up such that some k_skip fits both R_skip and k_up + R_down.
             let feasible = (r_skip.0 - r_down.1, r_skip.1 - r_down.0);
@@ -333,7 +358,7 @@ impl<'a> Block<'a> {
             let r_skip = intersect(r_skip, (k_up + r_down.0, k_up + r_down.1));
             k_skip = k_skip.clamp(r_skip.0, r_skip.1);
         }
-        let k_down = k_skip - k_up;
+        let k_down = k_skip - k_up - k_c;
         let mut out = self.clone();
         let mut exact = true;
         let mut scale = |m: &mut Matrix<'a>, k: i32| {
@@ -352,6 +377,13 @@ impl<'a> Block<'a> {
             for x in b.iter_mut() {
                 let y = ldexp(*x, k_up);
                 exact &= ldexp(y, -k_up) == *x;
+                *x = y;
+            }
+        }
+        if k_c != 0 {
+            for x in [&mut out.flip_constant, &mut out.flip_constant_lo] {
+                let y = ldexp(*x, k_c);
+                exact &= ldexp(y, -k_c) == *x;
                 *x = y;
             }
         }
@@ -514,6 +546,40 @@ mod tests {
         assert_eq!(exact_range(&[f64::MIN_POSITIVE, -big]), (-52, 523));
         assert_eq!(exact_range(&[2f64.powi(-1074)]), (0, 2097));
         assert_eq!(exact_range(&[0.0]), (-4096, 4096));
+    }
+
+    #[test]
+    fn balancing_brings_the_flip_constant_to_one() {
+        // c = 2^-540 (a scaled activation) with W_down at 2^540: c W_down is
+        // of order 1, but W_down's squares overflow and c^2 underflows.
+        // Balanced, c is near 1 and W_down inversely, c W_down unchanged.
+        for (k, lo) in [(-540, 0.0), (600, 2f64.powi(600 - 60)), (-1000, 0.0)] {
+            let c = 2f64.powi(k) * 1.5;
+            let block = Block::new(
+                Matrix::from_vec("W_up", 2, 1, vec![1.0, -3.0]).unwrap(),
+                Matrix::from_vec("W_down", 1, 2, vec![ldexp(0.25, -k), ldexp(-1.0, -k)]).unwrap(),
+                None,
+                Matrix::from_vec("A", 1, 1, vec![5.0]).unwrap(),
+                c,
+            )
+            .unwrap()
+            .with_flip_constant_lo(lo)
+            .unwrap();
+            let (b, k_skip, exact) = block.balanced();
+            assert!(exact, "k = {k}");
+            assert_eq!(k_skip, -2);
+            // c = 1.5 2^k is nearest 2^(k + 1).
+            assert_eq!(b.flip_constant, 0.75, "k = {k}");
+            assert_eq!(b.flip_constant_lo, ldexp(lo, -k - 1));
+            assert_eq!(b.skip.data(), &[1.25]);
+            assert_eq!(b.w_up.data(), &[0.25, -0.75]);
+            // c' W_down' W_up' = 2^k_skip c W_down W_up, entry by entry.
+            for i in 0..2 {
+                let before = c * block.w_down.get(0, i) * block.w_up.get(i, 0);
+                let after = b.flip_constant * b.w_down.get(0, i) * b.w_up.get(i, 0);
+                assert_eq!(after, ldexp(before, k_skip));
+            }
+        }
     }
 
     #[test]

@@ -68,13 +68,18 @@ impl GenericityReport {
     }
 }
 
-/// Neurons whose input row or output column is zero at relative tolerance `tol`.
-pub fn dead_neurons(up_sq: &[f64], down_sq: &[f64], tol: f64) -> Vec<usize> {
-    let max_up = up_sq.iter().cloned().fold(0.0, f64::max);
-    let max_down = down_sq.iter().cloned().fold(0.0, f64::max);
-    let t2 = tol * tol;
-    (0..up_sq.len())
-        .filter(|&i| up_sq[i] <= t2 * max_up || down_sq[i] <= t2 * max_down)
+/// Neurons whose input row or output column is exactly zero, from the
+/// largest magnitude of each row of `W_up` and each column of `W_down`.
+///
+/// Exactly zero, not small: MK26's argument (theory.md §3.2) needs `u_i != 0`
+/// and `v_i != 0`, which a nonzero float64 row satisfies whatever its size,
+/// so a neuron's status never depends on another neuron's scale (a relative
+/// test against the largest neuron marked ordinary neurons dead next to one
+/// large column) nor on a power-of-two rescaling of the block. Magnitudes,
+/// not squares: a row of subnormals squares to zero but is alive.
+pub fn dead_neurons(up_max: &[f64], down_max: &[f64]) -> Vec<usize> {
+    (0..up_max.len())
+        .filter(|&i| up_max[i] == 0.0 || down_max[i] == 0.0)
         .collect()
 }
 
@@ -803,23 +808,12 @@ pub(crate) fn genericity_report(
 ) -> GenericityReport {
     let m = block.width();
     let u = &block.w_up;
-    let up_sq: Vec<f64> = (0..m)
+    let up_max: Vec<f64> = (0..m)
         .into_par_iter()
-        .map(|i| dot(u.row(i), u.row(i)))
+        .map(|i| u.row(i).iter().fold(0.0f64, |a, x| a.max(x.abs())))
         .collect();
-    let down_sq = block.down_squares();
-    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-    let dead = if finite(&up_sq) && finite(&down_sq) {
-        dead_neurons(&up_sq, &down_sq, tol)
-    } else {
-        // A square overflowed (a huge neuron): compare the norms, scaled so
-        // they do not, against `tol` times the largest (tol = sqrt(tol)^2).
-        let up_n: Vec<f64> = (0..m)
-            .map(|i| crate::linalg::matrix::scaled_norm(u.row(i)))
-            .collect();
-        let down_n = crate::absorption::certificates::column_norms_upper(&block.w_down);
-        dead_neurons(&up_n, &down_n, tol.sqrt())
-    };
+    let down_max = crate::linalg::matrix::column_fold(&block.w_down, 0.0, |a, _, v| a.max(v.abs()));
+    let dead = dead_neurons(&up_max, &down_max);
     let mut is_dead = vec![false; m];
     for &i in &dead {
         is_dead[i] = true;
@@ -882,7 +876,7 @@ mod tests {
     #[test]
     fn dead_neurons_are_found() {
         assert_eq!(
-            dead_neurons(&[1.0, 0.0, 2.0], &[1.0, 1.0, 0.0], 1e-8),
+            dead_neurons(&[1.0, 0.0, 2.0, 1e-300], &[1.0, 1.0, 0.0, 5e-324]),
             vec![1, 2]
         );
     }
