@@ -78,6 +78,9 @@ SCRIPT = textwrap.dedent(
         ),
         # 3. No flip set at subnormal scale.
         "no_flip_set": (rng.normal(size=(8, 4)), tiny * rng.normal(size=(4, 8)), eye4),
+        # 4. Every factor subnormal: its rows square to zero, yet every
+        # neuron is alive (a dead-neuron test on squares said otherwise).
+        "subnormal_weights": (tiny * rng.normal(size=(6, 3)), tiny * rng.normal(size=(3, 6)), eye3),
     }
     baseline_block = (np.eye(2), -eye2, eye2)
     subset_sum_system = (np.array([[tiny, 2 * tiny, 3 * tiny]]), np.array([4 * tiny]))
@@ -95,7 +98,9 @@ SCRIPT = textwrap.dedent(
         cert = (skipsearch.check_certificate(r.certificate, W_up, W_down, skip=A)
                 if r.certificate is not None else None)
         out[name] = [r.verdict, r.argument, r.status, subset(r), r.residual, r.distance_bound,
-                     r.relaxation_distance, cert]
+                     r.relaxation_distance, cert, r.genericity.dead_neurons.tolist()]
+        g = skipsearch.find_absorbing_subset(W_up, W_down, skip=A, activation="gelu")
+        out[name + "_gelu"] = [g.verdict, g.status, g.genericity.dead_neurons.tolist()]
     W_up, W_down, A = blocks["subnormal_flip_set"]
     out["check_certificate_absorbable"] = skipsearch.check_certificate(A, W_up, W_down, skip=A)
     r = skipsearch.baseline.find_absorbing_subset(*baseline_block[:2], skip=baseline_block[2])
@@ -156,6 +161,10 @@ def test_a_fast_math_library_changes_nothing(fast_math_library: str) -> None:
     assert clean["check_certificate_absorbable"] == 0.0
     assert clean["baseline"] == ["absorbable", [0, 1]]
     assert clean["subset_sum"] == ["feasible", [1, 0, 1]]
+    # Weights at subnormal scale: decided, every neuron alive, in both modes.
+    assert clean["subnormal_weights"][0] == "not_absorbable"
+    assert clean["subnormal_weights"][8] == []
+    assert clean["subnormal_weights_gelu"] == ["not_absorbable", "complete", []]
 
 
 def test_the_environment_is_restored_after_a_call() -> None:
