@@ -15,8 +15,8 @@ from typing import Any, Literal, Optional, overload
 import numpy as np
 import numpy.typing as npt
 
-from skipsearch._types import FloatArray
 from skipsearch._memory import cgroup_memory_available
+from skipsearch._types import FloatArray
 
 #: numpy's warning for ragged nested sequences (moved to numpy.exceptions in 1.25).
 RaggedWarning: type[Warning] = getattr(
@@ -353,22 +353,6 @@ def check_limit(name: str, value: Any, integer: bool) -> Optional[float]:
     return int(value) if integer else float(value)
 
 
-def check_threads(threads: Any) -> Optional[int]:
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not _is_integral(threads):
-        raise TypeError(f"threads must be a positive integer or None, got {threads!r}")
-    if not 1 <= threads <= MAX_THREADS:
-        raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
-    return int(threads)
-
-
-#: Default of ``find_absorbing_subset``'s and the scan's ``distance_budget``:
-#: seconds the exact path may be expected to take per block when
-#: ``distance`` is None (about a 3000 x 12000 block on two cores of 2024).
-DISTANCE_BUDGET = 30.0
-
-
 #: The most worker threads a call may ask for (the core refuses more: a pool
 #: of thousands of threads takes tens of seconds to start).
 MAX_THREADS = 1024
@@ -425,12 +409,28 @@ def default_threads() -> Optional[int]:
     return cpus
 
 
-def check_distance_budget(budget: Any) -> Optional[float]:
+def check_threads(threads: Any) -> Optional[int]:
     """``threads``: a whole number from 1 to :data:`MAX_THREADS`, or None
     for the default (:func:`default_threads`)."""
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not _is_integral(threads):
+        raise TypeError(f"threads must be a positive integer or None, got {threads!r}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+    return int(threads)
+
+
+#: Default of ``find_absorbing_subset``'s and the scan's ``distance_budget``:
+#: seconds the exact path may be expected to take per block when
+#: ``distance`` is None (about a 3000 x 12000 block on two cores of 2024).
+DISTANCE_BUDGET = 30.0
+
+
+def check_distance_budget(budget: Any) -> Optional[float]:
     """``distance_budget`` must be None or a non-negative number of seconds."""
     if budget is None:
-        return default_threads()
+        return None
     if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
         raise TypeError(f"distance_budget must be a number of seconds or None, got {budget!r}")
     number: Any = budget  # numbers.Real declares no comparison with int
