@@ -159,6 +159,10 @@ class _FlipSetSearch(TypedDict, total=False):
     timings: list[tuple[str, float]]
     relaxation_precision: Optional[Literal["float32", "float64"]]
     exact_estimate: Optional[float]
+    #: Neurons no flip set within tol can contain (a norm bound), and that
+    #: bound; every certificate bound covers the flip sets avoiding them.
+    excluded: Optional[npt.NDArray[np.int64]]
+    exclusion_bound: Optional[float]
     kernel: str
     gram: Optional[GramMatrix]
 

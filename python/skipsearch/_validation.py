@@ -9,6 +9,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterable
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal, Optional, overload
 
@@ -177,6 +178,14 @@ def as_float_array(
             arr = np.asarray(value)
     except (ValueError, TypeError, RaggedWarning) as e:
         raise ValueError(f"{name} is not a rectangular numeric array {expected}: {e}") from None
+    if arr.dtype == object and arr.size and all(map(_exact_scalar, arr.flat)):
+        # Fractions, Decimals, Python ints beyond int64 (numpy keeps them as
+        # objects): each must be a float64 value exactly, or the caller
+        # hears which entry is not, as for a scalar skip.
+        arr = np.array(
+            [exact_float(f"{name}[{', '.join(map(str, i))}]", v) for i, v in np.ndenumerate(arr)],
+            dtype=np.float64,
+        ).reshape(arr.shape)
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(f"{name} has complex dtype {arr.dtype}; skipsearch needs real weights")
@@ -218,6 +227,13 @@ def as_float_array(
                         "intended"
                     )
     return out, eps
+
+
+def _exact_scalar(value: Any) -> bool:
+    """Whether ``value`` is a real scalar with an exact rational value
+    (a number, :class:`~fractions.Fraction` or :class:`~decimal.Decimal`;
+    not a bool)."""
+    return isinstance(value, (numbers.Real, Decimal)) and not isinstance(value, (bool, np.bool_))
 
 
 def _exact_value(value: Any) -> Optional[Fraction]:
@@ -275,7 +291,7 @@ def resolve_skip(skip: Any, d_out: int, d_in: int) -> tuple[FloatArray, float]:
     eps = float(np.finfo(np.float64).eps)
     if (
         skip is None
-        or (isinstance(skip, numbers.Real) and not isinstance(skip, (bool, np.bool_)))
+        or _exact_scalar(skip)
         or (isinstance(skip, np.ndarray) and skip.ndim == 0 and skip.dtype.kind in "fiu")
     ):
         alpha = 1.0 if skip is None else exact_float("skip", skip)

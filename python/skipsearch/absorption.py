@@ -48,6 +48,7 @@ from skipsearch.result import (
     SearchStats,
     StackResult,
 )
+from skipsearch.result import _short as _short_list
 
 __all__ = ["MLPBlock", "decide_stack", "find_absorbing_subset"]
 
@@ -527,6 +528,7 @@ class _SearchFields(_Common, total=False):
     certificate: Optional[FloatArray]
     tolerance: Optional[float]
     genericity: Optional[GenericityChecks]
+    excluded_neurons: Optional[npt.NDArray[np.int64]]
 
 
 def _decide(
@@ -812,6 +814,8 @@ def _from_search(
         "flip_constant": common["flip_constant"],
         "stats": _search_stats(raw, backend),
     }
+    if raw.get("excluded") is not None:
+        fields["excluded_neurons"] = np.asarray(raw["excluded"], dtype=np.int64)
     finding = raw["finding"]
     if finding == "subset":
         return _absorbable(raw, act, w, fields)
@@ -947,11 +951,22 @@ _NUMERICS_REASONS: dict[str, Callable[[_FlipSetSearch, float], str]] = {
 
 def _certificate_words(raw: _FlipSetSearch) -> str:
     unformed = "gram certificate" in raw["method"] and raw.get("certificate") is None
+    excluded = raw.get("excluded")
+    avoiding = (
+        ""
+        if excluded is None
+        else (
+            f" (over the flip sets that avoid neurons {_short_list(excluded.tolist())}, each of "
+            "whose terms alone outweighs the skip and every smaller term: a flip set "
+            "containing one has relative residual at least "
+            f"{raw.get('exclusion_bound') or 0.0:.3g}, by the triangle inequality)"
+        )
+    )
     return (
         f"a certificate Y{' (bounded from the Gram matrix, not formed)' if unformed else ''} "
         "proves that every flip set has relative residual at least "
         f"{raw['distance_bound']:.3g} > tol (its interval bound, with the rounding of its "
-        f"own evaluation, {raw['rounding_bound']:.2g}, subtracted)"
+        f"own evaluation, {raw['rounding_bound']:.2g}, subtracted){avoiding}"
     )
 
 

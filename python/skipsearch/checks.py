@@ -25,6 +25,7 @@ def check_certificate(
     activation: Union[str, Activation] = "relu",
     skip: Optional[npt.ArrayLike] = None,
     tol: Optional[float] = None,
+    excluded: Optional[npt.ArrayLike] = None,
 ) -> float:
     """Rigorous lower bound on how far every flip set is from absorbing the skip.
 
@@ -67,6 +68,15 @@ def check_certificate(
         certificate that proves a bound above ``tol`` is confirmed even when
         its margin over ``tol`` is within rounding. Without it only a bound
         the allowance reduces to nothing is re-evaluated.
+    excluded : array_like of int, optional
+        Neurons kept out of every flip set by a norm bound, usually
+        ``result.excluded_neurons``: ``Y`` then needs to bound only the flip
+        sets that avoid them, and the value returned is the least of that
+        bound and the one this function proves itself, by the triangle
+        inequality, for the flip sets that contain one (each excluded term
+        ``c W_down[:, i] W_up[i, :]`` against the skip and every term not yet
+        excluded, in exact rationals). A neuron whose term does not outweigh
+        the rest makes that bound, and so the value, 0.0.
 
     Returns
     -------
@@ -108,7 +118,24 @@ def check_certificate(
         isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
     ):
         raise ValueError(f"tol must be a finite number or None, got {tol!r}")
+    if excluded is None:
+        bound, _ = rounding.interval_bound(
+            Y, w.W_up, w.W_down, w.A, c, None if tol is None else float(tol)
+        )
+        return bound
+    out = _excluded_indices(excluded, w.W_up.shape[0])
+    keep = np.setdiff1d(np.arange(w.W_up.shape[0]), out)
     bound, _ = rounding.interval_bound(
-        Y, w.W_up, w.W_down, w.A, c, None if tol is None else float(tol)
+        Y, w.W_up[keep], w.W_down[:, keep], w.A, c, None if tol is None else float(tol)
     )
-    return bound
+    return min(bound, rounding.exclusion_bound(w.W_up, w.W_down, w.A, c, out.tolist()))
+
+
+def _excluded_indices(excluded: npt.ArrayLike, m: int) -> npt.NDArray[np.int64]:
+    """``excluded`` as sorted distinct neuron indices in ``range(m)``."""
+    arr = np.asarray(excluded)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise TypeError(f"excluded must be a 1-D array of neuron indices, got {excluded!r}")
+    if arr.size and (arr.min() < 0 or arr.max() >= m):
+        raise ValueError(f"excluded must hold neuron indices in [0, {m}), got {arr.tolist()}")
+    return np.unique(arr.astype(np.int64))

@@ -344,6 +344,15 @@ class AbsorptionResult(FieldEquality):
         homogeneous activations, ``bracket=False``, a limit hit, or the Gram
         matrix too large for the automatic mode). This project's addition,
         not the paper's.
+    excluded_neurons : ndarray of int64 or None
+        Neurons that no flip set within the tolerance can contain, proved
+        before the search by the triangle inequality: each one's term
+        ``c W_down[:, i] W_up[i, :]`` alone outweighs the skip and every
+        smaller term together (a weight of ``1e36`` among ordinary ones). The
+        certificate then bounds the flip sets that avoid them, and
+        ``distance_bound`` is the least of its bound and theirs; pass them to
+        :func:`skipsearch.check_certificate` as ``excluded``. ``None`` when
+        there are none (and from the baseline, which enumerates instead).
 
     Notes
     -----
@@ -380,6 +389,7 @@ class AbsorptionResult(FieldEquality):
     block: Optional[SkipFreeBlock] = None
     best_subset: Optional[IntArray] = None
     distance_bracket: Optional[tuple[float, float]] = None
+    excluded_neurons: Optional[IntArray] = None
 
     def __repr__(self) -> str:
         rows = [
@@ -402,6 +412,8 @@ class AbsorptionResult(FieldEquality):
             )
         if self.certificate is not None:
             rows.append(("certificate", f"Y, shape {self.certificate.shape}"))
+        if self.excluded_neurons is not None:
+            rows.append(("excluded_neurons", _short(self.excluded_neurons.tolist())))
         if self.distance_bracket is not None and self.best_subset is not None:
             lower, upper = self.distance_bracket
             rows.append(

@@ -261,6 +261,59 @@ def interval_bound(
     return 0.0, allowance
 
 
+def exclusion_bound(
+    W_up: FloatArray,
+    W_down: FloatArray,
+    A: FloatArray,
+    c: FlipConstant,
+    excluded: Sequence[int],
+) -> float:
+    """A proven lower bound on ``||A + c W_down[:, S] W_up[S, :]||_F /
+    ||A||_F`` over every flip set ``S`` that contains a neuron of
+    ``excluded`` (0.0 when nothing is proved; inf when ``excluded`` is empty).
+
+    With the neurons of ``excluded`` ordered by their terms' norms, largest
+    first, a flip set whose first excluded neuron is the ``k``-th holds none
+    of the ``k - 1`` before it, so by the triangle inequality its residual is
+    at least ``||R_k|| - ||A|| - sum of ||R_j||`` over every neuron ``j``
+    but those ``k``. Norms are bounded rigorously in float64 and combined in
+    exact rationals (``||R_i||_F = |c| ||W_down[:, i]|| ||W_up[i]||``)."""
+    if len(excluded) == 0:
+        return math.inf
+    c_hi, c_lo = _split(c)
+    c_abs = abs(Fraction(c_hi) + Fraction(c_lo))
+
+    def bounds(x: FloatArray) -> tuple[Fraction, Fraction]:
+        x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+        if not np.any(x):
+            return Fraction(0), Fraction(0)
+        lo, k_lo = _norm_lower_scaled(x)
+        hi, k_hi = _norm_upper_scaled(x)
+        return Fraction(lo) / Fraction(2) ** k_lo, Fraction(hi) / Fraction(2) ** k_hi
+
+    m = W_up.shape[0]
+    terms = []
+    for i in range(m):
+        (u_lo, u_hi), (v_lo, v_hi) = bounds(W_up[i]), bounds(W_down[:, i])
+        terms.append((c_abs * u_lo * v_lo, c_abs * u_hi * v_hi))
+    _, a_hi = bounds(A)
+    if a_hi == 0:
+        return 0.0
+    order = sorted(set(int(i) for i in excluded), key=lambda i: (-terms[i][0], i))
+    rest = a_hi + sum(hi for _, hi in terms)
+    least: Optional[Fraction] = None
+    for i in order:
+        rest -= terms[i][1]  # no longer among the others
+        gap = (terms[i][0] - rest) / a_hi
+        least = gap if least is None else min(least, gap)
+    assert least is not None
+    if least <= 0:
+        return 0.0
+    # The largest float64 at or below the exact rational.
+    b = float(least)
+    return b if Fraction(b) <= least else math.nextafter(b, 0.0)
+
+
 def _exact_interval_bound(
     Y: FloatArray,
     W_up: FloatArray,

@@ -3,6 +3,7 @@
 use faer::{Accum, MatMut};
 use rayon::prelude::*;
 
+use crate::absorption::exclusion::Exclusion;
 use crate::error::Error;
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::{gemm_polled, par, Matrix};
@@ -40,6 +41,10 @@ pub struct Block<'a> {
     /// The rigorous bounds count `flip_constant` as one more rounding; the
     /// exact sums use both parts.
     pub flip_constant_lo: f64,
+    /// Neurons no flip set within the tolerance can contain, by the norm
+    /// bound of [`crate::absorption::exclusion`]: the certificates bound the
+    /// flip sets that avoid them and take the least with its bound.
+    pub exclusion: Option<Exclusion>,
 }
 
 fn shape(rows: usize, cols: usize) -> String {
@@ -95,6 +100,7 @@ impl<'a> Block<'a> {
             skip,
             flip_constant,
             flip_constant_lo: 0.0,
+            exclusion: None,
         })
     }
 
@@ -112,6 +118,19 @@ impl<'a> Block<'a> {
         }
         self.flip_constant_lo = lo;
         Ok(self)
+    }
+
+    /// Whether neuron `i` is kept out of every flip set (see
+    /// [`Block::exclusion`]).
+    #[inline]
+    pub fn is_excluded(&self, i: usize) -> bool {
+        self.exclusion.as_ref().is_some_and(|e| e.excluded[i])
+    }
+
+    /// The least relative residual of a flip set that meets the excluded
+    /// neurons (infinite when none is excluded).
+    pub fn exclusion_bound(&self) -> f64 {
+        self.exclusion.as_ref().map_or(f64::INFINITY, |e| e.bound)
     }
 
     /// Hidden width `m`.
@@ -298,6 +317,42 @@ impl<'a> Block<'a> {
     /// any of its factors. Blocks whose exponents are all moderate (within
     /// `2^64` of 1) are returned as they are, without a copy.
     pub fn balanced(&self) -> (Block<'a>, i32, bool) {
+        let (k_c, k_up, k_down, k_skip) = self.balancing_exponents();
+        let mut out = self.clone();
+        let mut exact = true;
+        let mut scale = |m: &mut Matrix<'a>, k: i32| {
+            if k != 0 {
+                for x in m.data_mut().iter_mut() {
+                    let y = ldexp(*x, k);
+                    exact &= ldexp(y, -k) == *x;
+                    *x = y;
+                }
+            }
+        };
+        scale(&mut out.w_up, k_up);
+        scale(&mut out.w_down, k_down);
+        scale(&mut out.skip, k_skip);
+        if let Some(b) = out.b_up.as_mut() {
+            for x in b.iter_mut() {
+                let y = ldexp(*x, k_up);
+                exact &= ldexp(y, -k_up) == *x;
+                *x = y;
+            }
+        }
+        if k_c != 0 {
+            for x in [&mut out.flip_constant, &mut out.flip_constant_lo] {
+                let y = ldexp(*x, k_c);
+                exact &= ldexp(y, -k_c) == *x;
+                *x = y;
+            }
+        }
+        (out, k_skip, exact)
+    }
+
+    /// The exponents of [`Block::balanced`]: `(k_c, k_up, k_down, k_skip)`
+    /// for the flip constant, `W_up` (and `b_up`), `W_down` and the skip,
+    /// with `k_down = k_skip - k_up - k_c`, each within its exact range.
+    fn balancing_exponents(&self) -> (i32, i32, i32, i32) {
         let exponent = |x: f64| {
             if x > 0.0 && x.is_finite() {
                 x.log2().round() as i32
@@ -358,36 +413,7 @@ impl<'a> Block<'a> {
             let r_skip = intersect(r_skip, (k_up + r_down.0, k_up + r_down.1));
             k_skip = k_skip.clamp(r_skip.0, r_skip.1);
         }
-        let k_down = k_skip - k_up - k_c;
-        let mut out = self.clone();
-        let mut exact = true;
-        let mut scale = |m: &mut Matrix<'a>, k: i32| {
-            if k != 0 {
-                for x in m.data_mut().iter_mut() {
-                    let y = ldexp(*x, k);
-                    exact &= ldexp(y, -k) == *x;
-                    *x = y;
-                }
-            }
-        };
-        scale(&mut out.w_up, k_up);
-        scale(&mut out.w_down, k_down);
-        scale(&mut out.skip, k_skip);
-        if let Some(b) = out.b_up.as_mut() {
-            for x in b.iter_mut() {
-                let y = ldexp(*x, k_up);
-                exact &= ldexp(y, -k_up) == *x;
-                *x = y;
-            }
-        }
-        if k_c != 0 {
-            for x in [&mut out.flip_constant, &mut out.flip_constant_lo] {
-                let y = ldexp(*x, k_c);
-                exact &= ldexp(y, -k_c) == *x;
-                *x = y;
-            }
-        }
-        (out, k_skip, exact)
+        (k_c, k_up, k_skip - k_up - k_c, k_skip)
     }
 }
 

@@ -72,6 +72,7 @@ pub mod block;
 pub mod bracket;
 pub mod certificates;
 mod decision;
+pub mod exclusion;
 pub mod genericity;
 pub mod relaxation;
 pub mod search;
@@ -370,6 +371,10 @@ pub struct Outcome {
     /// The exact path's estimated seconds when a budget was given (see
     /// [`Options::exact_seconds`]).
     pub exact_estimate: Option<f64>,
+    /// The neurons no flip set within the tolerance can contain, and the
+    /// bound that keeps them out (see [`exclusion`]); every certificate's
+    /// bound covers the flip sets that avoid them and is capped by it.
+    pub exclusion: Option<exclusion::Exclusion>,
     pub seconds: f64,
 }
 
@@ -405,7 +410,8 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         ),
         dense_products(block),
     )?;
-    let (balanced, k_skip, exact) = pool.install(|| block.balanced());
+    let (mut balanced, k_skip, exact) = pool.install(|| block.balanced());
+    balanced.exclusion = pool.install(|| exclusion::dominant_neurons(&balanced, options.tol));
     let mut outcome = pool.install(|| run(&balanced, options, cancel));
     if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {
         // The balanced block is not the user's: nothing it proves transfers.
@@ -520,6 +526,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         relaxation_precision: None,
         gram: None,
         exact_estimate: None,
+        exclusion: block.exclusion.clone(),
         seconds: 0.0,
     };
     let finding = decision::run_stages(block, options, &mut budget, &mut out);

@@ -210,6 +210,16 @@ pub(super) fn search_flip_set<'py>(
     d.set_item("timings", outcome.timings.clone())?;
     d.set_item("relaxation_precision", outcome.relaxation_precision)?;
     d.set_item("exact_estimate", outcome.exact_estimate)?;
+    match &outcome.exclusion {
+        Some(e) => {
+            d.set_item("excluded", subset_array(&e.neurons()))?;
+            d.set_item("exclusion_bound", e.bound)?;
+        }
+        None => {
+            d.set_item("excluded", py.None())?;
+            d.set_item("exclusion_bound", py.None())?;
+        }
+    }
     d.set_item("kernel", crate::linalg::kernels::gemm_kernel())?;
     match gram {
         Some(g) => d.set_item("gram", Py::new(py, g)?)?,

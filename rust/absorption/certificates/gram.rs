@@ -128,7 +128,15 @@ pub fn gram_certificate(
             up(eh[i] + gram_part + sum_part, 6) + (m + 2) as f64 * TINY
         })
         .collect();
-    let e_sum = up(e.iter().sum::<f64>(), m + 1);
+    // Excluded neurons (see `exclusion`) are in no flip set the bound covers.
+    let e_sum = up(
+        e.iter()
+            .enumerate()
+            .filter(|(i, _)| !block.is_excluded(*i))
+            .map(|(_, x)| x)
+            .sum::<f64>(),
+        m + 1,
+    );
 
     // ||A||^2, s^T h and s^T g, each with its error.
     let n = d_out * d_in;
@@ -161,8 +169,14 @@ pub fn gram_certificate(
     let y_up = up((y2 + err_y2).sqrt(), 2);
     let scale = up(y_up * a_up, 1);
 
-    let neg: f64 = g.iter().filter(|&&x| x < 0.0).sum();
-    let pos: f64 = g.iter().filter(|&&x| x > 0.0).sum();
+    let kept = || {
+        g.iter()
+            .enumerate()
+            .filter(|(i, _)| !block.is_excluded(*i))
+            .map(|(_, &x)| x)
+    };
+    let neg: f64 = kept().filter(|&x| x < 0.0).sum();
+    let pos: f64 = kept().filter(|&x| x > 0.0).sum();
     let (lo, hi) = (a_dot + neg, a_dot + pos);
     let err_sum = gamma(m + 2) * (a_dot.abs() + pos - neg);
     let total = up(err_a + e_sum + err_sum, 4);
@@ -172,7 +186,11 @@ pub fn gram_certificate(
     let margin = lo.max(-hi);
     let gap = (lo - total).max(-(hi + total));
     let bound = IntervalBound {
-        bound: if gap > 0.0 { down(gap / scale, 2) } else { 0.0 },
+        bound: if gap > 0.0 {
+            down(gap / scale, 2).min(block.exclusion_bound())
+        } else {
+            0.0
+        },
         rounding: total / scale,
         estimate: (margin / scale).max(0.0),
         exact: false,

@@ -190,9 +190,14 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     let nv = column_norms_upper(&block.w_down);
     // Terms in parallel, summed in neuron order (the same bits for any
     // thread count).
+    // Excluded neurons (s_i = 0 in every flip set the bound covers; see
+    // `exclusion`) add neither a term nor its error.
     let terms: Vec<f64> = (0..m)
         .into_par_iter()
         .map(|i| {
+            if block.is_excluded(i) {
+                return 0.0;
+            }
             let nu = norm_upper(block.w_up.row(i));
             up(c * nv[i] * per * nu, 4) + allowance as f64 * tiny
         })
@@ -201,8 +206,14 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     if !per.is_finite() {
         return IntervalBound::NOTHING;
     }
-    let neg: f64 = g.iter().filter(|&&x| x < 0.0).sum();
-    let pos: f64 = g.iter().filter(|&&x| x > 0.0).sum();
+    let kept = || {
+        g.iter()
+            .enumerate()
+            .filter(|(i, _)| !block.is_excluded(*i))
+            .map(|(_, &x)| x)
+    };
+    let neg: f64 = kept().filter(|&x| x < 0.0).sum();
+    let pos: f64 = kept().filter(|&x| x > 0.0).sum();
     let (lo, hi) = (a_dot + neg, a_dot + pos);
     let err_sum = gamma(m + 2) * (a_dot.abs() + pos - neg);
     let total = up(err_a + up(err_g, m + 1) + err_sum, 4);
@@ -214,7 +225,7 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     let gap = (lo - total).max(-(hi + total));
     if gap > 0.0 {
         return IntervalBound {
-            bound: down(gap / scale, 2),
+            bound: down(gap / scale, 2).min(block.exclusion_bound()),
             rounding: total / scale,
             estimate,
             exact: false,
@@ -240,6 +251,9 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
         .map(|i| {
             let ui = block.w_up.row(i);
             let mut acc = Expansion::new();
+            if block.is_excluded(i) {
+                return acc;
+            }
             for p in 0..d_out {
                 let v = block.w_down.get(p, i);
                 if v == 0.0 {
@@ -276,7 +290,7 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
     let rounding = (lo_e.max(hi_e)) / scale;
     IntervalBound {
         bound: if finite && gap > 0.0 {
-            down(gap / scale, 2)
+            down(gap / scale, 2).min(block.exclusion_bound())
         } else {
             0.0
         },

@@ -1,0 +1,238 @@
+"""Verdicts do not change when a block is rescaled by exact powers of two.
+
+``c W_down[:, S] W_up[S, :] = -A`` holds for the block exactly when it holds
+for the block with the flip constant, ``W_up`` or ``W_down`` multiplied by
+``2^k`` and the skip by the same ``2^k`` (or ``W_up`` by ``2^k`` and
+``W_down`` by ``2^-k``): every product changes by the same power of two and
+every relative residual is unchanged, exactly. So verdicts, witnesses,
+brackets and certificates must not change either, at any ``k`` that keeps
+every entry a normal float64. The truth comes from exact rationals: every
+flip set's residual, summed in :class:`fractions.Fraction`.
+
+(Found by a red team: with a flip constant near ``2^±540`` the core said
+``undecided (overflow)``, and a relative dead-neuron test made a neuron's
+status depend on another neuron's size.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import skipsearch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from skipsearch import baseline
+
+#: Every transformation multiplies the residual c W_down[:, S] W_up[S] + A by
+#: 2^k: (flip constant, W_up, W_down, skip) exponents for a given k.
+MOVES = {
+    "flip_constant": lambda k: (k, 0, 0, k),
+    "W_up": lambda k: (0, k, 0, k),
+    "W_down": lambda k: (0, 0, k, k),
+    "W_up_against_W_down": lambda k: (0, k, -k, 0),
+    "everything": lambda k: (k, k, k, 3 * k),
+}
+
+
+def _dyadic(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Small dyadic numbers (exact in float64 at every scale used here)."""
+    return rng.integers(-64, 65, size=shape) / 16.0
+
+
+def _block(seed: int, planted: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    m, d = int(rng.integers(3, 7)), int(rng.integers(1, 4))
+    W_up = _dyadic(rng, (m, d))
+    W_down = _dyadic(rng, (d, m))
+    W_up[W_up[:, 0] == 0, 0] = 0.5  # no zero rows in the base block
+    W_down[0, W_down[0] == 0] = -0.25
+    if planted:
+        S = rng.permutation(m)[: int(rng.integers(1, m))]
+        A = -(W_down[:, S] @ W_up[S, :])
+        if not A.any():
+            A[0, 0] = 1.0
+    else:
+        A = _dyadic(rng, (d, d))
+        A[0, 0] = 3.0
+    return W_up, W_down, A
+
+
+def _truth(W_up: np.ndarray, W_down: np.ndarray, A: np.ndarray) -> tuple[Fraction, set]:
+    """The least relative squared residual over all flip sets (c = 1), and
+    the flip sets that reach it, in exact rationals."""
+    m = W_up.shape[0]
+    Af = [[Fraction(x) for x in row] for row in A.tolist()]
+    terms = [
+        [[Fraction(v) * Fraction(u) for u in W_up[i].tolist()] for v in W_down[:, i].tolist()]
+        for i in range(m)
+    ]
+    norm = sum(x * x for row in Af for x in row)
+    best, where = None, set()
+    for bits in itertools.product((0, 1), repeat=m):
+        R = [row[:] for row in Af]
+        for i in (i for i in range(m) if bits[i]):
+            for p, row in enumerate(terms[i]):
+                for q, x in enumerate(row):
+                    R[p][q] += x
+        v = sum(x * x for row in R for x in row) / norm
+        if best is None or v < best:
+            best, where = v, {tuple(i for i in range(m) if bits[i])}
+        elif v == best:
+            where.add(tuple(i for i in range(m) if bits[i]))
+    return best, where
+
+
+def _scaled(W_up, W_down, A, move: str, k: int):
+    kc, ku, kd, ks = MOVES[move](k)
+    act = "relu" if kc == 0 else skipsearch.scaled_activation("relu", math.ldexp(1.0, kc))
+    return np.ldexp(W_up, ku), np.ldexp(W_down, kd), np.ldexp(A, ks), act
+
+
+def _in_range(W_up, W_down, A, move: str, k: int) -> bool:
+    """Whether every scaled entry (and the flip constant) stays a normal
+    float64, so that the scaled block is exactly the rescaled one."""
+    for x, e in zip((np.ones(1), W_up, W_down, A), MOVES[move](k)):
+        nz = np.abs(x[x != 0])
+        with np.errstate(over="ignore", under="ignore"):
+            y = np.ldexp(nz, e)
+        if nz.size and (np.min(y) < np.finfo(np.float64).tiny or not np.isfinite(y).all()):
+            return False
+    return True
+
+
+def _check(r, truth_best: Fraction, truth_sets: set, tol: float) -> None:
+    """The result agrees with the exact truth."""
+    absorbable = truth_best <= Fraction(tol) ** 2
+    if absorbable:
+        assert r.verdict == "absorbable", r
+        assert tuple(r.subset.tolist()) in truth_sets, (r.subset, truth_sets)
+    elif r.genericity.passed:
+        assert r.verdict == "not_absorbable", r
+    else:
+        # No flip set, but the theorem's hypotheses fail (parallel rows).
+        assert r.verdict == "undecided", r
+    if r.distance_bracket is not None:
+        lo, hi = r.distance_bracket
+        assert Fraction(lo) ** 2 <= truth_best <= Fraction(hi) ** 2, (
+            r.distance_bracket,
+            truth_best,
+        )
+    if r.distance_bound is not None:
+        assert Fraction(r.distance_bound) ** 2 <= truth_best, (r.distance_bound, truth_best)
+
+
+EXPONENTS = [0, 1, -3, 60, -70, 200, -300, 511, -512, 540, -540, 700, -900, 1000, -1000]
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+@pytest.mark.parametrize("planted", [True, False])
+def test_power_of_two_rescaling_changes_nothing(move: str, planted: bool) -> None:
+    W_up, W_down, A = _block(7 + planted, planted)
+    best, sets = _truth(W_up, W_down, A)
+    ref = skipsearch.find_absorbing_subset(W_up, W_down, skip=A, bracket=True)
+    _check(ref, best, sets, ref.tolerance)
+    seen = 0
+    for k in EXPONENTS:
+        if not _in_range(W_up, W_down, A, move, k):
+            continue
+        seen += 1
+        u, v, a, act = _scaled(W_up, W_down, A, move, k)
+        r = skipsearch.find_absorbing_subset(u, v, activation=act, skip=a, bracket=True)
+        _check(r, best, sets, ref.tolerance)
+        assert r.verdict == ref.verdict, (k, r)
+        assert r.argument == ref.argument, (k, r)
+        assert (r.subset is None) == (ref.subset is None)
+        if r.subset is not None:
+            assert r.subset.tolist() == ref.subset.tolist()
+        assert r.best_subset.tolist() == ref.best_subset.tolist(), k
+        assert r.stats.bracket == ref.stats.bracket, k
+        assert r.genericity.dead_neurons.tolist() == [], k
+        b = baseline.find_absorbing_subset(u, v, activation=act, skip=a)
+        assert b.verdict == r.verdict, (k, b)
+        if r.certificate is not None:
+            bound = skipsearch.check_certificate(r.certificate, u, v, activation=act, skip=a)
+            assert bound > 0 and Fraction(bound) ** 2 <= best, (k, bound)
+        if r.verdict == "absorbable":
+            # The witness block is the rescaled block's own, and exact.
+            assert r.block is not None
+    assert seen >= (6 if move == "everything" else 8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10**6),
+    planted=st.booleans(),
+    move=st.sampled_from(sorted(MOVES)),
+    k=st.integers(-1021, 1023),
+)
+def test_rescaling_at_any_exponent(seed: int, planted: bool, move: str, k: int) -> None:
+    W_up, W_down, A = _block(seed, planted)
+    if move == "everything":
+        k //= 3
+    if not _in_range(W_up, W_down, A, move, k):
+        k = k // 2 if _in_range(W_up, W_down, A, move, k // 2) else 0
+    best, sets = _truth(W_up, W_down, A)
+    ref = skipsearch.find_absorbing_subset(W_up, W_down, skip=A, bracket=True)
+    u, v, a, act = _scaled(W_up, W_down, A, move, k)
+    r = skipsearch.find_absorbing_subset(u, v, activation=act, skip=a, bracket=True)
+    _check(r, best, sets, ref.tolerance)
+    assert (r.verdict, r.argument) == (ref.verdict, ref.argument), (k, r)
+    assert r.best_subset.tolist() == ref.best_subset.tolist(), k
+    b = baseline.find_absorbing_subset(u, v, activation=act, skip=a)
+    assert b.verdict == r.verdict, (k, b)
+
+
+def test_a_large_neuron_leaves_the_others_alive() -> None:
+    """One W_down column 10x (or 2^500x) larger than the rest marked most
+    other neurons dead at a bf16 tolerance, turning a provable
+    not_absorbable into undecided: a nonzero neuron is alive whatever the
+    others' size."""
+    rng = np.random.default_rng(3)
+    m, d = 64, 16
+    W_up = rng.standard_normal((m, d))
+    W_down = rng.standard_normal((d, m))
+    ref = skipsearch.find_absorbing_subset(W_up, W_down, tol=2.0**-3.5)
+    for factor in (10.0, 2.0**500):
+        big = W_down.copy()
+        big[:, 5] *= factor
+        r = skipsearch.find_absorbing_subset(W_up, big, tol=2.0**-3.5)
+        assert r.genericity.dead_neurons.tolist() == []
+        assert r.verdict == ref.verdict == "not_absorbable", r
+        b = baseline.find_absorbing_subset(W_up[:20], big[:, :20], skip=np.eye(d), tol=2.0**-3.5)
+        assert b.genericity.dead_neurons.tolist() == []
+    zero = W_down.copy()
+    zero[:, [3, 9]] = 0.0
+    r = skipsearch.find_absorbing_subset(W_up, zero, tol=2.0**-3.5)
+    assert r.genericity.dead_neurons.tolist() == [3, 9]
+
+
+def test_a_neuron_of_subnormals_is_alive() -> None:
+    """A row of subnormal entries squares to zero but is not zero."""
+    W_up = np.array([[1.0, 0.0], [0.0, 1.0], [2.0**-1070, 2.0**-1072]])
+    W_down = np.array([[1.0, 0.5, 1.0], [0.25, 1.0, -1.0]])
+    for fn in (skipsearch.find_absorbing_subset, baseline.find_absorbing_subset):
+        r = fn(W_up, W_down)
+        assert r.genericity.dead_neurons.tolist() == [], fn
+
+
+@pytest.mark.parametrize("value", [Fraction(1, 3), "decimal"])
+def test_decimal_and_fraction_entries_are_value_errors(value) -> None:
+    """Fractions and Decimals in an array are read as the exact values they
+    are: a ValueError naming the argument and the entry when float64 cannot
+    hold one, and the block decided when it can."""
+    from decimal import Decimal
+
+    inexact = Decimal("0.1") if value == "decimal" else value
+    exact = Decimal("0.5") if value == "decimal" else Fraction(1, 2)
+    with pytest.raises(ValueError, match=r"W_up\[1, 0\]=.*float64 cannot hold it exactly"):
+        skipsearch.find_absorbing_subset([[1.0, 0.0], [inexact, 1.0]], -np.eye(2))
+    with pytest.raises(ValueError, match=r"skip\[0, 1\]="):
+        skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), skip=[[1, inexact], [0, 1]])
+    with pytest.raises(ValueError, match=r"^skip="):
+        skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), skip=inexact)
+    r = skipsearch.find_absorbing_subset([[exact, 0], [0, exact]], -np.eye(2), skip=exact)
+    assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]
