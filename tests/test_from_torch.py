@@ -743,7 +743,12 @@ def test_load_torch_checkpoint_uses_weights_only(tmp_path, monkeypatch):
             "plain": up,
         }
 
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=load, __version__="9"))
+    def fixed(**kw):
+        """A torch with the weights_only fixes (>= 2.10 and the 2.6 API)."""
+        api = types.SimpleNamespace(get_unsafe_globals_in_checkpoint=lambda f: [])
+        return types.SimpleNamespace(__version__="2.10.0", serialization=api, **kw)
+
+    monkeypatch.setitem(sys.modules, "torch", fixed(load=load))
     path = tmp_path / "ckpt.bin"
     path.write_bytes(b"x")
     sd = load_state_dict(path)
@@ -758,7 +763,7 @@ def test_load_torch_checkpoint_uses_weights_only(tmp_path, monkeypatch):
     def refuse(path, **kwargs):
         raise pickle.UnpicklingError("Weights only load failed")
 
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=refuse))
+    monkeypatch.setitem(sys.modules, "torch", fixed(load=refuse))
     with pytest.raises(ValueError, match=r"torch.load\(weights_only=True\) refuses"):
         load_state_dict(path)
 
@@ -768,11 +773,18 @@ def test_load_torch_checkpoint_uses_weights_only(tmp_path, monkeypatch):
     def old_load(path, **kwargs):
         return old(path, **kwargs)
 
-    old_torch = types.SimpleNamespace(load=old_load, __version__="1.12")
-    monkeypatch.setitem(sys.modules, "torch", old_torch)
+    # A torch whose weights_only loading is bypassable never sees the file.
+    seen = []
+    for version in ("1.12", "2.5.1", "2.9.1"):
+        stale = types.SimpleNamespace(load=lambda p, **k: seen.append(p), __version__=version)
+        monkeypatch.setitem(sys.modules, "torch", stale)
+        with pytest.raises(ImportError, match=r"CVE-20"):
+            load_state_dict(path)
+    assert seen == []
+    monkeypatch.setitem(sys.modules, "torch", fixed(load=old_load))
     with pytest.raises(ImportError, match=r"needs torch >= 1.13"):
         load_state_dict(path)
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(load=lambda p, **k: [1, 2]))
+    monkeypatch.setitem(sys.modules, "torch", fixed(load=lambda p, **k: [1, 2]))
     with pytest.raises(ValueError, match="holds a list, expected a dictionary of tensors"):
         load_state_dict(path)
 

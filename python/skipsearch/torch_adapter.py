@@ -33,6 +33,7 @@ from skipsearch._torch.tensors import BF16_TOL, Widened, stored_tol, to_numpy
 from skipsearch._warnings import PrecisionWarning
 from skipsearch.absorption import MLPBlock
 from skipsearch.activations import Activation
+from skipsearch.io.checkpoints import check_torch_load_safe
 
 __all__ = ["BF16_TOL", "from_torch", "load_state_dict"]
 
@@ -287,6 +288,9 @@ def _load_torch(path: str) -> dict[str, np.ndarray]:
             f"{path!r} is a torch checkpoint and torch is not installed; install torch, or "
             "convert the checkpoint to .safetensors"
         ) from None
+    # The scan's rule: only a torch whose weights_only loading has no known
+    # bypass (CVE-2025-32434, CVE-2026-24747) sees the file.
+    check_torch_load_safe(torch, path)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except TypeError as e:
