@@ -202,7 +202,7 @@ pub fn worker_pool(
         by_size: HashMap<usize, Vec<Arc<rayon::ThreadPool>>>,
     }
     static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
-    let n = threads.unwrap_or(0);
+    let n = threads.unwrap_or_else(|| default_threads(std::env::var("RAYON_NUM_THREADS").ok()));
     let pid = std::process::id();
     let mut guard = POOLS
         .lock()
@@ -243,6 +243,23 @@ pub fn worker_pool(
 
 /// Pools of one size kept for calls that run at the same time.
 pub const POOLS_PER_SIZE: usize = 4;
+
+/// Most worker threads a call may ask for: a pool of thousands of threads
+/// takes tens of seconds to start.
+pub const MAX_THREADS: usize = 1024;
+
+/// The pool size when the caller names none: 0 (rayon's own default, one
+/// per core or `RAYON_NUM_THREADS`), except that `RAYON_NUM_THREADS` above
+/// [`MAX_THREADS`] is not obeyed (5000 threads spun for a minute on two
+/// cores): one per available core then.
+fn default_threads(rayon_num_threads: Option<String>) -> usize {
+    match rayon_num_threads.and_then(|v| v.trim().parse::<usize>().ok()) {
+        Some(asked) if asked > MAX_THREADS => std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(MAX_THREADS),
+        _ => 0,
+    }
+}
 
 /// Bytes of working space the dense kernels of one thread may hold at once:
 /// faer's blocked triangular solves keep two copies of the L3 cache in a
@@ -342,4 +359,20 @@ pub fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
         .build()
         .expect("a test pool")
         .install(f)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rayon_num_threads_beyond_the_cap_is_not_obeyed() {
+        assert_eq!(super::default_threads(None), 0);
+        assert_eq!(super::default_threads(Some("3".into())), 0);
+        assert_eq!(super::default_threads(Some("1024".into())), 0);
+        assert_eq!(super::default_threads(Some("junk".into())), 0);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            super::default_threads(Some(" 5000".into())),
+            cores.min(1024)
+        );
+    }
 }

@@ -158,10 +158,7 @@ pub(super) fn run_on_pool<T: Send>(
     run_on_pool_until(py, threads, time_limit, node_limit, None, work)
 }
 
-/// Most worker threads a call may ask for, as the Python layer's option
-/// checks allow: a pool of thousands of threads takes tens of seconds to
-/// start.
-const MAX_THREADS: usize = 1024;
+use crate::limits::MAX_THREADS;
 
 /// `run_on_pool`, also stopped (as interrupted) once `stop_event`, a
 /// `threading.Event`, is set.
