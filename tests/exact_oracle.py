@@ -173,9 +173,17 @@ class FlipTruth:
     good: frozenset
     inputs: tuple = ()
 
-    def certificate_bound_sq(self, Y) -> Fraction:
-        """:func:`certificate_bound_sq` of ``Y`` on this block."""
-        return certificate_bound_sq(Y, *self.inputs)
+    def certificate_bound_sq(self, Y, excluded=()) -> Fraction:
+        """:func:`certificate_bound_sq` of ``Y`` on this block, over the flip
+        sets that avoid ``excluded``."""
+        return certificate_bound_sq(Y, *self.inputs, excluded=excluded)
+
+    def least_meeting_sq(self, neurons) -> Fraction:
+        """``min ||E_S||_F^2 / ||A||_F^2`` over the flip sets that contain
+        one of ``neurons``, exactly (inf as None when there are none)."""
+        mask = mask_of(neurons)
+        values = [v for k, v in enumerate(self.table) if k & mask]
+        return Fraction(min(values), self.a_sq) if values else None
 
     def ratio_sq(self, subset) -> Fraction:
         """``||E_S||_F^2 / ||A||_F^2`` exactly."""
@@ -245,7 +253,7 @@ def flip_truth(W_up, W_down, A, c, tol) -> FlipTruth:
     )
 
 
-def certificate_bound_sq(Y, W_up, W_down, A, c) -> Fraction:
+def certificate_bound_sq(Y, W_up, W_down, A, c, excluded=()) -> Fraction:
     """The exact interval bound from ``Y``, squared and relative:
 
     for s in {0,1}^m, ``<Y, T - sum_i s_i R_i>`` (T = -A, R_i = c v_i u_i^T)
@@ -253,7 +261,8 @@ def certificate_bound_sq(Y, W_up, W_down, A, c) -> Fraction:
     ``hi = <Y,T> - sum_{<Y,R_i> < 0} <Y,R_i>``. If 0 is outside, every flip
     set has ``||E_S||_F >= gap / ||Y||_F`` (Cauchy-Schwarz), gap the
     distance of 0 to the interval. Returns ``(gap / (||Y||_F ||A||_F))^2``
-    (0 when 0 is inside), a valid lower bound on ``min_S ||E_S||^2/||A||^2``.
+    (0 when 0 is inside), a valid lower bound on ``min_S ||E_S||^2/||A||^2``
+    over the flip sets ``S`` that avoid ``excluded`` (their terms left out).
     """
     c = Fraction(c)
     columns, target, K = _flip_columns(W_up, W_down, A, c)
@@ -263,7 +272,8 @@ def certificate_bound_sq(Y, W_up, W_down, A, c) -> Fraction:
     if yy == 0:
         return Fraction(0)
     t_y = sum(a * b for a, b in zip(y, target))
-    proj = [sum(a * b for a, b in zip(y, col)) for col in columns]
+    skip = set(excluded)
+    proj = [sum(a * b for a, b in zip(y, col)) for i, col in enumerate(columns) if i not in skip]
     lo = t_y - sum(p for p in proj if p > 0)
     hi = t_y - sum(p for p in proj if p < 0)
     gap = lo if lo > 0 else (-hi if hi < 0 else 0)

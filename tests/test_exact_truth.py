@@ -360,11 +360,21 @@ def _result_problems(r, truth, expected_tol) -> list:
             if r.certificate is None:
                 problems.append("not_absorbable by certificate without a certificate")
             else:
-                valid = truth.certificate_bound_sq(np.asarray(r.certificate))
+                # Neurons kept out by the norm bound: Y covers the flip sets
+                # that avoid them, and every set that meets one is checked here.
+                excluded = getattr(r, "excluded_neurons", None)
+                excluded = [] if excluded is None else excluded.tolist()
+                valid = truth.certificate_bound_sq(np.asarray(r.certificate), excluded)
                 if valid <= truth.tol**2:
                     problems.append(
                         f"the certificate Y does not prove the claim: its exact interval bound is "
                         f"{math.sqrt(valid):.6g} <= tol {float(truth.tol):.3g}"
+                    )
+                meeting = truth.least_meeting_sq(excluded) if excluded else None
+                if meeting is not None and meeting <= truth.tol**2:
+                    problems.append(
+                        f"WRONG exclusion of neurons {excluded}: a flip set containing one is "
+                        f"within tol (residual {math.sqrt(meeting):.3g})"
                     )
             db = getattr(r, "distance_bound", None)
             if db is None or not db > r.tolerance:

@@ -40,9 +40,17 @@ impl Exclusion {
     }
 }
 
+/// The least relative bound for which a neuron is excluded: `2^20`. Only a
+/// term that large makes the certificates' rounding allowances (about
+/// `eps ||R_i|| ||Y||`) a threat to their margins; below it a certificate
+/// covers every flip set by itself, as the user's check of `Y` alone
+/// expects, and nothing is excluded.
+pub const MIN_EXCLUSION_BOUND: f64 = 1_048_576.0;
+
 /// The neurons that the norm bound keeps out of every flip set whose
-/// relative residual is at most `tol` (see the module note); `None` when
-/// there are none. `O(m d)`.
+/// relative residual is at most `tol`, each by a bound of at least
+/// [`MIN_EXCLUSION_BOUND`] (see the module note); `None` when there are
+/// none. `O(m d)`.
 pub fn dominant_neurons(block: &Block, tol: f64) -> Option<Exclusion> {
     let m = block.width();
     let a_up = norm_upper(block.skip.data());
@@ -91,7 +99,7 @@ pub fn dominant_neurons(block: &Block, tol: f64) -> Option<Exclusion> {
             break;
         }
         let relative = div_down(down(gap, 1), a_up);
-        if relative <= tol {
+        if relative <= tol.max(MIN_EXCLUSION_BOUND) {
             break;
         }
         excluded[order[k]] = true;
