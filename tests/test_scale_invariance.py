@@ -34,6 +34,8 @@ MOVES = {
     "W_up": lambda k: (0, k, 0, k),
     "W_down": lambda k: (0, 0, k, k),
     "W_up_against_W_down": lambda k: (0, k, -k, 0),
+    # A residual multiplier 2^k with W_down stored at 2^-k: scales cancel.
+    "flip_constant_against_W_down": lambda k: (k, 0, -k, 0),
     "everything": lambda k: (k, k, k, 3 * k),
 }
 
