@@ -12,6 +12,8 @@ import csv
 import importlib
 import io
 import json
+import os
+import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -278,3 +280,116 @@ def test_progress_without_stderr_is_off(ckpt, monkeypatch):
     reports = scan_module.scan(ckpt, progress=True)
     assert [r.block for r in reports] == NAMES
     assert {r.verdict for r in reports} == {"not_absorbable"}
+
+
+# -- Ctrl-C while a row is written (breaker F6) ----------------------------------------------
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test (an earlier import of
+    fpylll leaves cysignals' in place), and the one before it after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def _ctrl_c_inside_row(monkeypatch, tmp_path, *, row: str, presses: int, split: bool):
+    """stdout a real file, and ``presses`` SIGINTs sent while the row that
+    names ``row`` is written (``split``: after the first half of its bytes
+    went out, as a blocked write that the kernel cut short). Returns what
+    reached the file."""
+    out_path = tmp_path / "out"
+    stdout = open(out_path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    monkeypatch.setattr(sys, "stdout", stdout)
+    real_write = os.write
+    sent = []
+
+    def write(fd, data):
+        if fd != stdout.fileno() or sent or row.encode() not in bytes(data):
+            return real_write(fd, data)
+        sent.append(True)
+        half = real_write(fd, bytes(data[: len(data) // 2])) if split else 0
+        for _ in range(presses):
+            signal.raise_signal(signal.SIGINT)
+        return half if split else real_write(fd, data)
+
+    monkeypatch.setattr(cli.os, "write", write)
+    return out_path, stdout
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("presses", [1, 2])
+@pytest.mark.parametrize("fmt", ["table", "--jsonl", "--csv"])
+def test_ctrl_c_while_a_row_is_written_keeps_it_whole(
+    ckpt, monkeypatch, tmp_path, capsys, default_sigint, fmt, presses, split
+):
+    # The row being written when Ctrl-C came was lost (or cut in half)
+    # while the last line counted it: 32 rows, "after 33 of 400".
+    out_path, stdout = _ctrl_c_inside_row(
+        monkeypatch, tmp_path, row=NAMES[2], presses=presses, split=split
+    )
+    code = cli.main(["scan", str(ckpt), "--no-progress", *_flags(fmt)])
+    stdout.close()
+    out = out_path.read_text(encoding="utf-8")
+    assert code == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err.splitlines() == ["skipsearch: interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    stopped = f"interrupted (Ctrl-C) after 3 of {LAYERS} FFN blocks"
+    if fmt == "--jsonl":
+        *rows, summary = [json.loads(line) for line in out.splitlines()]
+        assert [r["block"] for r in rows] == NAMES[:3]
+        assert summary["stopped"] == stopped
+        assert sum(summary["summary"].values()) == 3
+    elif fmt == "--csv":
+        assert [r["block"] for r in csv.DictReader(io.StringIO(out))] == NAMES[:3]
+    else:
+        rows = [line.split()[0] for line in out.splitlines() if line.startswith("bert.")]
+        assert rows == NAMES[:3]
+        assert f"the scan was {stopped}: 3 of 3 FFN blocks" in out.splitlines()[-1]
+
+
+def test_ctrl_c_three_times_cuts_the_row_and_says_so(
+    ckpt, monkeypatch, tmp_path, capsys, default_sigint
+):
+    # For an output that takes nothing more, a third press stops at once:
+    # the row stays cut, no line is glued to it, and stderr says so.
+    out_path, stdout = _ctrl_c_inside_row(
+        monkeypatch, tmp_path, row=NAMES[2], presses=3, split=True
+    )
+    code = cli.main(["scan", str(ckpt), "--no-progress", "--jsonl"])
+    stdout.close()
+    lines = out_path.read_text(encoding="utf-8").split("\n")
+    assert code == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err.splitlines() == [
+        "skipsearch: interrupted twice: the report ends inside its last line"
+    ]
+    assert [json.loads(line)["block"] for line in lines[:2]] == NAMES[:2]
+    assert len(lines) == 3 and NAMES[2] in lines[2]  # the half row, and nothing after it
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_at_start_up_is_one_line_and_130(ckpt, monkeypatch, capsys, default_sigint):
+    # Ctrl-C before the scan began (building the parser, reading the
+    # arguments) escaped main() as a traceback, exit status -2.
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_parser", interrupted)
+    code, out, err = _run(capsys, str(ckpt))
+    assert code == cli.EXIT_INTERRUPTED and out == ""
+    assert err.splitlines() == ["skipsearch: interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_while_python_m_imports_the_command_line(monkeypatch, capsys):
+    # python -m skipsearch: Ctrl-C while skipsearch.cli is imported was a
+    # traceback and status -2.
+    class Importing:
+        def __getattr__(self, name):
+            raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "skipsearch.cli", Importing())
+    entry = importlib.import_module("skipsearch.__main__")
+    assert entry._run() == cli.EXIT_INTERRUPTED
+    assert capsys.readouterr().err.splitlines() == ["skipsearch: interrupted"]

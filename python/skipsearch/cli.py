@@ -18,8 +18,10 @@ import logging
 import math
 import os
 import select
+import signal
 import sys
 import textwrap
+import threading
 import time
 import traceback
 import warnings
@@ -1001,6 +1003,7 @@ class _Rows:
         self.rows: list[BlockReport] = []  # as printed, tied blocks as rows of their own
         self.twins: list[Optional[int]] = []  # for a tied block's row: its twin's index in rows
         self.index: dict[int, int] = {}  # id of a row from the scan -> its index in rows
+        self.cut = False  # a second Ctrl-C cut a row short: nothing more is written
 
     def shown_report(self, report: BlockReport) -> BlockReport:
         """``report`` as the command line shows it: a block stopped by the
@@ -1012,10 +1015,7 @@ class _Rows:
     def __call__(self, report: BlockReport, twin: Optional[BlockReport]) -> None:
         if twin is None:
             shown = self.shown_report(report)
-            self.index[id(report)] = len(self.rows)
-            self.twins.append(None)
         else:
-            self.twins.append(self.index[id(twin)])
             shown = replace(
                 self.rows[self.index[id(twin)]],
                 block=report.block,
@@ -1024,8 +1024,21 @@ class _Rows:
                 seconds=report.seconds,
                 shared_with=report.shared_with,
             )
-        self.rows.append(shown)
-        self.row(shown, twin is not None)
+        # A row counts once it is written whole: a Ctrl-C while it is
+        # written waits for its last byte (a second one cuts it short, and
+        # nothing more is written).
+        with _whole_on_interrupt():
+            try:
+                self.row(shown, twin is not None)
+            except _CutShort:
+                self.cut = True
+                raise
+            if twin is None:
+                self.index[id(report)] = len(self.rows)
+                self.twins.append(None)
+            else:
+                self.twins.append(self.index[id(twin)])
+            self.rows.append(shown)
 
     def merged(self) -> list[BlockReport]:
         """The rows so far as :func:`skipsearch.scan` reports them: a tied
@@ -1341,7 +1354,9 @@ def _scan(args: argparse.Namespace) -> int:
                 raise CheckpointChangedError(f"{info.name} ({info.path}): {e}", e.path) from None
     except BaseException as e:
         stop = _stop_reason(e)
-        if stop is not None and out.rows:  # nothing decided: nothing to show
+        # Nothing decided: nothing to show; a row cut short: the output
+        # ends inside it, and a last line would only be glued onto it.
+        if stop is not None and out.rows and not out.cut:
             with contextlib.suppress(BrokenPipeError, _OutputError):
                 out.stop(*stop)
         raise
@@ -1466,6 +1481,60 @@ class _OutputError(Exception):
     """Writing the report to stdout failed (other than a broken pipe)."""
 
 
+class _CutShort(KeyboardInterrupt):
+    """A second Ctrl-C while a piece of the report was written
+    (:func:`_whole_on_interrupt`): that piece may end inside a line."""
+
+
+class _Interrupts:
+    """SIGINT's handler while :func:`main` runs, so that Ctrl-C never
+    leaves a piece of the report (a row, a line) half written, nor the
+    report without the line that says it stopped early. The first press
+    raises ``KeyboardInterrupt`` at once, or, while a piece is written
+    (:meth:`hold`), once that piece is whole (an interrupted ``os.write``
+    is resumed, PEP 475); the second is ignored (the stop under way writes
+    what was decided); the third raises at once, and inside a piece as
+    :class:`_CutShort`, for an output that takes nothing more."""
+
+    def __init__(self) -> None:
+        self.presses = 0
+        self.depth = 0  # holds open (they nest)
+        self.pending = False  # the first press came during a hold
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.presses += 1
+        if self.presses >= 3:
+            raise _CutShort if self.depth else KeyboardInterrupt
+        if self.presses == 1:
+            if not self.depth:
+                raise KeyboardInterrupt
+            self.pending = True
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Write one piece of the report inside the block; a first Ctrl-C
+        during it is raised after it."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if self.pending and not self.depth:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+#: SIGINT's handler while :func:`main` runs (None elsewhere, in another
+#: thread, or where SIGINT had a handler of its own).
+_interrupts: Optional[_Interrupts] = None
+
+
+def _whole_on_interrupt() -> contextlib.AbstractContextManager[None]:
+    """:meth:`_Interrupts.hold` of the running command line, else nothing."""
+    handler = _interrupts
+    return contextlib.nullcontext() if handler is None else handler.hold()
+
+
 def _emit(text: str = "", end: str = "\n", flush: bool = False) -> None:
     """Write ``text`` and ``end`` to stdout, whole: encoded as stdout's
     encoding says (escaping what it cannot hold, :func:`_encodable`) and
@@ -1497,7 +1566,8 @@ def _emit(text: str = "", end: str = "\n", flush: bool = False) -> None:
             data = text.encode(encoding, getattr(stream, "errors", None) or "strict")
         except LookupError:
             data = text.encode("utf-8", "backslashreplace")
-        write_all(fd, data)
+        with _whole_on_interrupt():
+            write_all(fd, data)
     except BrokenPipeError:
         raise
     except (OSError, ValueError, AttributeError) as e:  # a full disk, a closed file
@@ -1672,9 +1742,58 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         was scanned; 5 when memory or worker threads ran out (or the
         floating-point environment cannot be set); 70 on any
         other exception (``skipsearch: internal error: ...``: a bug); 130
-        when interrupted. Characters stdout cannot encode are written
-        escaped (``\\xe8``), never fail the report.
+        when interrupted (Ctrl-C, from the moment ``main`` starts: one
+        line ``skipsearch: interrupted``, and the rows decided by then, each
+        whole). Characters stdout cannot encode are written escaped
+        (``\\xe8``), never fail the report.
+
+    Notes
+    -----
+    While it runs, in the main thread, ``main`` handles SIGINT itself
+    (where it has Python's default handler): see :class:`_Interrupts`.
+    The default handler is back when it returns, except after Ctrl-C with
+    ``argv`` None (the process is the command line, and is exiting): then
+    a further Ctrl-C is ignored, so that it cannot turn the exit status
+    130 into a traceback.
     """
+    interrupted = False
+    try:
+        _take_interrupts()
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        interrupted = True
+        cut = " twice: the report ends inside its last line" if isinstance(e, _CutShort) else ""
+        _to_stderr(f"{PROG}: interrupted{cut}")
+        return EXIT_INTERRUPTED
+    finally:
+        _give_back_interrupts(exiting=interrupted and argv is None)
+
+
+def _take_interrupts() -> None:
+    """Make an :class:`_Interrupts` SIGINT's handler, in the main thread
+    and where SIGINT has Python's default handler."""
+    global _interrupts
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        return
+    _interrupts = _Interrupts()
+    signal.signal(signal.SIGINT, _interrupts)
+
+
+def _give_back_interrupts(exiting: bool) -> None:
+    """Give SIGINT its default handler back (``exiting``: ignore it)."""
+    global _interrupts
+    handler, _interrupts = _interrupts, None
+    # A handler that replaced it meanwhile (cysignals, on fpylll's first
+    # import) stays.
+    if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+        signal.signal(signal.SIGINT, signal.SIG_IGN if exiting else signal.default_int_handler)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
+    """:func:`main`, but for Ctrl-C."""
     # The command line owns its process: no tqdm monitor thread, which under
     # a thread or address-space limit fails with a warning of its own
     # before the one error line.
@@ -1698,9 +1817,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             # source excerpt, and each once (a model's blocks can repeat one).
             warnings.showwarning = _one_line_warnings()
             return _scan(args)
-    except KeyboardInterrupt:
-        _to_stderr(f"{PROG}: interrupted")
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `skipsearch scan | head`).
         _discard_stdout()
