@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -74,6 +75,41 @@ def test_printable_escapes_every_kind():
         "a\\x1b[2Jb\\x07c\\rd\\ne\\tf\\x7fg\\x85h\\u202ei\\u2067j\\u200fk"
     )
     assert printable("mod\u00e8le \u6a21\u578b C:\\path") == "mod\u00e8le \u6a21\u578b C:\\path"
+
+
+def test_printable_escapes_hidden_characters_and_lone_surrogates():
+    # Breaker F7: the zero-width characters hid in a name, and a path's
+    # bytes that are not UTF-8 (lone surrogates) went out raw.
+    text = "a\u200bb\u200cc\u200dd\u2060e\ufefff\udc9bg\udcffh\ud800i"
+    assert printable(text) == "a\\u200bb\\u200cc\\u200dd\\u2060e\\ufefff\\udc9bg\\udcffh\\ud800i"
+    assert printable("\U0001f600 \u00e8") == "\U0001f600 \u00e8"  # what shows stays
+
+
+#: A directory name that is not UTF-8: 0x9b (the 8-bit CSI) and 0xff, then
+#: a zero-width space and a byte-order mark.
+RAW_DIR = b"raw\x9b31mX\xffY" + "\u200bZ\ufeff".encode()
+
+
+@pytest.mark.parametrize("fmt", ["table", "--csv", "--markdown"])
+def test_path_bytes_that_are_not_utf8_are_escaped(tmp_path, capsys, fmt):
+    from tests.test_cli_output_whole import many_layers
+
+    try:
+        os.mkdir(os.path.join(os.fsencode(tmp_path), RAW_DIR))
+    except OSError:  # a file system that takes only UTF-8 names (macOS)
+        pytest.skip("the file system refuses names that are not UTF-8")
+    ckpt = many_layers(tmp_path / os.fsdecode(RAW_DIR), 2)
+    code, out, err = _run(capsys, str(ckpt), *(() if fmt == "table" else (fmt,)))
+    assert code == 0, err
+    out.encode("utf-8")  # strict: no lone surrogate, written back as a raw byte
+    assert not re.findall("[\u200b-\u200d\u2060\ufeff]", out)
+    shown = _unescape(out) if fmt == "--markdown" else out
+    name = "raw\\udc9b31mX\\udcffY\\u200bZ\\ufeff"
+    assert f"{name} " in shown or f"{name}," in shown  # the model's name
+    assert f"{name}/model.safetensors" in out  # its path (in Markdown, a code span)
+    if fmt == "--csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert [r["model"] for r in rows] == [name] * 2
 
 
 @pytest.mark.parametrize("fmt", ["table", "--csv", "--markdown"])

@@ -1366,7 +1366,7 @@ def _scan(args: argparse.Namespace) -> int:
 
         plot_scan(reports, args.plot)
         if table:
-            _emit(f"plot: {args.plot}")
+            _emit(_visible(f"plot: {args.plot}"))
     _emit("", end="", flush=True)  # a failing stdout fails here, not at exit
     return EXIT_OK
 

@@ -408,12 +408,17 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
-#: Characters a terminal or a renderer acts on instead of showing: C0 and C1
-#: controls (ESC, BEL, CR, LF, ...), DEL, the bidirectional overrides,
-#: embeddings and isolates, the directional marks, and the line and
-#: paragraph separators.
+#: Characters a terminal or a renderer acts on instead of showing, or that
+#: hide in what it shows: C0 and C1 controls (ESC, BEL, CR, LF, ...), DEL,
+#: the bidirectional overrides, embeddings and isolates, the directional
+#: marks, the line and paragraph separators, the invisible zero-width
+#: characters (space, non-joiner, joiner, word joiner, byte-order mark),
+#: and lone surrogates: the bytes of a path that are not UTF-8, which
+#: Python reads as U+DC80 to U+DCFF and writes back as the raw bytes (0x9b
+#: is the 8-bit CSI; the rest would make the output invalid UTF-8).
 _UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069"
+    "\ufeff\ud800-\udfff]"
 )
 
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -431,11 +436,14 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every character a terminal would act on written as an
     escape: ``\\t``, ``\\n``, ``\\r``, ``\\x1b`` for the other C0 and C1
-    controls and DEL, ``\\u202e`` for the bidirectional controls and the
-    line and paragraph separators. Names and paths read from a checkpoint
-    (tensor names, ``config.json``, directory names) pass through it before
-    any human-readable output, so that a crafted name cannot redraw what the
-    user reads (CVE-2021-25743, CVE-2021-42574 for the kind).
+    controls and DEL, ``\\u202e`` for the bidirectional controls, the
+    line and paragraph separators and the invisible zero-width characters
+    (``\\u200b``, ``\\ufeff``, ...), ``\\udc9b`` for a lone surrogate (a
+    byte of a path that is not UTF-8, as ``--json`` writes it). Names and
+    paths read from a checkpoint (tensor names, ``config.json``, directory
+    names) pass through it before any human-readable output, so that a
+    crafted name cannot redraw what the user reads (CVE-2021-25743,
+    CVE-2021-42574 for the kind), nor hide in it.
 
     Parameters
     ----------
