@@ -9,6 +9,8 @@ wrong.
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -141,3 +143,24 @@ def test_lists_mixing_floats_and_big_integers_are_refused() -> None:
         [[-1.0, 0.0], [0.0, -(2.0**60)]], np.eye(2), skip=[[1, 0.0], [0, 2**60]]
     )
     assert r.verdict == "absorbable" and list(r.subset) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("where", "kwargs"),
+    [
+        ("W_up[0, 1]", {"W_up": [[1, Decimal("sNaN")], [0, 1]]}),
+        ("skip", {"skip": Decimal("sNaN")}),
+        ("b_down[0]", {"b_down": [Decimal("-sNaN"), 0]}),
+    ],
+)
+def test_signaling_nan_decimal_names_its_entry(where: str, kwargs: dict) -> None:
+    # float(Decimal("sNaN")) raises "cannot convert signaling NaN to
+    # float", which named no argument.
+    args = {"W_up": np.eye(2), "W_down": -np.eye(2), **kwargs}
+    value = "Decimal('-sNaN')" if where == "b_down[0]" else "Decimal('sNaN')"
+    message = re.escape(f"{where} must be finite, got {value}")
+    for find in (skipsearch.find_absorbing_subset, baseline.find_absorbing_subset):
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            find(**args)
+    with pytest.raises(ValueError, match=r"^certificate\[0, 0\] must be finite"):
+        skipsearch.check_certificate([[Decimal("sNaN"), 0], [0, 1]], np.eye(2), -np.eye(2))

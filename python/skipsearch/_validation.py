@@ -270,6 +270,10 @@ def exact_float(name: str, value: Any) -> float:
         raise ValueError(
             f"{name}={value!r} lies beyond float64's range; rescale the block"
         ) from None
+    except ValueError:  # Decimal("sNaN"): "cannot convert signaling NaN to float"
+        if isinstance(value, Decimal) and value.is_nan():
+            raise ValueError(f"{name} must be finite, got {value!r}") from None
+        raise
     exact = _exact_value(value)
     if not math.isfinite(out):
         if exact is not None:
