@@ -291,3 +291,24 @@ def test_value_type_codes_are_gguf_own():
     assert {code: name for code, (name, _) in _VALUE_TYPES.items()} == {
         int(t): t.name for t in gguf.GGUFValueType
     }
+
+
+@pytest.mark.parametrize(
+    ("payload", "found"),
+    [
+        (kv("general.architecture", ARRAY, struct.pack("<IQ", STRING, 1) + s("gpt2")), "ARRAY"),
+        (kv("general.architecture", UINT32, struct.pack("<I", 2)), "UINT32"),
+    ],
+    ids=["array", "uint32"],
+)
+def test_architecture_of_another_type_names_the_key_and_type(tmp_path, payload, found):
+    # An architecture stored as an array (["gpt2"]) was reported as no
+    # architecture at all.
+    path = tmp_path / "arch.gguf"
+    path.write_bytes(header(payload, 1))
+    with pytest.raises(CheckpointError) as e:
+        open_checkpoint(path)
+    assert str(e.value) == (
+        f"not a readable GGUF file: {path}: metadata key 'general.architecture' must be a "
+        f"STRING (the model's architecture), got {found}"
+    )

@@ -283,6 +283,13 @@ def _read_metadata(r: _HeaderReader, n_keys: int) -> tuple[dict[str, Any], int]:
             key = None  # no key the scan reads: its value is read past
         what = f"metadata key {key!r}" if key is not None else f"metadata key #{k}"
         vtype = r.scalar("<I", f"the value type of {what}")
+        if key == "general.architecture" and vtype != _STRING:
+            # An array or a number here is no architecture, not a missing one.
+            found = _VALUE_TYPES[vtype][0] if vtype in _VALUE_TYPES else f"value type {vtype}"
+            raise r.bad(
+                f"metadata key 'general.architecture' must be a STRING (the model's "
+                f"architecture), got {found}"
+            )
         keep = key is not None and not key.startswith("tokenizer.")
         value = r.value(vtype, what, keep)
         if key == "general.alignment":
