@@ -238,3 +238,76 @@ def test_decimal_and_fraction_entries_are_value_errors(value) -> None:
         skipsearch.find_absorbing_subset(np.eye(2), -np.eye(2), skip=inexact)
     r = skipsearch.find_absorbing_subset([[exact, 0], [0, exact]], -np.eye(2), skip=exact)
     assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]
+
+
+def test_underflow_amplified_by_huge_factors_proves_nothing() -> None:
+    """A red team's block: u = (2^500, 2^-500), v = (-2^-500, -2^500), the
+    flip constant 2^-800 and A = 2^-799, exactly absorbed by S = {0, 1}.
+    W_down's spread kept c from being balanced to 1; Y u_1 underflowed to 0
+    and was then multiplied by 2^1023 c, and Y = A "proved" 0.5. Every
+    such block must come back absorbable (with the exact set) or undecided."""
+    seen = set()
+    for e in (200, 300, 500, 511):
+        for kc in (0, -300, -600, -800):
+            for ku in (0, -500, 200):
+                U = np.ldexp(np.array([[1.0], [1.0]]), [[e + ku], [-e + ku]])
+                V = np.ldexp(np.array([[-1.0, -1.0]]), [[-e, e]])
+                A = np.ldexp(np.array([[2.0]]), kc + ku)
+                if not _in_range(U, V, A, "W_up", 0) or not np.isfinite(U).all():
+                    continue
+                if np.abs(np.concatenate([U.ravel(), V.ravel(), A.ravel()])).min() < 2.0**-1022:
+                    continue
+                act = skipsearch.scaled_activation("relu", 2.0**kc) if kc else "relu"
+                r = skipsearch.find_absorbing_subset(U, V, skip=A, activation=act, bracket=True)
+                seen.add(r.verdict)
+                assert r.verdict in ("absorbable", "undecided"), (e, kc, ku, r)
+                if r.verdict == "absorbable":
+                    assert r.subset.tolist() == [0, 1]
+                if r.distance_bound is not None:
+                    assert r.distance_bound == 0.0, (e, kc, ku, r.distance_bound)
+                if r.distance_bracket is not None:
+                    assert r.distance_bracket[0] == 0.0
+    assert "absorbable" in seen
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("scale", [2.0**-600, 2.0**-1000, 2.0**-1070, 2.0**600, 2.0**1000])
+def test_rows_at_extreme_scales_are_compared(activation: str, scale: float) -> None:
+    """Rows whose square norm underflows (or overflows) were skipped by the
+    pair test: proportional rows in d = 1 (an absorbable block) and exact
+    duplicates passed the genericity check, and not_absorbable was claimed."""
+    V = np.array([[0.3, 0.7, 0.1], [0.2, -0.4, 0.9]])
+    row = np.array([3.0, 5.0]) * scale
+    for sign in (1.0, -1.0):
+        for b_up in (None, np.array([scale, sign * scale, 0.0])):
+            U = np.array([row, sign * row, [1.0, -1.0]])
+            r = skipsearch.find_absorbing_subset(U, V, activation=activation, b_up=b_up)
+            assert not r.genericity.passed, (sign, b_up, r)
+            assert [0, 1] in r.genericity.offending_pairs.tolist()
+            assert r.verdict != "not_absorbable"
+            b = baseline.find_absorbing_subset(U, V, activation=activation, b_up=b_up)
+            assert [0, 1] in b.genericity.offending_pairs.tolist()
+    # Proportional (not equal) rows, one huge and one tiny, in d = 1: the
+    # block is absorbable by a width-2 skip-free block, never provably not.
+    U = np.array([[2.0**500], [2.0**-500]])
+    r = skipsearch.find_absorbing_subset(U, np.array([[0.3, 0.7]]))
+    assert r.genericity.offending_pairs.tolist() == [[0, 1]]
+    assert r.verdict != "not_absorbable"
+
+
+@pytest.mark.parametrize("move", ["flip_constant", "W_down"])
+def test_check_certificate_at_the_ends_of_the_range(move: str) -> None:
+    """check_certificate balances the block as the decision does: with the
+    flip constant or W_down at 2^1021 it confirmed nothing (0.0)."""
+    W_up, W_down, A = _block(0, False)
+    ref = skipsearch.find_absorbing_subset(W_up, W_down, skip=A)
+    assert ref.verdict == "not_absorbable" and ref.certificate is not None
+    for k in (1021, -1000):
+        assert _in_range(W_up, W_down, A, move, k)
+        u, v, a, act = _scaled(W_up, W_down, A, move, k)
+        r = skipsearch.find_absorbing_subset(u, v, activation=act, skip=a)
+        assert r.verdict == ref.verdict and r.certificate is not None
+        bound = skipsearch.check_certificate(
+            r.certificate, u, v, activation=act, skip=a, tol=r.tolerance
+        )
+        assert bound > r.tolerance, (k, bound)

@@ -59,6 +59,17 @@ def _genericity(
 ) -> dict[str, Any]:
     m = W_up.shape[0]
     aug = W_up if b_up is None else np.hstack([W_up, b_up[:, None]])
+    aug_raw = aug
+    # Rows whose largest entry lies outside [2^-480, 2^480] square to 0 or
+    # inf (the core's rule): for proportionality, which does not see a
+    # row's scale, each is brought to [1, 2); for distinct up to sign they
+    # are compared with each other exactly, and never with other rows.
+    big = np.max(np.abs(aug), axis=1, initial=0.0)
+    extreme = (big > 0) & ((big < 2.0**-480) | (big > 2.0**480))
+    if extreme.any():
+        _, e = np.frexp(big[extreme])
+        aug = aug.copy()
+        aug[extreme] = np.ldexp(aug[extreme], (1 - e)[:, None])
     # Dead: a row of W_up or a column of W_down exactly zero (the core's
     # rule; a nonzero row is alive whatever its size).
     dead_mask = ~np.any(W_up != 0, axis=1) | ~np.any(W_down != 0, axis=0)
@@ -73,6 +84,12 @@ def _genericity(
             for j in range(i + 1, m):
                 if dead_mask[i] or dead_mask[j] or norms[i] <= 0 or norms[j] <= 0:
                     continue
+                if check == "distinct_up_to_sign" and (extreme[i] or extreme[j]):
+                    if extreme[i] and extreme[j]:
+                        a_i, a_j = aug_raw[i], aug_raw[j]
+                        if np.array_equal(a_i, a_j) or np.array_equal(a_i, -a_j):
+                            pairs.append((i, j))
+                    continue
                 a = abs(gram[i, j])
                 if check == "non_proportional":
                     bad = a >= (1 - max(tol, res)) * math.sqrt(norms[i] * norms[j])
@@ -86,86 +103,6 @@ def _genericity(
         "pairs": np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
         "pair_count": len(pairs),
     }
-
-
-#: Exponents up to this size are left unbalanced (the core's ``MODERATE``).
-_MODERATE = 64
-
-
-def _exact_range(x: FloatArray) -> tuple[int, int]:
-    """The exponents ``k`` for which ``x 2^k`` is exact for every entry of
-    ``x`` (no lowest set bit below ``2^-1074``, no entry reaching
-    ``2^1024``); always contains 0 (the core's ``exact_range``)."""
-    nz = np.abs(x[(x != 0) & np.isfinite(x)]).astype(np.float64)
-    if nz.size == 0:
-        return (-4096, 4096)
-    mant, lead = np.frexp(nz)  # nz = mant 2^lead, mant in [1/2, 1)
-    # The lowest set bit of each entry: mant 2^53 is an integer.
-    ints = np.ldexp(mant, 53).astype(np.int64)
-    trailing = np.log2(ints & -ints).astype(np.int64)
-    low = int(np.min(lead - 53 + trailing))
-    high = int(np.max(lead)) - 1
-    return (-1074 - low, 1023 - high)
-
-
-def _intersect(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return (max(a[0], b[0]), min(a[1], b[1]))
-
-
-def _balanced(
-    W_up: FloatArray,
-    W_down: FloatArray,
-    A: FloatArray,
-    b_up: Optional[FloatArray],
-    flip: tuple[float, float],
-) -> tuple[FloatArray, FloatArray, FloatArray, int, bool, int, tuple[float, float]]:
-    """The block rescaled by powers of two (the core's ``Block::balanced``):
-    the flip constant near 1 with ``W_down`` scaled inversely, ``W_up`` (and
-    ``b_up``) near 1, the skip near 1, each exponent kept within the range
-    where its matrix stays exact. Returns the scaled ``W_up``, ``W_down``,
-    ``A``, the skip's exponent ``k`` (``A_balanced = 2^k A``), whether it was
-    exact, the exponent applied to ``W_up`` (and ``b_up``), and the scaled
-    flip constant. ``c W_down[:, S] W_up[S, :] + A`` is multiplied by
-    ``2^k`` exactly, so every relative quantity is unchanged."""
-
-    def exponent(x: FloatArray) -> int:
-        big = float(np.max(np.abs(x), initial=0.0))
-        return round(math.log2(big)) if big > 0 and math.isfinite(big) else 0
-
-    c, c_lo = flip
-    flips = np.array([c, c_lo])
-    k_c = -exponent(flips[:1])
-    k_up = -max(exponent(W_up), exponent(b_up) if b_up is not None else -(10**6))
-    k_skip = -exponent(A)
-    k_cdown = -exponent(W_down) + k_c
-    if all(
-        abs(k) <= _MODERATE
-        for k in (k_c, k_up, k_skip, k_cdown, k_skip - k_up, k_skip - k_up - k_cdown)
-    ):
-        k_c = k_up = k_skip = 0
-    r_down = _exact_range(W_down)
-    if k_c:
-        lo, hi = _intersect(_exact_range(flips), (-r_down[1], -r_down[0]))
-        k_c = min(max(k_c, lo), hi)
-    if k_up or k_skip or k_c:
-        r_up = _exact_range(W_up)
-        if b_up is not None:
-            r_up = _intersect(r_up, _exact_range(b_up))
-        r_down = (r_down[0] + k_c, r_down[1] + k_c)
-        r_skip = _exact_range(A)
-        r_up = _intersect(r_up, (r_skip[0] - r_down[1], r_skip[1] - r_down[0]))
-        k_up = min(max(k_up, r_up[0]), r_up[1])
-        r_skip = _intersect(r_skip, (k_up + r_down[0], k_up + r_down[1]))
-        k_skip = min(max(k_skip, r_skip[0]), r_skip[1])
-    k_down = k_skip - k_up - k_c
-    out: list[FloatArray] = []
-    exact = True
-    for x, k in ((W_up, k_up), (W_down, k_down), (A, k_skip), (flips, k_c)):
-        y = np.ldexp(x, k)
-        exact &= bool(np.array_equal(np.ldexp(y, -k), x))
-        out.append(y)
-    scaled_flip = (float(out[3][0]), float(out[3][1]))
-    return out[0], out[1], out[2], k_skip, exact, k_up, scaled_flip
 
 
 def _refined_residual(
@@ -208,7 +145,7 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
         )
     # Powers of two keep every relative quantity exact while squares stay
     # clear of under- and overflow.
-    W_up, W_down, A, k_skip, exact, k_up, (c, c_lo) = _balanced(W_up, W_down, A, b_up, flip)
+    W_up, W_down, A, k_skip, exact, k_up, (c, c_lo) = rounding.balanced(W_up, W_down, A, b_up, flip)
     genericity = _genericity(
         W_up, W_down, None if b_up is None else np.ldexp(b_up, k_up), check, tol
     )

@@ -113,22 +113,26 @@ def check_certificate(
         raise ValueError(f"certificate has shape {Y.shape}, expected {w.A.shape} like skip")
     if not np.any(Y) or not np.any(w.A):
         return 0.0
-    c = (float(act.flip_constant), float(act.flip_constant_lo))
     if tol is not None and (
         isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
     ):
         raise ValueError(f"tol must be a finite number or None, got {tol!r}")
-    if excluded is None:
-        bound, _ = rounding.interval_bound(
-            Y, w.W_up, w.W_down, w.A, c, None if tol is None else float(tol)
-        )
+    out = None if excluded is None else _excluded_indices(excluded, w.W_up.shape[0])
+    # The block balanced by exact powers of two, as the decision does: every
+    # relative bound is unchanged, and no product of the weights under- or
+    # overflows where their scales would cancel (Y proves as much for any
+    # positive multiple of A).
+    flip = (float(act.flip_constant), float(act.flip_constant_lo))
+    W_up, W_down, A, _, exact, _, c = rounding.balanced(w.W_up, w.W_down, w.A, None, flip)
+    if not exact:  # pragma: no cover - balanced keeps every exponent exact
+        W_up, W_down, A, c = w.W_up, w.W_down, w.A, flip
+    settle = None if tol is None else float(tol)
+    if out is None:
+        bound, _ = rounding.interval_bound(Y, W_up, W_down, A, c, settle)
         return bound
-    out = _excluded_indices(excluded, w.W_up.shape[0])
-    keep = np.setdiff1d(np.arange(w.W_up.shape[0]), out)
-    bound, _ = rounding.interval_bound(
-        Y, w.W_up[keep], w.W_down[:, keep], w.A, c, None if tol is None else float(tol)
-    )
-    return min(bound, rounding.exclusion_bound(w.W_up, w.W_down, w.A, c, out.tolist()))
+    keep = np.setdiff1d(np.arange(W_up.shape[0]), out)
+    bound, _ = rounding.interval_bound(Y, W_up[keep], W_down[:, keep], A, c, settle)
+    return min(bound, rounding.exclusion_bound(W_up, W_down, A, c, out.tolist()))
 
 
 def _excluded_indices(excluded: npt.ArrayLike, m: int) -> npt.NDArray[np.int64]:

@@ -818,13 +818,120 @@ pub(crate) fn genericity_report(
     for &i in &dead {
         is_dead[i] = true;
     }
-    let (pairs, pair_count) = proportional_pairs(u, block.b_up.as_deref(), &is_dead, check, tol);
+    let b_up = block.b_up.as_deref();
+    let extreme = extreme_rows(u, b_up, &is_dead);
+    let (pairs, pair_count) = if extreme.is_empty() || check == GenericityCheck::None {
+        proportional_pairs(u, b_up, &is_dead, check, tol)
+    } else if check == GenericityCheck::Proportional {
+        // Proportionality does not see a row's scale: bring each extreme
+        // row's largest entry to [1, 2), where its square norm neither
+        // underflows nor overflows, and test every pair as usual.
+        let (scaled, scaled_b) = rows_scaled(u, b_up, &extreme);
+        proportional_pairs(&scaled, scaled_b.as_deref(), &is_dead, check, tol)
+    } else {
+        // Distinct up to sign does: the float test covers the other rows,
+        // and extreme rows (never equal up to sign to a row of another
+        // scale) are compared with each other exactly.
+        let mut skipped = is_dead.clone();
+        for &i in &extreme {
+            skipped[i] = true;
+        }
+        let (pairs, count) = proportional_pairs(u, b_up, &skipped, check, tol);
+        let (more, more_count) = equal_up_to_sign(u, b_up, &extreme);
+        let mut all: Vec<(usize, usize)> = pairs.into_iter().chain(more).collect();
+        all.sort_unstable_by_key(|&(i, j)| (j, i));
+        all.dedup();
+        all.truncate(MAX_REPORTED_PAIRS);
+        (all, count + more_count)
+    };
     GenericityReport {
         check,
         dead,
         pairs,
         pair_count,
     }
+}
+
+/// Live rows `(u_i, b_i)` whose largest entry lies outside `[2^-480,
+/// 2^480]`: their square norms underflow or overflow (a row of `2^-600`
+/// squares to 0 and would pass every pair test unseen).
+fn extreme_rows(u: &Matrix<'_>, b_up: Option<&[f64]>, is_dead: &[bool]) -> Vec<usize> {
+    (0..u.rows())
+        .filter(|&i| {
+            let big = u
+                .row(i)
+                .iter()
+                .chain(b_up.map(|b| &b[i]))
+                .fold(0.0f64, |a, x| a.max(x.abs()));
+            !is_dead[i] && big > 0.0 && !crate::rigor::rounding::unscaled_is_safe(big)
+        })
+        .collect()
+}
+
+/// A copy of `u` (and `b_up`) with each row of `rows` scaled by the power
+/// of two that brings its largest entry into `[1, 2)` (exact, but for
+/// entries that fall below `2^-1074` next to a much larger one).
+fn rows_scaled(
+    u: &Matrix<'_>,
+    b_up: Option<&[f64]>,
+    rows: &[usize],
+) -> (Matrix<'static>, Option<Vec<f64>>) {
+    let d = u.cols();
+    let mut data = u.data().to_vec();
+    let mut b = b_up.map(<[f64]>::to_vec);
+    for &i in rows {
+        let big = data[i * d..(i + 1) * d]
+            .iter()
+            .chain(b.as_ref().map(|b| &b[i]))
+            .fold(0.0f64, |a, x| a.max(x.abs()));
+        let k = -(big.log2().floor() as i32);
+        for x in &mut data[i * d..(i + 1) * d] {
+            *x = crate::absorption::block::ldexp(*x, k);
+        }
+        if let Some(b) = b.as_mut() {
+            b[i] = crate::absorption::block::ldexp(b[i], k);
+        }
+    }
+    let m = Matrix::from_vec("W_up", u.rows(), d, data).expect("the shape of u");
+    (m, b)
+}
+
+/// Pairs `(i, j)`, `i < j`, among `rows` whose rows `(u_i, b_i)` are
+/// exactly equal or exactly opposite (the first [`MAX_REPORTED_PAIRS`],
+/// and how many in all), by hashing each row with the sign of its first
+/// nonzero entry taken out.
+fn equal_up_to_sign(
+    u: &Matrix<'_>,
+    b_up: Option<&[f64]>,
+    rows: &[usize],
+) -> (Vec<(usize, usize)>, u64) {
+    let mut groups: std::collections::HashMap<Vec<u64>, Vec<usize>> =
+        std::collections::HashMap::new();
+    for &i in rows {
+        let entries: Vec<f64> = u.row(i).iter().copied().chain(b_up.map(|b| b[i])).collect();
+        let sign = entries
+            .iter()
+            .find(|x| **x != 0.0)
+            .map_or(1.0, |x| x.signum());
+        // +0.0 for both zeros, so that x and -x hash alike.
+        let key = entries.iter().map(|x| (sign * x + 0.0).to_bits()).collect();
+        groups.entry(key).or_default().push(i);
+    }
+    let mut pairs = Vec::new();
+    let mut count = 0u64;
+    for members in groups.values() {
+        for (a, &i) in members.iter().enumerate() {
+            for &j in &members[a + 1..] {
+                count += 1;
+                if pairs.len() < 4 * MAX_REPORTED_PAIRS {
+                    pairs.push((i.min(j), i.max(j)));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable_by_key(|&(i, j)| (j, i));
+    pairs.truncate(MAX_REPORTED_PAIRS);
+    (pairs, count)
 }
 
 #[cfg(test)]

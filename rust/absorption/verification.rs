@@ -192,10 +192,16 @@ pub fn residual_bounds(block: &Block, subset: &[usize], tol: f64) -> ResidualBou
     // Each entry: |S| products with c (two roundings each) and |S| + 1 sums.
     // One more for the flip constant's own rounding.
     let g = gamma(2 * subset.len() + 6);
+    // An underflow in a coefficient c v_pi (up to TINY) is multiplied by the
+    // entries of u_i that follow it.
+    let u_max = subset
+        .iter()
+        .flat_map(|&i| block.w_up.row(i))
+        .fold(1.0f64, |a, x| a.max(x.abs()));
     let err: Vec<f64> = mag
         .data()
         .iter()
-        .map(|t| g * t + (subset.len() + 2) as f64 * TINY)
+        .map(|t| g * t + up((subset.len() + 2) as f64 * TINY * u_max, 2))
         .collect();
     let e_norm = norm_upper(e.data());
     let err_norm = norm_upper(&err);

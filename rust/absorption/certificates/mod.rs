@@ -188,18 +188,26 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     };
     let c = block.flip_constant.abs();
     let nv = column_norms_upper(&block.w_down);
+    // An underflow in a partial product (Y u_i, or c v_i when the block's
+    // exponents could not all be balanced) loses up to `tiny` there, and
+    // is then multiplied by what follows it: the entries of v_i and c, and
+    // for a recurrence those of u_i too. So each neuron's underflow
+    // allowance is scaled by `1 + |c| (1 + ||v_i||_1) (1 + ||u_i||_1)`.
+    let v1 = column_fold(&block.w_down, 0.0, |a, _, v| a + v.abs());
     // Terms in parallel, summed in neuron order (the same bits for any
-    // thread count).
-    // Excluded neurons (s_i = 0 in every flip set the bound covers; see
-    // `exclusion`) add neither a term nor its error.
+    // thread count). Excluded neurons (s_i = 0 in every flip set the bound
+    // covers; see `exclusion`) add neither a term nor its error.
     let terms: Vec<f64> = (0..m)
         .into_par_iter()
         .map(|i| {
             if block.is_excluded(i) {
                 return 0.0;
             }
-            let nu = norm_upper(block.w_up.row(i));
-            up(c * nv[i] * per * nu, 4) + allowance as f64 * tiny
+            let row = block.w_up.row(i);
+            let nu = norm_upper(row);
+            let u1: f64 = row.iter().map(|x| x.abs()).sum();
+            let amplified = up(1.0 + c * (1.0 + v1[i]) * (1.0 + u1), 5);
+            up(c * nv[i] * per * nu, 4) + up(allowance as f64 * tiny * amplified, 2)
         })
         .collect();
     let err_g: f64 = terms.iter().sum();
