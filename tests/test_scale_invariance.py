@@ -311,3 +311,33 @@ def test_check_certificate_at_the_ends_of_the_range(move: str) -> None:
             r.certificate, u, v, activation=act, skip=a, tol=r.tolerance
         )
         assert bound > r.tolerance, (k, bound)
+
+
+def test_neurons_of_opposite_scales_are_balanced_one_by_one() -> None:
+    """Rows of 2^275 and 2^-231 beside columns of the inverse size (each
+    term of order 2^40): W_up and W_down each span 2^500, and with the flip
+    constant at 2^-900 the core said undecided (overflow) where the block is
+    absorbed exactly. Each neuron's row and column are balanced against
+    each other (the term c v_i u_i^T unchanged), at every k."""
+    e = np.array([0, 128, 275, -231, -214])
+    U = np.ldexp(np.array([[1.0], [1.5], [1.25], [-1.0], [0.75]]), e[:, None])
+    V = np.ldexp(np.array([[1.0, -1.0, 0.5, 1.0, 1.0], [0.5, 1.0, 1.0, -1.5, 1.0]]), 40 - e)
+    S = [0, 1, 2, 3, 4]
+    A = -(V[:, S] @ U[S])
+    for k in (0, -300, -600, -900, -1021, 300, 900):
+        act = skipsearch.scaled_activation("relu", 2.0**k) if k else "relu"
+        r = skipsearch.find_absorbing_subset(U, V, skip=np.ldexp(A, k), activation=act)
+        assert r.verdict == "absorbable", (k, r)
+        assert r.subset.tolist() == S
+
+
+def test_per_neuron_balancing_leaves_the_genericity_rows_alone() -> None:
+    """Two equal rows of W_up whose columns differ in scale: balanced one by
+    one they would differ, yet the GELU check (rows distinct up to sign)
+    must still see them equal."""
+    U = np.array([[2.0**300, 3 * 2.0**300], [2.0**300, 3 * 2.0**300], [1.0, -1.0]])
+    V = np.array([[2.0**-300, 2.0**-500, 0.5], [-(2.0**-301), 2.0**-499, 1.0]])
+    for act in ("gelu", "relu"):
+        r = skipsearch.find_absorbing_subset(U, V, activation=act)
+        assert [0, 1] in r.genericity.offending_pairs.tolist(), (act, r)
+        assert r.verdict != "not_absorbable"

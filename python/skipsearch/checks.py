@@ -10,10 +10,13 @@ import numpy.typing as npt
 
 from skipsearch import rounding
 from skipsearch._float_env import in_standard_float_env
+from skipsearch._types import FloatArray
 from skipsearch._validation import Weights, as_float_array
 from skipsearch.activations import Activation, get_activation
 
 __all__ = ["check_certificate"]
+
+FlipPair = tuple[float, float]
 
 
 @in_standard_float_env
@@ -118,21 +121,28 @@ def check_certificate(
     ):
         raise ValueError(f"tol must be a finite number or None, got {tol!r}")
     out = None if excluded is None else _excluded_indices(excluded, w.W_up.shape[0])
-    # The block balanced by exact powers of two, as the decision does: every
-    # relative bound is unchanged, and no product of the weights under- or
-    # overflows where their scales would cancel (Y proves as much for any
-    # positive multiple of A).
     flip = (float(act.flip_constant), float(act.flip_constant_lo))
-    W_up, W_down, A, _, exact, _, c = rounding.balanced(w.W_up, w.W_down, w.A, None, flip)
-    if not exact:  # pragma: no cover - balanced keeps every exponent exact
-        W_up, W_down, A, c = w.W_up, w.W_down, w.A, flip
     settle = None if tol is None else float(tol)
-    if out is None:
-        bound, _ = rounding.interval_bound(Y, W_up, W_down, A, c, settle)
-        return bound
-    keep = np.setdiff1d(np.arange(W_up.shape[0]), out)
-    bound, _ = rounding.interval_bound(Y, W_up[keep], W_down[:, keep], A, c, settle)
-    return min(bound, rounding.exclusion_bound(W_up, W_down, A, c, out.tolist()))
+
+    def proved(W_up: FloatArray, W_down: FloatArray, A: FloatArray, c: FlipPair) -> float:
+        if out is None:
+            return rounding.interval_bound(Y, W_up, W_down, A, c, settle)[0]
+        keep = np.setdiff1d(np.arange(W_up.shape[0]), out)
+        bound, _ = rounding.interval_bound(Y, W_up[keep], W_down[:, keep], A, c, settle)
+        return min(bound, rounding.exclusion_bound(W_up, W_down, A, c, out.tolist()))
+
+    bound = proved(w.W_up, w.W_down, w.A, flip)
+    # Also on the block balanced by exact powers of two, as the decision
+    # does: every relative bound is the same, and products of weights whose
+    # scales cancel no longer under- or overflow on the way (the flip
+    # constant or W_down at 2^1021). Both are proofs; the larger stands.
+    W_up, W_down, A, _, exact, _, c = rounding.balanced(w.W_up, w.W_down, w.A, None, flip)
+    same = c == flip and all(
+        np.array_equal(x, y) for x, y in ((W_up, w.W_up), (W_down, w.W_down), (A, w.A))
+    )
+    if exact and not same:
+        bound = max(bound, proved(W_up, W_down, A, c))
+    return bound
 
 
 def _excluded_indices(excluded: npt.ArrayLike, m: int) -> npt.NDArray[np.int64]:

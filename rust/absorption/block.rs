@@ -349,6 +349,80 @@ impl<'a> Block<'a> {
         (out, k_skip, exact)
     }
 
+    /// [`Block::balanced`], and then, when the neurons' own scales spread
+    /// over more than `2^128` (a row of `2^275` beside one of `2^-231`, each
+    /// with a column of the inverse size), each neuron balanced by itself:
+    /// `u_i 2^-a_i` and `v_i 2^a_i` (with `b_i 2^-a_i`), which leaves every
+    /// term `c v_i u_i^T`, and so every residual, exactly as it was, with
+    /// `a_i` splitting the two exponents evenly within their exact ranges;
+    /// then balanced again. Returns the block, the skip's exponent in all,
+    /// whether both steps were exact, and whether the neurons were moved
+    /// (their rows are then not the caller's up to one common power of two,
+    /// so the genericity check must look at [`Block::balanced`]'s block).
+    pub fn balanced_per_neuron(&self) -> (Block<'a>, i32, bool, bool) {
+        let (balanced, k_skip, exact) = self.balanced();
+        let Some(moved) = balanced.neurons_balanced() else {
+            return (balanced, k_skip, exact, false);
+        };
+        let (again, k2, exact2) = moved.balanced();
+        (again, k_skip + k2, exact && exact2, true)
+    }
+
+    /// Each neuron's row and column balanced against each other (see
+    /// [`Block::balanced_per_neuron`]); `None` when their exponents spread
+    /// over at most `2^128` in `W_up` and in `W_down` alike.
+    fn neurons_balanced(&self) -> Option<Block<'a>> {
+        let m = self.width();
+        let exponent = |x: f64| {
+            if x > 0.0 && x.is_finite() {
+                x.log2().round() as i32
+            } else {
+                0
+            }
+        };
+        let up_max: Vec<f64> = (0..m)
+            .map(|i| self.w_up.row(i).iter().fold(0.0f64, |a, x| a.max(x.abs())))
+            .collect();
+        let down_max =
+            crate::linalg::matrix::column_fold(&self.w_down, 0.0, |a, _, v| a.max(v.abs()));
+        let live: Vec<usize> = (0..m)
+            .filter(|&i| up_max[i] > 0.0 && down_max[i] > 0.0)
+            .collect();
+        let spread = |x: &[f64]| {
+            let e = live.iter().map(|&i| exponent(x[i]));
+            e.clone().max().unwrap_or(0) - e.min().unwrap_or(0)
+        };
+        if spread(&up_max) <= 2 * MODERATE && spread(&down_max) <= 2 * MODERATE {
+            return None;
+        }
+        let (d_out, d_in) = self.skip.shape();
+        let mut out = self.clone();
+        for &i in &live {
+            let want = (exponent(up_max[i]) - exponent(down_max[i])) / 2;
+            let row = self.w_up.row(i);
+            let bias = self.b_up.as_ref().map(|b| b[i]);
+            let r_u = exact_range(&row.iter().copied().chain(bias).collect::<Vec<_>>());
+            let column: Vec<f64> = (0..d_out).map(|p| self.w_down.get(p, i)).collect();
+            let r_v = exact_range(&column);
+            // u_i 2^-a exact: -a in r_u; v_i 2^a exact: a in r_v (both hold 0).
+            let a = want.clamp((-r_u.1).max(r_v.0), (-r_u.0).min(r_v.1));
+            if a == 0 {
+                continue;
+            }
+            for x in &mut out.w_up.data_mut()[i * d_in..(i + 1) * d_in] {
+                *x = ldexp(*x, -a);
+            }
+            if let Some(b) = out.b_up.as_mut() {
+                b[i] = ldexp(b[i], -a);
+            }
+            let data = out.w_down.data_mut();
+            for p in 0..d_out {
+                data[p * m + i] = ldexp(data[p * m + i], a);
+            }
+        }
+        Some(out)
+    }
+
     /// The exponents of [`Block::balanced`]: `(k_c, k_up, k_down, k_skip)`
     /// for the flip constant, `W_up` (and `b_up`), `W_down` and the skip,
     /// with `k_down = k_skip - k_up - k_c`, each within its exact range.

@@ -416,7 +416,7 @@ pub fn bracket_of_block(
         Some(r) => (start.clone(), request.known_lower.min(r), r),
         None => (Vec::new(), request.known_lower.min(1.0), 1.0),
     };
-    let (balanced, _, exact) = block.balanced();
+    let (balanced, _, exact, _) = block.balanced_per_neuron();
     // A decision's Gram matrix serves only the block it was built from.
     let gram = gram
         .filter(|(_, fingerprint)| *fingerprint == relaxation::gram_fingerprint(&balanced))

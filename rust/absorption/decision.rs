@@ -94,11 +94,13 @@ impl Decision<'_, '_> {
 
     fn stages(&mut self) -> Stage<Finding> {
         self.zero_skip()?;
-        self.out.genericity = Some(genericity_report(
-            self.block,
-            self.options.check,
-            self.options.tol,
-        ));
+        if self.out.genericity.is_none() {
+            self.out.genericity = Some(genericity_report(
+                self.block,
+                self.options.check,
+                self.options.tol,
+            ));
+        }
         let h = self.right_hand_side()?;
         let exact = self.exact_path();
         if !exact {

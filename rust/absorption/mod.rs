@@ -410,9 +410,15 @@ pub fn decide(block: &Block, options: &Options, cancel: &AtomicBool) -> Result<O
         ),
         dense_products(block),
     )?;
-    let (mut balanced, k_skip, exact) = pool.install(|| block.balanced());
+    let (mut balanced, k_skip, exact, moved) = pool.install(|| block.balanced_per_neuron());
     balanced.exclusion = pool.install(|| exclusion::dominant_neurons(&balanced, options.tol));
-    let mut outcome = pool.install(|| run(&balanced, options, cancel));
+    // Neurons balanced one by one keep every term, not their rows: the
+    // genericity check reads the rows balanced by one power of two only.
+    let genericity = moved.then(|| {
+        let (rows, _, _) = pool.install(|| block.balanced());
+        pool.install(|| genericity::genericity_report(&rows, options.check, options.tol))
+    });
+    let mut outcome = pool.install(|| run(&balanced, genericity, options, cancel));
     if !exact && !matches!(outcome.finding, Finding::Stopped(_)) {
         // The balanced block is not the user's: nothing it proves transfers.
         // (Unreachable: `balanced` keeps every exponent within its exact
@@ -502,7 +508,12 @@ pub fn dense_products(block: &Block) -> bool {
         > 16 * 16 * 16
 }
 
-fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
+fn run(
+    block: &Block,
+    genericity: Option<GenericityReport>,
+    options: &Options,
+    cancel: &AtomicBool,
+) -> Outcome {
     let mut budget = Budget::new(options.limits, cancel);
     let mut out = Outcome {
         finding: Finding::Stopped(Stop::Interrupted),
@@ -513,7 +524,7 @@ fn run(block: &Block, options: &Options, cancel: &AtomicBool) -> Outcome {
         distance_bound: None,
         rounding_bound: None,
         certificate: None,
-        genericity: None,
+        genericity,
         rank: None,
         rank_decision: None,
         components: Vec::new(),
