@@ -341,3 +341,17 @@ def test_per_neuron_balancing_leaves_the_genericity_rows_alone() -> None:
         r = skipsearch.find_absorbing_subset(U, V, activation=act)
         assert [0, 1] in r.genericity.offending_pairs.tolist(), (act, r)
         assert r.verdict != "not_absorbable"
+
+
+def test_check_certificate_counts_underflow_times_the_flip_constant() -> None:
+    """A red team's block, absorbed exactly by S = {0, 1}: W_down (Y W_up^T)
+    underflowed to 0 on the block as given and was then multiplied by
+    c = 2^858, and check_certificate(Y = A) returned a bound near 1."""
+    act = skipsearch.scaled_activation("relu", 2.0**858)
+    U = np.ldexp(np.eye(2), -576)
+    V = np.ldexp(np.eye(2), -586)
+    A = -np.ldexp(np.eye(2), 858 - 576 - 586)
+    assert skipsearch.check_certificate(A, U, V, activation=act, skip=A) == 0.0
+    assert skipsearch.check_certificate(A, U, V, activation=act, skip=A, tol=1.5e-8) == 0.0
+    r = skipsearch.find_absorbing_subset(U, V, skip=A, activation=act)
+    assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]

@@ -311,8 +311,12 @@ def interval_bound(
         # Underflow is absolute: d_in products of (Y @ W_up.T)[p, i], each off
         # by 2**-1075, are then multiplied by c W_down[p, i] (which may be
         # large), and the outer products and sums underflow again.
+        # The products W_down[p, i] (Y @ W_up.T)[p, i] and their sums
+        # underflow too, and are then multiplied by c.
         w_abs = float(np.abs(W_down).sum())
-        err_under = up((abs(c) * (d_in + 2) * w_abs + (m + 2) * (d_out + 6)) * TINY, 4)
+        err_under = up(
+            (abs(c) * (d_in + 2) * w_abs + (m + 2) * (d_out + 6) * (1.0 + abs(c))) * TINY, 4
+        )
     if not (
         np.all(np.isfinite(g))
         and np.all(np.isfinite(mag))
