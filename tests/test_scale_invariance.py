@@ -355,3 +355,39 @@ def test_check_certificate_counts_underflow_times_the_flip_constant() -> None:
     assert skipsearch.check_certificate(A, U, V, activation=act, skip=A, tol=1.5e-8) == 0.0
     r = skipsearch.find_absorbing_subset(U, V, skip=A, activation=act)
     assert r.verdict == "absorbable" and r.subset.tolist() == [0, 1]
+
+
+def test_a_flip_constant_w_down_cannot_take_goes_to_their_product() -> None:
+    """c = 2^-600 with W_down at 2^-1010 (no exact room below) stayed near
+    2^-538, c^2 underflowed in the Gram matrix, and the bracket came out
+    [0, 1.5e-323] "optimal" against an exact best of 0.2538. c and W_down
+    are balanced as their product now: the same bracket as at scale 1."""
+    U0 = np.array([[-0.5, 0.25], [1.75, 1.0]])
+    V0 = np.array([[1.25, -2.75]])
+    A0 = np.array([[6.0, 1.0]])
+    act = skipsearch.scaled_activation("relu", 2.0**-600)
+    U, V, A = np.ldexp(U0, 1000), np.ldexp(V0, -1010), np.ldexp(A0, -610)
+    best, _ = _truth(U0, V0, A0)
+    ref = skipsearch.find_absorbing_subset(U0, V0, skip=A0, bracket=True)
+    r = skipsearch.find_absorbing_subset(U, V, skip=A, activation=act, bracket=True)
+    lo, hi = r.distance_bracket
+    assert Fraction(lo) ** 2 <= best <= Fraction(hi) ** 2
+    assert r.distance_bracket == ref.distance_bracket
+    assert r.best_subset.tolist() == ref.best_subset.tolist() == [0, 1]
+
+
+def test_the_baseline_never_raises_on_terms_beyond_the_range() -> None:
+    """W_down at 2^600 with a skip at 2^-600: the terms overflow even
+    balanced, and the baseline's least squares raised LinAlgError (or a
+    NaN Fraction); it answers undecided (overflow), as the core does."""
+    U = np.array([[-0.0, 2.402499714219721e-145], [8.008332380732404e-146, 2.4e-145], [2.0, 5.0]])
+    b = np.array([0.0, 0.0, 0.5])
+    for s in (-600, 600):
+        V = np.ldexp(np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 3.0]]), s)
+        for sa in (-600, 600):
+            A = np.array([[0.3, 0.7], [1.1, -0.4]]) * 2.0**sa
+            r = baseline.find_absorbing_subset(U, V, skip=A, b_up=b)
+            core = skipsearch.find_absorbing_subset(U, V, skip=A, b_up=b)
+            assert r.verdict in ("undecided", core.verdict), (s, sa, r)
+            if core.verdict != "undecided":
+                assert r.verdict == core.verdict

@@ -161,20 +161,28 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
         "residual": None,
     }
     # R[i] = c v_i u_i^T, flattened; the target is -A.
-    R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, A.size)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        R = (c * np.einsum("pi,iq->ipq", W_down, W_up)).reshape(m, A.size)
     target = -A.reshape(-1)
     out["method"].append("relaxation (lstsq)")
     out["genericity"] = genericity
-    if not exact:
+    if not exact or not np.isfinite(R).all():
+        # A rescaling that lost bits, or terms beyond float64's range even
+        # balanced (the core's overflow): nothing float64 says is a proof.
         out.update(finding="inconclusive", numerics="overflow", relaxation_distance=None)
         out["seconds"] = time.perf_counter() - start
         return cast("_FlipSetSearch", out)
+    s_star = np.zeros(m)
+    out["rank"] = 0
     if m:
-        s_star, _, rank, _ = np.linalg.lstsq(R.T, target, rcond=None)
-        out["rank"] = int(rank)
-    else:
-        s_star = np.zeros(0)
-        out["rank"] = 0
+        try:
+            s_star, _, rank, _ = np.linalg.lstsq(R.T, target, rcond=None)
+            out["rank"] = int(rank)
+        except np.linalg.LinAlgError:
+            # LAPACK gave up (terms near the ends of the range): the
+            # certificates below then start from s = 0 (Y = A) and the
+            # enumeration decides.
+            out["rank"] = None
     Y = (target - R.T @ s_star).reshape(A.shape)
     distance = rounding.norm_upper(Y) / a_norm
     out["method"].append("certificate")
@@ -197,7 +205,10 @@ def _enumerate(  # noqa: PLR0915 - one pass over 2^m subsets, kept in one piece
     if m and not confirms(own, own_rounding) and A.size * m <= rounding.EXACT_TERMS:
         # A small distance between large terms: refine the weights in exact
         # rationals (the core does this in double-double with exact sums).
-        Y_exact = _refined_residual(R, target, s_star).reshape(A.shape)
+        try:
+            Y_exact = _refined_residual(R, target, s_star).reshape(A.shape)
+        except (ValueError, OverflowError, np.linalg.LinAlgError):
+            Y_exact = Y  # a step left float64's range: no refinement
         bound, allowance = rounding.interval_bound(Y_exact, W_up, W_down, A, flip)
         if bound > own:
             own, own_rounding, Y = bound, allowance, Y_exact

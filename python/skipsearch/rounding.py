@@ -237,20 +237,23 @@ def balanced(
         for k in (k_c, k_up, k_skip, k_cdown, k_skip - k_up, k_skip - k_up - k_cdown)
     ):
         k_c = k_up = k_skip = 0
-    r_down = _exact_range(W_down)
-    if k_c:
-        lo, hi = _intersect(_exact_range(flips), (-r_down[1], -r_down[0]))
-        k_c = min(max(k_c, lo), hi)
     if k_up or k_skip or k_c:
+        # c and W_down meet the rest only as their product: t = k_c + k_down
+        # ranges over R_c + R_down; t = k_skip - k_up is chosen first, then
+        # split to bring c nearest 1 (the core's rule).
         r_up = _exact_range(W_up)
         if b_up is not None:
             r_up = _intersect(r_up, _exact_range(b_up))
-        r_down = (r_down[0] + k_c, r_down[1] + k_c)
+        r_down = _exact_range(W_down)
+        r_c = _exact_range(flips)
+        r_cd = (r_c[0] + r_down[0], r_c[1] + r_down[1])
         r_skip = _exact_range(A)
-        r_up = _intersect(r_up, (r_skip[0] - r_down[1], r_skip[1] - r_down[0]))
+        r_up = _intersect(r_up, (r_skip[0] - r_cd[1], r_skip[1] - r_cd[0]))
         k_up = min(max(k_up, r_up[0]), r_up[1])
-        r_skip = _intersect(r_skip, (k_up + r_down[0], k_up + r_down[1]))
+        r_skip = _intersect(r_skip, (k_up + r_cd[0], k_up + r_cd[1]))
         k_skip = min(max(k_skip, r_skip[0]), r_skip[1])
+        t = k_skip - k_up
+        k_c = min(max(k_c, max(r_c[0], t - r_down[1])), min(r_c[1], t - r_down[0]))
     k_down = k_skip - k_up - k_c
     out: list[FloatArray] = []
     exact = True

@@ -465,27 +465,29 @@ impl<'a> Block<'a> {
             k_up = 0;
             k_skip = 0;
         }
-        let r_down = exact_range(self.w_down.data());
-        if k_c != 0 {
-            // c 2^k_c and W_down 2^-k_c both exact.
-            let r_c = intersect(exact_range(&[c, c_lo]), (-r_down.1, -r_down.0));
-            k_c = k_c.clamp(r_c.0, r_c.1);
-        }
         if k_up != 0 || k_skip != 0 || k_c != 0 {
-            // Exact ranges, each containing 0: k_up in R_up, k_skip in
-            // R_skip and k_down = k_skip - k_up - k_c in R_down.
+            // Exact ranges, each containing 0. c and W_down meet the rest
+            // only as their product: c W_down scales exactly by any t =
+            // k_c + k_down with k_c in R_c and k_down in R_down, so k_up in
+            // R_up and k_skip in R_skip are chosen with t = k_skip - k_up in
+            // R_c + R_down, and t is then split to bring c nearest 1.
             let r_up = intersect(
                 exact_range(self.w_up.data()),
                 exact_range(self.b_up.as_deref().unwrap_or(&[])),
             );
-            let r_down = (r_down.0 + k_c, r_down.1 + k_c);
+            let r_down = exact_range(self.w_down.data());
+            let r_c = exact_range(&[c, c_lo]);
+            let r_cd = (r_c.0 + r_down.0, r_c.1 + r_down.1);
             let r_skip = exact_range(self.skip.data());
-            // k_up such that some k_skip fits both R_skip and k_up + R_down.
-            let feasible = (r_skip.0 - r_down.1, r_skip.1 - r_down.0);
+            // k_up such that some k_skip fits both R_skip and k_up + R_cd.
+            let feasible = (r_skip.0 - r_cd.1, r_skip.1 - r_cd.0);
             let r_up = intersect(r_up, feasible);
             k_up = k_up.clamp(r_up.0, r_up.1);
-            let r_skip = intersect(r_skip, (k_up + r_down.0, k_up + r_down.1));
+            let r_skip = intersect(r_skip, (k_up + r_cd.0, k_up + r_cd.1));
             k_skip = k_skip.clamp(r_skip.0, r_skip.1);
+            let t = k_skip - k_up;
+            // Not empty: t lies in R_c + R_down.
+            k_c = k_c.clamp(r_c.0.max(t - r_down.1), r_c.1.min(t - r_down.0));
         }
         (k_c, k_up, k_skip - k_up - k_c, k_skip)
     }
