@@ -69,6 +69,20 @@ def cache_copy(
     return snapshot
 
 
+def without_hub(monkeypatch):
+    """Make ``import huggingface_hub`` fail for the rest of the test."""
+    real_import = builtins.__import__
+
+    def no_hub(name, *args, **kwargs):
+        if name == "huggingface_hub" or name.startswith("huggingface_hub."):
+            raise ImportError("No module named 'huggingface_hub'")
+        return real_import(name, *args, **kwargs)
+
+    for name in [n for n in sys.modules if n.startswith("huggingface_hub")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(builtins, "__import__", no_hub)
+
+
 @pytest.fixture
 def model(tmp_path):
     tensors, config = bert_like(np.random.default_rng(0))
@@ -207,16 +221,7 @@ def test_without_huggingface_hub_the_cache_layout_is_read(tmp_path, model, monke
     )
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.chdir(tmp_path)
-    real_import = builtins.__import__
-
-    def no_hub(name, *args, **kwargs):
-        if name == "huggingface_hub" or name.startswith("huggingface_hub."):
-            raise ImportError("No module named 'huggingface_hub'")
-        return real_import(name, *args, **kwargs)
-
-    for name in [n for n in sys.modules if n.startswith("huggingface_hub")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(builtins, "__import__", no_hub)
+    without_hub(monkeypatch)
     from skipsearch._scan import hub
 
     with pytest.raises(ImportError):

@@ -10,7 +10,6 @@ snapshot folder is given as a path.
 
 from __future__ import annotations
 
-import builtins
 import os
 import shutil
 import sys
@@ -21,7 +20,7 @@ import skipsearch
 from skipsearch.io.checkpoints import CheckpointError
 
 from tests.test_families import bert_like, save
-from tests.test_hf_cache import COMMIT, cache_copy
+from tests.test_hf_cache import COMMIT, cache_copy, without_hub
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="the cache's links need symbolic links"
@@ -37,19 +36,6 @@ def cached(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.chdir(tmp_path)
     return cache, snapshot, plain
-
-
-def without_hub(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_hub(name, *args, **kwargs):
-        if name == "huggingface_hub" or name.startswith("huggingface_hub."):
-            raise ImportError("No module named 'huggingface_hub'")
-        return real_import(name, *args, **kwargs)
-
-    for name in [n for n in sys.modules if n.startswith("huggingface_hub")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(builtins, "__import__", no_hub)
 
 
 def relink(link, target):

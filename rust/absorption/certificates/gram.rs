@@ -41,8 +41,8 @@
 //! caller forms `Y` instead.
 
 use crate::absorption::block::Block;
+use crate::absorption::certificates::{box_sums, confirmed_distance, interval_bound, record_bound};
 use crate::absorption::certificates::{column_norms_upper, IntervalBound};
-use crate::absorption::certificates::{confirmed_distance, interval_bound, record_bound};
 use crate::absorption::relaxation::lower_matvec;
 use crate::absorption::{Evidence, Finding, Outcome, Step};
 use crate::rigor::rounding::{down, gamma, norm_upper, up, TINY, UNIT};
@@ -169,14 +169,7 @@ pub fn gram_certificate(
     let y_up = up((y2 + err_y2).sqrt(), 2);
     let scale = up(y_up * a_up, 1);
 
-    let kept = || {
-        g.iter()
-            .enumerate()
-            .filter(|(i, _)| !block.is_excluded(*i))
-            .map(|(_, &x)| x)
-    };
-    let neg: f64 = kept().filter(|&x| x < 0.0).sum();
-    let pos: f64 = kept().filter(|&x| x > 0.0).sum();
+    let (neg, pos) = box_sums(block, &g);
     let (lo, hi) = (a_dot + neg, a_dot + pos);
     let err_sum = gamma(m + 2) * (a_dot.abs() + pos - neg);
     let total = up(err_a + e_sum + err_sum, 4);

@@ -214,14 +214,7 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
     if !per.is_finite() {
         return IntervalBound::NOTHING;
     }
-    let kept = || {
-        g.iter()
-            .enumerate()
-            .filter(|(i, _)| !block.is_excluded(*i))
-            .map(|(_, &x)| x)
-    };
-    let neg: f64 = kept().filter(|&x| x < 0.0).sum();
-    let pos: f64 = kept().filter(|&x| x > 0.0).sum();
+    let (neg, pos) = box_sums(block, &g);
     let (lo, hi) = (a_dot + neg, a_dot + pos);
     let err_sum = gamma(m + 2) * (a_dot.abs() + pos - neg);
     let total = up(err_a + up(err_g, m + 1) + err_sum, 4);
@@ -248,6 +241,22 @@ fn interval_bound_of(block: &Block, y: &Matrix, inner: Inner<'_>) -> IntervalBou
         estimate,
         exact: false,
     }
+}
+
+/// The sums of the negative and of the positive `<Y, R_i>` over the
+/// neurons not excluded (see `exclusion`): the ends of `<Y, sum_i s_i R_i>`
+/// over the box, less `<Y, A>`, for the flip sets the bound covers.
+pub(crate) fn box_sums(block: &Block, g: &[f64]) -> (f64, f64) {
+    let kept = || {
+        g.iter()
+            .enumerate()
+            .filter(|(i, _)| !block.is_excluded(*i))
+            .map(|(_, &x)| x)
+    };
+    (
+        kept().filter(|&x| x < 0.0).sum(),
+        kept().filter(|&x| x > 0.0).sum(),
+    )
 }
 
 /// [`interval_bound`] with `<Y, A>` and every `<Y, R_i>` summed exactly.
