@@ -6,7 +6,6 @@ statuses that agree with an independent complete method
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from pathlib import Path
@@ -17,10 +16,9 @@ import skipsearch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from skipsearch import _core
+from skipsearch._engine import embedding, kernel_search, portfolio, reduction
 
 from tests.conftest import interrupt, needs_lattice
-
-subset_sum_module = importlib.import_module("skipsearch.subset_sum")
 
 BENCHES = Path(__file__).resolve().parents[1] / "benches"
 sys.path.insert(0, str(BENCHES))
@@ -31,7 +29,7 @@ from market_split import DATA, read_instance
 def restarts_always(monkeypatch):
     """Send every instance that reaches BKZ to the restarts taking turns with
     the depth-first search, whatever its estimated tree."""
-    monkeypatch.setattr(subset_sum_module, "_RESTART_MIN_NODES", 0.0)
+    monkeypatch.setattr(portfolio, "_RESTART_MIN_NODES", 0.0)
 
 
 @needs_lattice
@@ -71,7 +69,7 @@ def test_the_depth_first_turns_prove_infeasibility(monkeypatch):
     # it, the depth-first search does, over several turns (small units, so
     # that it needs more than one).
     restarts_always(monkeypatch)
-    monkeypatch.setattr(subset_sum_module, "_RESTART_UNIT", 1 << 20)
+    monkeypatch.setattr(portfolio, "_RESTART_UNIT", 1 << 20)
     A, b = market_split(7, 0)
     r = skipsearch.subset_sum(A, b, threads=2)
     assert r.status == "infeasible"
@@ -266,9 +264,9 @@ def test_closest_vector_form_keeps_the_lattice_and_isolates_the_last_coordinate(
     LLL.reduction(M)
     reduced = [[0] * M.ncols for _ in range(M.nrows)]
     M.to_matrix(reduced)
-    kernel = subset_sum_module._kernel_rows(reduced, n)
+    kernel = embedding._kernel_rows(reduced, n)
     assert len(kernel) == n + 1 - k
-    form = subset_sum_module._closest_vector_form(kernel, block, 1024, None, len(kernel))
+    form = reduction._closest_vector_form(kernel, block, 1024, None, len(kernel))
     assert form.shape == (n + 1 - k, n + 1)
     assert np.count_nonzero(form[:, -1]) == 1 and abs(form[-1, -1]) == 1
     old = np.array(kernel, dtype=object)
@@ -279,12 +277,12 @@ def test_closest_vector_form_keeps_the_lattice_and_isolates_the_last_coordinate(
         np.testing.assert_array_equal(C.astype(np.int64).astype(object) @ X, Y)
 
 
-def embedding(name, scale):
+def qoblib_embedding(name, scale):
     """The embedding basis of a QOBLIB instance (as ``_reduced_kernel``
     builds it, every column once) with its equations scaled by ``scale``."""
     A, b = read_instance(DATA / name)
     k, n = A.shape
-    rows = subset_sum_module._embedding(A, b, np.ones(n, dtype=np.int64), 1024, scale)
+    rows = embedding._embedding(A, b, np.ones(n, dtype=np.int64), 1024, scale)
     return rows, n, k
 
 
@@ -304,18 +302,18 @@ def test_the_core_lll_reduces_as_fpylll_does(name):
     # that fpylll accepts as LLL-reduced, and the same kernel lattice.
     from fpylll import LLL, IntegerMatrix
 
-    rows, n, k = embedding(name, 1 << 23)
+    rows, n, k = qoblib_embedding(name, 1 << 23)
     reduced, failed = _core.lll_reduce(rows)
     assert failed is None
     M = IntegerMatrix.from_matrix(reduced)
     assert LLL.is_reduced(M, delta=0.98, eta=0.52)
-    kernel = subset_sum_module._kernel_rows(reduced, n, 1024)
+    kernel = embedding._kernel_rows(reduced, n, 1024)
     assert len(kernel) == n + 1 - k
     F = IntegerMatrix.from_matrix(rows)
     LLL.reduction(F)
     theirs = [[0] * F.ncols for _ in range(F.nrows)]
     F.to_matrix(theirs)
-    their_kernel = subset_sum_module._kernel_rows(theirs, n, 1024)
+    their_kernel = embedding._kernel_rows(theirs, n, 1024)
     assert combination_of(kernel, their_kernel) and combination_of(their_kernel, kernel)
     # Each row of the reduction is an integer combination of the input's
     # (the identity part holds the coefficients) and the input's of it.
@@ -340,7 +338,7 @@ def test_the_core_lll_reports_dependent_rows_and_huge_entries():
     assert _core.lll_reduce([[1, 2], [2, 4]]) == (None, "the rows are linearly dependent")
     with pytest.raises(OverflowError):
         _core.lll_reduce([[2**130, 1], [1, 1]])
-    rows, _, _ = embedding("ms_08_100_002.dat", 1 << 23)
+    rows, _, _ = qoblib_embedding("ms_08_100_002.dat", 1 << 23)
     assert _core.lll_reduce(rows, time_limit=0.0) == (None, "time_limit")
 
 
@@ -348,9 +346,9 @@ def test_without_the_lattice_extra_a_reduction_past_128_bits_is_a_reason(without
     # The equation weight is raised by 2^32 at a time until the kernel
     # separates; past the core's 128-bit integers the route ends with a
     # reason (status "incomplete"), never an exception.
-    reduced, failed = subset_sum_module._lll([[2**130, 1], [1, 1]], None)
+    reduced, failed = reduction._lll([[2**130, 1], [1, 1]], None)
     assert reduced is None and failed == "an entry is beyond the core's 128-bit integers"
-    assert subset_sum_module._stop_of(failed) == "incomplete"
+    assert reduction._stop_of(failed) == "incomplete"
 
 
 def integer_solution(X, y):
@@ -414,7 +412,7 @@ def test_restarts_search_two_bases_at_a_time(monkeypatch):
     # with 2 threads), where two re-randomised bases are searched at once, a
     # thread each; whichever stream finds the solution, it is re-checked.
     restarts_always(monkeypatch)
-    monkeypatch.setattr(subset_sum_module, "_RESTART_UNIT", 1 << 16)
+    monkeypatch.setattr(portfolio, "_RESTART_UNIT", 1 << 16)
     A, b = read_instance(DATA / "ms_07_200_370.dat")
     r = skipsearch.subset_sum(A, b, threads=2)
     assert r.status == "feasible"
@@ -432,18 +430,16 @@ def kernel_search_of(A, b, node_limit=None):
     ones = np.ones(n, dtype=np.int64)
     bounds = np.append(ones, 1)
     radius_sq = float(n + 1)
-    weight, scale = subset_sum_module._embedding_weights(radius_sq)
+    weight, scale = embedding._embedding_weights(radius_sq)
     want = n + 1 - k
-    kernel, failed, _ = subset_sum_module._reduced_kernel(
-        A, b, ones, (weight, scale), want, None, []
-    )
+    kernel, failed, _ = embedding._reduced_kernel(A, b, ones, (weight, scale), want, None, [])
     assert failed is None and len(kernel) == want
     kernel.sort(key=lambda r: r[-1] != 0)
     basis = np.array(kernel, dtype=np.int64)
-    search = subset_sum_module._KernelSearch(
+    search = kernel_search._KernelSearch(
         bounds=bounds,
         radius_sq=radius_sq,
-        decode=lambda y: subset_sum_module._decode(y, ones, np.arange(n), A, b),
+        decode=lambda y: embedding._decode(y, ones, np.arange(n), A, b),
         start=0.0,
         time_limit=None,
         node_limit=node_limit,
@@ -500,14 +496,12 @@ def test_fpylll_reductions_run_one_at_a_time():
 
     spans = []
 
-    def reduction():
+    def sleeping():
         start = time.perf_counter()
         time.sleep(0.05)
         spans.append((start, time.perf_counter()))
 
-    workers = [
-        threading.Thread(target=subset_sum_module._reduce, args=(reduction, None)) for _ in range(3)
-    ]
+    workers = [threading.Thread(target=reduction._reduce, args=(sleeping, None)) for _ in range(3)]
     for w in workers:
         w.start()
     for w in workers:
@@ -516,7 +510,7 @@ def test_fpylll_reductions_run_one_at_a_time():
     assert len(spans) == 3
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
     # A deadline that passes while waiting for the lock skips the reduction.
-    assert subset_sum_module._reduce(reduction, time.perf_counter() - 1.0) is False
+    assert reduction._reduce(sleeping, time.perf_counter() - 1.0) is False
     assert len(spans) == 3
 
 
@@ -528,13 +522,13 @@ def test_ctrl_c_during_the_streams_raises_keyboard_interrupt(wait):
     # or the two searches run. With the reductions on the streams' threads
     # this crashed the process (SIGSEGV) or hung it in 16 of 16 runs.
     setup = f"""
-        import importlib, sys
+        import sys
         sys.path.insert(0, {str(BENCHES)!r})
         from families import market_split
         import skipsearch
-        ss = importlib.import_module("skipsearch.subset_sum")
-        ss._RESTART_MIN_NODES = 0.0
-        ss._RESTART_UNIT = 1 << 16
+        from skipsearch._engine import portfolio
+        portfolio._RESTART_MIN_NODES = 0.0
+        portfolio._RESTART_UNIT = 1 << 16
         A, b = market_split(10, 0)
     """
     code, out, waited = interrupt(setup, "skipsearch.subset_sum(A, b, threads=2)", wait)

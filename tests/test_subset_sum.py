@@ -3,7 +3,6 @@ statuses, and the result does not depend on threads."""
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import subprocess
 import sys
@@ -17,9 +16,14 @@ import skipsearch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from skipsearch import baseline
-
-# The package exports the function subset_sum, which hides the module name.
-subset_sum_module = importlib.import_module("skipsearch.subset_sum")
+from skipsearch._engine import (
+    components,
+    embedding,
+    floats,
+    integer_algebra,
+    presolve,
+    reduction,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 from families import absorption_int, market_split
@@ -54,9 +58,9 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
     # The feasibility jump runs first; with no moves the exact engines take
     # every instance. Small components go to Schroeppel-Shamir; with its
     # threshold at 0 they take the heuristic-then-lattice path instead.
-    subset_sum_module._LISTS_MAX = 0 if engine == "lattice" else 32
+    components._LISTS_MAX = 0 if engine == "lattice" else 32
     if engine != "feasibility jump":
-        subset_sum_module._JUMP_MOVES_PER_COLUMN = 0
+        presolve._JUMP_MOVES_PER_COLUMN = 0
     rng = np.random.default_rng(seed)
     A = rng.integers(low, 21, size=(k, n))
     for _ in range(duplicates):
@@ -65,8 +69,8 @@ def test_integer_agrees_with_brute_force(engine, seed, k, n, low, planted, dupli
     try:
         r = skipsearch.subset_sum(A, b)
     finally:
-        subset_sum_module._LISTS_MAX = 32
-        subset_sum_module._JUMP_MOVES_PER_COLUMN = 20
+        components._LISTS_MAX = 32
+        presolve._JUMP_MOVES_PER_COLUMN = 20
     expected = brute_force(A, b)
     assert (r.status == "feasible") == (expected is not None), (A, b, r)
     assert r.exact
@@ -94,11 +98,11 @@ def test_float_agrees_with_brute_force(engine, seed, k, n, planted):
     A = rng.standard_normal((k, n))
     b = A @ rng.integers(0, 2, size=n) if planted else rng.standard_normal(k)
     # One branch-and-bound node, then meeting in the middle settles it.
-    subset_sum_module._HEURISTIC_NODES = 1 if engine == "meet in the middle" else 20_000
+    floats._HEURISTIC_NODES = 1 if engine == "meet in the middle" else 20_000
     try:
         r = skipsearch.subset_sum(A, b)
     finally:
-        subset_sum_module._HEURISTIC_NODES = 20_000
+        floats._HEURISTIC_NODES = 20_000
     assert not r.exact
     if r.status == "feasible":
         assert np.linalg.norm(A @ r.solution - b) <= r.tolerance * np.linalg.norm(b) + 1e-300
@@ -128,7 +132,7 @@ def test_market_split_three_rows_agrees_with_brute_force():
 
 
 def test_presolve_fixes_variables_and_splits_components(monkeypatch):
-    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
+    monkeypatch.setattr(presolve, "_JUMP_MOVES_PER_COLUMN", 0)
     # Row 0 can only reach 10 with column 0 (fixed to 1) and never with
     # column 1 (fixed to 0); rows 1 and 2 share no column: two components,
     # which the row bounds leave open.
@@ -171,8 +175,8 @@ def test_feasibility_jump_recovers_planted_flip_sets():
             np.testing.assert_array_equal(W_down[:, S] @ W_up[S], -np.eye(d, dtype=int))
     # The move budget is 20 per column, capped by its work; it never
     # decides infeasibility on its own.
-    assert subset_sum_module._jump_moves(16, 80) == 1600
-    assert subset_sum_module._jump_moves(100, 2000) == 20
+    assert presolve._jump_moves(16, 80) == 1600
+    assert presolve._jump_moves(100, 2000) == 20
     A, b = market_split(4, 1)  # infeasible
     r = skipsearch.subset_sum(A, b)
     assert r.status == "infeasible" and r.method[0] == "feasibility jump (600 moves)"
@@ -340,17 +344,17 @@ def test_duplicate_columns_are_aggregated_in_the_lattice(monkeypatch):
     rng = np.random.default_rng(5)
     distinct = rng.integers(0, 50, size=(3, 12))
     A = np.repeat(distinct, rng.integers(1, 5, size=12), axis=1)
-    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
+    monkeypatch.setattr(presolve, "_JUMP_MOVES_PER_COLUMN", 0)
     for planted in (True, False):
         b = A @ rng.integers(0, 2, A.shape[1]) if planted else A.sum(axis=1) // 2 + 1
-        monkeypatch.setattr(subset_sum_module, "_LISTS_MAX", 0)
+        monkeypatch.setattr(components, "_LISTS_MAX", 0)
         r = skipsearch.subset_sum(A, b)
         assert any("duplicate columns merged" in step for step in r.method), r.method
         if planted:
             assert r.status == "feasible"
             np.testing.assert_array_equal(A @ r.solution, b)
         # Cross-check with Schroeppel-Shamir on the same instance.
-        monkeypatch.setattr(subset_sum_module, "_LISTS_MAX", 52)
+        monkeypatch.setattr(components, "_LISTS_MAX", 52)
         other = skipsearch.subset_sum(A, b)
         assert any(
             step.startswith(f"Schroeppel-Shamir (n={A.shape[1]},") for step in other.method
@@ -367,8 +371,8 @@ def test_lattice_isolates_the_kernel_for_large_entries(monkeypatch):
     # the kernel separates; Schroeppel-Shamir is the oracle.
     from skipsearch import _core
 
-    monkeypatch.setattr(subset_sum_module, "_JUMP_MOVES_PER_COLUMN", 0)
-    monkeypatch.setattr(subset_sum_module, "_equation_scale", lambda norm_sq: 256)
+    monkeypatch.setattr(presolve, "_JUMP_MOVES_PER_COLUMN", 0)
+    monkeypatch.setattr(embedding, "_equation_scale", lambda norm_sq: 256)
     rng = np.random.default_rng(0)
     A = rng.integers(-(2**32) // 34, 2**32 // 34, (8, 34))
     s0 = (np.arange(34) < 17).astype(np.int64)
@@ -380,8 +384,8 @@ def test_lattice_isolates_the_kernel_for_large_entries(monkeypatch):
         if r.solution is not None:
             np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
     # Rank over the rationals, exact for entries far above float precision.
-    assert subset_sum_module._rank(np.array([[2**40, 2**41 + 1], [2**41, 2**42 + 2]])) == 1
-    assert subset_sum_module._rank(np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]])) == 2
+    assert integer_algebra._rank(np.array([[2**40, 2**41 + 1], [2**41, 2**42 + 2]])) == 1
+    assert integer_algebra._rank(np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]])) == 2
 
 
 def test_large_duplicated_columns_do_not_overflow():
@@ -420,7 +424,7 @@ def test_float_meet_in_the_middle_proves_what_branch_and_bound_cannot(monkeypatc
     assert r.status == "feasible"
     assert np.linalg.norm(A @ r.solution - b) <= r.tolerance * np.linalg.norm(b)
     # Beyond 40 columns the float path stays with branch and bound.
-    monkeypatch.setattr(subset_sum_module, "_FLOAT_MITM_MAX", 30)
+    monkeypatch.setattr(floats, "_FLOAT_MITM_MAX", 30)
     r = skipsearch.subset_sum(A, np.floor(A.sum(axis=1) / 2) + 0.05, node_limit=50_000)
     assert r.status == "node_limit" and "meet in the middle" not in " ".join(r.method)
 
@@ -477,7 +481,7 @@ def test_degenerate_kernel_vectors_beyond_the_radius_are_dropped(monkeypatch):
     assert "lattice: 1 basis vectors beyond the radius dropped (exact Gram-Schmidt)" in r.method
     np.testing.assert_array_equal(A @ r.solution.astype(np.int64), b)
     monkeypatch.setattr(
-        subset_sum_module, "_lattice", lambda *args: (None, "incomplete", 0, 0, ["lattice: cut"])
+        components, "_lattice", lambda *args: (None, "incomplete", 0, 0, ["lattice: cut"])
     )
     r = skipsearch.subset_sum(A, b)
     assert r.status == "feasible" and r.method[-1].startswith("Schroeppel-Shamir (n=35,"), r.method
@@ -565,7 +569,7 @@ def test_without_the_lattice_extra_the_core_lll_decides_from_33_columns(without_
     for planted in (True, False):
         A, b = market_split(5, 3, planted)
         r = skipsearch.subset_sum(A, b)
-        assert subset_sum_module.LATTICE_CORE in r.method
+        assert reduction.LATTICE_CORE in r.method
         assert not any(step.startswith("Schroeppel-Shamir") for step in r.method), r.method
         if planted:
             assert r.status == "feasible"
@@ -591,8 +595,8 @@ def test_without_the_lattice_extra_the_core_lll_decides_beyond_52_columns(
 ):
     A, b = market_split_beyond_the_lists(seed, planted)
     r = skipsearch.subset_sum(A, b, threads=2)
-    assert subset_sum_module.LATTICE_CORE in r.method
-    reductions = [step for step in r.method if step != subset_sum_module.LATTICE_CORE]
+    assert reduction.LATTICE_CORE in r.method
+    reductions = [step for step in r.method if step != reduction.LATTICE_CORE]
     assert not any("BKZ" in step for step in reductions), r.method
     if planted:
         assert r.status == "feasible"
@@ -610,8 +614,8 @@ def test_the_core_lll_and_fpylll_agree_on_infeasibility(seed, monkeypatch):
     monkeypatch.setitem(sys.modules, "fpylll", None)
     with_core = skipsearch.subset_sum(A, b)
     assert with_fpylll.status == with_core.status == "infeasible"
-    assert subset_sum_module.LATTICE_CORE in with_core.method
-    assert subset_sum_module.LATTICE_CORE not in with_fpylll.method
+    assert reduction.LATTICE_CORE in with_core.method
+    assert reduction.LATTICE_CORE not in with_fpylll.method
 
 
 def duplicate_heavy(seed):
@@ -698,10 +702,10 @@ def test_rows_dropped_beyond_the_radius_are_used_by_no_vector_within_it(case):
     rows, a = case
     d = len(rows)
     G = [[sum(x * y for x, y in zip(u, v)) for v in rows] for u in rows]
-    if d and subset_sum_module._exact_rank(np.array(rows, dtype=object)) < d:
+    if d and integer_algebra._exact_rank(np.array(rows, dtype=object)) < d:
         return
     # The minors give the exact Gram-Schmidt norms.
-    minors = subset_sum_module._leading_minors(G)
+    minors = integer_algebra._leading_minors(G)
     star, norms = [], []
     for r in rows:
         v = [Fraction(x) for x in r]
@@ -714,7 +718,7 @@ def test_rows_dropped_beyond_the_radius_are_used_by_no_vector_within_it(case):
     # A radius reached by one small combination: every combination within
     # it leaves the dropped rows out.
     radius_sq = sum(sum(c * r[t] for c, r in zip(a, rows)) ** 2 for t in range(d + 1))
-    kept = len(subset_sum_module._within_radius(rows, radius_sq, []))
+    kept = len(embedding._within_radius(rows, radius_sq, []))
     for coeffs in itertools.product(range(-3, 4), repeat=d):
         v = [sum(c * r[t] for c, r in zip(coeffs, rows)) for t in range(d + 1)]
         if sum(x * x for x in v) <= radius_sq:
@@ -748,14 +752,14 @@ def test_schroeppel_shamir_limits_hold_in_one_huge_residue(without_lattice):
     b = np.array([p * int(a[:-1].sum() // p) // 2 + 2])
     for time_limit, node_limit, stop in ((0.1, None, "time_limit"), (None, 100_000, "node_limit")):
         start = time.perf_counter()
-        x, status, *_ = subset_sum_module._lists(A, b, time_limit, node_limit, None)
+        x, status, *_ = components._lists(A, b, time_limit, node_limit, None)
         assert status == stop and x is None
         assert time.perf_counter() - start < 5.0
     # Every subset sums to 0 or 1 modulo p, and b does not: the lattice
     # route (the core's LLL here) proves it.
     assert int(b[0]) % p not in (0, 1)
     r = skipsearch.subset_sum(A, b)
-    assert r.status == "infeasible" and subset_sum_module.LATTICE_CORE in r.method
+    assert r.status == "infeasible" and reduction.LATTICE_CORE in r.method
 
 
 def test_integer_blocks_with_large_entries_reach_the_exact_engine():
@@ -828,7 +832,7 @@ def _rank_fooling_instance(planted: bool) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def test_exact_rank_is_not_fooled_by_the_modular_one():
-    from skipsearch.subset_sum import _modular_rank, _rank
+    from skipsearch._engine.integer_algebra import _modular_rank, _rank
 
     A, b, _ = _rank_fooling_instance(planted=True)
     M = np.column_stack([A, b])
@@ -837,7 +841,7 @@ def test_exact_rank_is_not_fooled_by_the_modular_one():
 
 
 def test_modular_rank_stops_at_full_rank_and_agrees_with_the_exact_rank(monkeypatch):
-    module = subset_sum_module
+    module = integer_algebra
     rng = np.random.default_rng(7)
     for rows, cols in [(6, 51), (9, 81), (5, 3), (4, 4)]:
         M = rng.integers(-50, 50, size=(rows, cols))
@@ -906,28 +910,26 @@ def test_the_float_heuristic_runs_only_before_a_slow_reduction(monkeypatch):
     # the lattice comes first; QOBLIB's ms_08 (predicted 0.12 s) keeps the
     # heuristic. The answer does not depend on it.
     A, b = market_split(5, 1)
-    predicted = subset_sum_module._lll_predicted_seconds(A, b)
-    assert 0.005 < predicted < subset_sum_module._HEURISTIC_LLL_SECONDS
+    predicted = embedding._lll_predicted_seconds(A, b)
+    assert 0.005 < predicted < components._HEURISTIC_LLL_SECONDS
     large = read_instance(QOBLIB / "ms_08_050_001.dat")
-    assert subset_sum_module._lll_predicted_seconds(*large) > 0.1
+    assert embedding._lll_predicted_seconds(*large) > 0.1
     # The same prediction as the one that guards fpylll's LLL, on the
     # embedding itself (0/1 columns, none merged here).
-    rows = subset_sum_module._embedding(
+    rows = embedding._embedding(
         A,
         b,
         np.ones(A.shape[1], dtype=np.int64),
-        subset_sum_module._HOMOGENISING_WEIGHT,
-        subset_sum_module._equation_scale(
-            A.shape[1] + 1 + subset_sum_module._HOMOGENISING_WEIGHT**2
-        ),
+        embedding._HOMOGENISING_WEIGHT,
+        embedding._equation_scale(A.shape[1] + 1 + embedding._HOMOGENISING_WEIGHT**2),
     )
     bits = max(max(max(r), -min(r)).bit_length() for r in rows)
     d, k = len(rows), len(rows[0]) - len(rows)
-    assert predicted == subset_sum_module._LLL_SECONDS_PER_UNIT * d * d * k * k * bits
+    assert predicted == reduction._LLL_SECONDS_PER_UNIT * d * d * k * k * bits
     r = skipsearch.subset_sum(A, b, threads=1)
     assert "float heuristic" not in r.method, r.method
     assert r.method[2] == "lattice: LLL (closest-vector form)", r.method
-    monkeypatch.setattr(subset_sum_module, "_HEURISTIC_LLL_SECONDS", 0.0)
+    monkeypatch.setattr(components, "_HEURISTIC_LLL_SECONDS", 0.0)
     r2 = skipsearch.subset_sum(A, b, threads=1)
     assert r2.method[2] == "float heuristic", r2.method
     assert r.status == r2.status == "feasible"
@@ -949,8 +951,8 @@ def _ms_embedding(k: int, seed: int) -> list[list[int]]:
     A, b = market_split(k, seed)[:2]
     A, _, c = np.unique(A, axis=1, return_inverse=True, return_counts=True)
     radius_sq = float(np.sum(np.append(c, 1).astype(float) ** 2))
-    weight, scale = subset_sum_module._embedding_weights(radius_sq)
-    return subset_sum_module._embedding(A, b, c, weight, scale)
+    weight, scale = embedding._embedding_weights(radius_sq)
+    return embedding._embedding(A, b, c, weight, scale)
 
 
 @needs_lattice
@@ -961,7 +963,7 @@ def test_the_machine_integer_lll_gives_fplll_s_proved_basis():
 
     for k, seed in ((3, 0), (4, 1), (5, 2), (6, 3)):
         rows = _ms_embedding(k, seed)
-        fast = subset_sum_module._lll_in_machine_integers(rows)
+        fast = reduction._lll_in_machine_integers(rows)
         proved = IntegerMatrix.from_matrix(rows)
         LLL.reduction(proved)
         expected = [[0] * proved.ncols for _ in range(proved.nrows)]
@@ -982,7 +984,7 @@ def test_a_basis_not_shown_to_span_the_lattice_is_refused():
     for m, out in zip((M, U, V), (R, T, W)):
         m.to_matrix(out)
     B = np.array(rows, dtype=np.int64)
-    same = subset_sum_module._same_lattice
+    same = reduction._same_lattice
     assert same(B, R, T, W)
     # One entry off: not the transform's image.
     off = [row[:] for row in R]
@@ -1003,20 +1005,20 @@ def test_a_basis_not_shown_to_span_the_lattice_is_refused():
 @needs_lattice
 def test_lll_falls_back_to_the_proved_reduction(monkeypatch):
     rows = _ms_embedding(5, 1)
-    before, failed = subset_sum_module._lll(rows, None)
-    monkeypatch.setattr(subset_sum_module, "_same_lattice", lambda *a: False)
-    after, failed_after = subset_sum_module._lll(rows, None)
+    before, failed = reduction._lll(rows, None)
+    monkeypatch.setattr(reduction, "_same_lattice", lambda *a: False)
+    after, failed_after = reduction._lll(rows, None)
     assert failed is None and failed_after is None
     assert after == before and len(after) == len(rows)
     # Entries beyond the machine-integer bound skip the fast run.
     wide = [[v << 50 for v in row] for row in rows]
-    assert subset_sum_module._lll_in_machine_integers(wide) is None
+    assert reduction._lll_in_machine_integers(wide) is None
 
 
 def test_only_exact_integer_claims_pass_the_lattice_check():
     # Floats would be truncated and unsigned 64-bit entries would wrap
     # before the exact comparison: both are refused, as are wrong shapes.
-    same = subset_sum_module._same_lattice
+    same = reduction._same_lattice
     B = np.array([[1, 2], [3, 4]], dtype=np.int64)
     identity = [[1, 0], [0, 1]]
     assert same(B, B.tolist(), identity, identity)

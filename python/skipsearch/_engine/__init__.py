@@ -1,0 +1,23 @@
+"""The stages of the exact subset-sum engine behind
+:func:`skipsearch.subset_sum` (the Rust core does the searching; these
+modules prepare, order and check its work):
+
+- ``integers``: reading the input as exact int64, or refusing it;
+- ``presolve``: the feasibility jump's budget, fixing variables by row
+  bounds and gcds, the independent components;
+- ``components``: one component: Schroeppel-Shamir when small, else the
+  lattice (after a float heuristic when its reduction is predicted slow);
+- ``floats``: the float-data path (relaxation, branch and bound, meeting
+  in the middle) and the float heuristic of the integer path;
+- ``lattice``: one component's lattice search, from the embedding to the
+  portfolio;
+- ``embedding``: the embedding, its kernel basis, and the decoding of
+  kernel vectors into solutions;
+- ``reduction``: LLL and BKZ, by fpylll (the ``lattice`` extra) or the
+  core's LLL;
+- ``integer_algebra``: exact rank and leading minors of integer matrices;
+- ``kernel_search``: the enumerations of one kernel lattice, with their
+  shared limits and counters;
+- ``portfolio``: limited-discrepancy restarts on re-randomised bases,
+  taking turns with the complete depth-first search.
+"""
