@@ -3,7 +3,9 @@
 ``skipsearch scan [PATH ...]`` decides, block by block, whether the FFN
 blocks of one or more checkpoints can absorb their skip connections (see
 :func:`skipsearch.scan`), and prints a table, JSON, CSV or Markdown, with an
-optional plot. ``python -m skipsearch`` runs the same entry point.
+optional plot. ``skipsearch solve FILE ...`` runs the exact subset-sum
+engine on instance files (:mod:`skipsearch._solve_cli`). ``python -m
+skipsearch`` runs the same entry point.
 """
 
 from __future__ import annotations
@@ -373,6 +375,9 @@ def _parser() -> argparse.ArgumentParser:
         "(verdict, shape, seconds), -vv also debug records; for a checkpoint series, -v also "
         "prints the table of each checkpoint above the series' table",
     )
+    from skipsearch._solve_cli import add_solve_parser
+
+    add_solve_parser(commands)
     return parser
 
 
@@ -1816,6 +1821,10 @@ def _main(argv: Optional[Sequence[str]]) -> int:
             # Warnings (e.g. unindexed shards) as one line each, without a
             # source excerpt, and each once (a model's blocks can repeat one).
             warnings.showwarning = _one_line_warnings()
+            if args.command == "solve":
+                from skipsearch._solve_cli import solve
+
+                return solve(args)
             return _scan(args)
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `skipsearch scan | head`).
