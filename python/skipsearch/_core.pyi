@@ -260,6 +260,42 @@ def enumerate_bounded(
     stops the search, as ``"interrupted"``, once it is set.
     """
 
+class _Subtrees(TypedDict):
+    solutions: npt.NDArray[np.int64]
+    pending: list[list[int]]
+    finished: int
+    listed: int
+    stop: Optional[str]
+    nodes: int
+    seconds: float
+
+def root_prefixes(
+    basis: npt.NDArray[np.int64], bounds: npt.NDArray[np.int64], radius_sq: float
+) -> tuple[list[list[int]], int]:
+    """The depth-first tree of ``enumerate_bounded`` cut into subtrees: their
+    prefixes (the coefficients of the top levels, top first) in search
+    order, whose subtrees together are the whole tree, and the nodes
+    visited to list them."""
+
+def search_subtrees(
+    basis: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    radius_sq: float,
+    prefixes: list[list[int]],
+    max_solutions: int = 1,
+    time_limit: Optional[float] = None,
+    node_limit: Optional[int] = None,
+    threads: Optional[int] = None,
+    stop_event: Optional[threading.Event] = None,
+) -> _Subtrees:
+    """Search the subtrees below ``prefixes`` depth first, in parallel, until
+    ``max_solutions`` vectors are found, all are exhausted, or a limit stops
+    it. ``pending`` lists the prefixes still to search: each given one not
+    finished, or for one a limit cut, the part of its subtree not searched.
+    No solution and no pending prefix: every given subtree is exhausted.
+    ``listed`` counts the values the cuts listed rather than searched.
+    ValueError for a prefix longer than the basis has rows."""
+
 @final
 class KernelTree:
     """The enumeration tree of one reduced kernel basis (the rows of

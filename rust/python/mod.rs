@@ -33,7 +33,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::linalg::matrix::Matrix;
 use crate::rigor::float_env::{self, FloatEnv};
-use crate::subset_sum::{lattice, reduction};
+use crate::subset_sum::{lattice, reduction, subtrees};
 
 mod absorption;
 mod environment;
@@ -206,6 +206,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<subset_sum::KernelTree>()?;
     m.add_function(wrap_pyfunction!(absorption::search_flip_set, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::enumerate_bounded, m)?)?;
+    m.add_function(wrap_pyfunction!(subset_sum::root_prefixes, m)?)?;
+    m.add_function(wrap_pyfunction!(subset_sum::search_subtrees, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::estimate_nodes, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::schroeppel_shamir, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::meet_in_the_middle, m)?)?;

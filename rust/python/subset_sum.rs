@@ -93,6 +93,75 @@ pub(super) fn enumerate_bounded<'py>(
     enumeration_dict(py, result, dim)
 }
 
+/// The cut of a kernel lattice's depth-first tree into subtrees, as
+/// prefixes; see `skipsearch._core.pyi`.
+#[pyfunction]
+pub(super) fn root_prefixes<'py>(
+    py: Python<'py>,
+    basis: PyReadonlyArray2<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    radius_sq: f64,
+) -> PyResult<(Vec<Vec<i64>>, u64)> {
+    let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
+    py.detach(|| subtrees::root_prefixes(&rows, &bounds, radius_sq))
+        .map_err(PyErr::from)
+}
+
+/// Search the subtrees below a list of prefixes, handing back what a
+/// limit left; see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (basis, bounds, radius_sq, prefixes, max_solutions=1, time_limit=None, node_limit=None, threads=None, stop_event=None))]
+// Many parameters on purpose: a Python function's keyword arguments, one parameter each.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn search_subtrees<'py>(
+    py: Python<'py>,
+    basis: PyReadonlyArray2<'py, i64>,
+    bounds: PyReadonlyArray1<'py, i64>,
+    radius_sq: f64,
+    prefixes: Vec<Vec<i64>>,
+    max_solutions: usize,
+    time_limit: Option<f64>,
+    node_limit: Option<u64>,
+    threads: Option<usize>,
+    stop_event: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
+    let dim = basis.as_array().ncols();
+    check_max_solutions(max_solutions)?;
+    check_stop_event(stop_event.as_ref())?;
+    let out = run_on_pool_until(
+        py,
+        threads,
+        time_limit,
+        node_limit,
+        stop_event.as_ref(),
+        |limits, cancel| {
+            subtrees::search_subtrees(
+                &rows,
+                &bounds,
+                radius_sq,
+                &prefixes,
+                max_solutions,
+                limits,
+                cancel,
+            )
+        },
+    )?;
+    let d = PyDict::new(py);
+    let flat: Vec<i64> = out.solutions.iter().flatten().copied().collect();
+    d.set_item(
+        "solutions",
+        flat.into_pyarray(py).reshape([out.solutions.len(), dim])?,
+    )?;
+    d.set_item("pending", out.pending)?;
+    d.set_item("finished", out.finished)?;
+    d.set_item("listed", out.listed)?;
+    d.set_item("stop", out.stopped.map(|s| s.as_str()))?;
+    d.set_item("nodes", out.nodes)?;
+    d.set_item("seconds", out.seconds)?;
+    Ok(d)
+}
+
 /// The enumeration tree of one reduced kernel basis, whose depth-first
 /// search runs in pieces; see `skipsearch._core.pyi`.
 #[pyclass(module = "skipsearch._core")]

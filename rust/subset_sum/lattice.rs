@@ -213,11 +213,11 @@ fn top_values(basis: &[Vec<i64>], bounds: &[i64]) -> Option<Vec<bool>> {
 
 /// A subtree of the enumeration: coefficients `level..d` fixed.
 #[derive(Clone)]
-struct Job {
+pub(super) struct Job {
     /// The fixed coefficients, top level first: `prefix[i]` is the
     /// coefficient of level `d - 1 - i`, for the `d - level` levels fixed.
     /// (Only the prefix is kept: a tree is cut into thousands of jobs.)
-    prefix: Vec<i64>,
+    pub(super) prefix: Vec<i64>,
     level: usize,
     partial: f64,
     free: bool,
@@ -227,6 +227,32 @@ struct Job {
 }
 
 impl Job {
+    /// The subtree below `prefix` (top level first, at most `d` values),
+    /// its squared projection and symmetry flag accumulated level by level
+    /// as [`children`] does; `None` when the prefix is longer than the
+    /// tree is deep.
+    pub(super) fn from_prefix(gso: &Gso, prefix: &[i64]) -> Option<Job> {
+        let d = gso.norms.len();
+        let level = d.checked_sub(prefix.len())?;
+        let mut job = Job {
+            prefix: Vec::with_capacity(prefix.len()),
+            level: d,
+            partial: 0.0,
+            free: true,
+            discrepancy: 0,
+        };
+        for &c in prefix {
+            let t = job.level - 1;
+            let diff = c as f64 - job.center(gso, t);
+            job.partial += diff * diff * gso.norms[t];
+            job.free &= c == 0;
+            job.prefix.push(c);
+            job.level = t;
+        }
+        debug_assert_eq!(job.level, level);
+        Some(job)
+    }
+
     /// The coefficient of level `t` (`t >= level`) in a tree of depth `d`.
     fn coeff(&self, d: usize, t: usize) -> i64 {
         self.prefix[d - 1 - t]
@@ -318,7 +344,7 @@ pub struct Enumeration {
     pub seconds: f64,
 }
 
-struct Gso {
+pub(super) struct Gso {
     mu: Vec<Vec<f64>>,
     /// `mu_t[t][j] = mu[j][t]`: the centre updates read along `j`.
     mu_t: Vec<Vec<f64>>,
@@ -374,8 +400,8 @@ fn gram_schmidt(basis: &[Vec<i64>]) -> Result<Gso, Error> {
 
 /// A reduced kernel basis prepared for enumeration: its Gram-Schmidt data,
 /// the bounds, and the values its top coefficient can take.
-struct Lattice {
-    gso: Gso,
+pub(super) struct Lattice {
+    pub(super) gso: Gso,
     basis: Vec<Vec<i64>>,
     /// `c_j`: entry `j` of a solution lies in `{-c_j, -c_j + 2, ..., c_j}`.
     bounds: Vec<i64>,
@@ -398,7 +424,7 @@ struct Lattice {
 impl Lattice {
     /// Checks the shapes and that the basis is independent; `basis` must
     /// not be empty.
-    fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
+    pub(super) fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
         check_shapes(basis, bounds)?;
         Ok(Lattice {
             gso: gram_schmidt(basis)?,
@@ -461,21 +487,24 @@ fn final_entries(basis: &[Vec<i64>]) -> Vec<Vec<usize>> {
 }
 
 /// One search's state over a [`Lattice`]: its limits and counters.
-struct Shared<'a> {
+pub(super) struct Shared<'a> {
     lattice: &'a Lattice,
     max_solutions: usize,
     deadline: Option<Instant>,
     node_limit: Option<u64>,
-    nodes: AtomicU64,
+    pub(super) nodes: AtomicU64,
     cancel: &'a AtomicBool,
     /// Lowest prefix index known to hold enough solutions; later prefixes stop.
     done_below: AtomicUsize,
+    /// A job cut by a limit hands back the part of its subtree it did not
+    /// search ([`Walker::frontier`]), for [`super::subtrees`].
+    pub(super) hand_back: bool,
 }
 
 impl<'a> Shared<'a> {
     /// A search that wants `max_solutions` (at least one) within `limits`,
     /// its clock started at `start`.
-    fn new(
+    pub(super) fn new(
         lattice: &'a Lattice,
         max_solutions: usize,
         limits: Limits,
@@ -490,6 +519,7 @@ impl<'a> Shared<'a> {
             nodes: AtomicU64::new(0),
             cancel,
             done_below: AtomicUsize::new(usize::MAX),
+            hand_back: false,
         }
     }
 
@@ -544,6 +574,9 @@ struct Walker<'a, 'b> {
     stopped: Option<Stop>,
     /// Limited discrepancy: a value was passed over for want of budget.
     cut: bool,
+    /// The level whose value a limit stopped the walk at (the value is
+    /// the current one of its order, not yet searched).
+    stop_level: usize,
 }
 
 impl<'a, 'b> Walker<'a, 'b> {
@@ -561,6 +594,7 @@ impl<'a, 'b> Walker<'a, 'b> {
             local_nodes: 0,
             stopped: None,
             cut: false,
+            stop_level: 0,
         }
     }
 
@@ -604,6 +638,69 @@ impl<'a, 'b> Walker<'a, 'b> {
             }
         }
         true
+    }
+
+    /// After a limit cut the depth-first walk of `job`: the prefixes of
+    /// the part of its subtree not searched, in search order. Along the
+    /// path the walk was on, from the deepest level up, each level's
+    /// values after its current one (at the level where it stopped, the
+    /// current value too: it was not searched) that pass the radius,
+    /// Hoelder's and the final entries' tests, as [`children`] lists
+    /// them; a subtree the walk finished is never listed again, and every
+    /// one it did not finish is. `None` when the list would pass
+    /// [`MAX_JOBS`] (the job is then searched again whole). Also the
+    /// values listed (passing the tests or not): the nodes the walk would
+    /// have counted for them, which searching the prefixes does not.
+    fn frontier(&self, job: &Job) -> Option<(Vec<Vec<i64>>, u64)> {
+        let lattice = self.shared.lattice;
+        let gso = &lattice.gso;
+        let top = job.level.checked_sub(1)?;
+        let mut scratch = vec![0.0; lattice.weights.len()];
+        let (mut out, mut listed) = (Vec::new(), 0);
+        for u in self.stop_level..=top {
+            let level = self.levels[u];
+            let mut order = level.order;
+            if u > self.stop_level && !order.step() {
+                continue;
+            }
+            let path = || {
+                let mut prefix = job.prefix.clone();
+                prefix.extend((u + 1..=top).rev().map(|v| self.coeffs[v]));
+                prefix
+            };
+            let mut tried = 0;
+            while let Some((c, diff, next)) = order.within(
+                level.center,
+                level.partial,
+                gso.norms[u],
+                lattice.radius_sq,
+                lattice.allowed(u),
+            ) {
+                tried += 1;
+                if tried > MAX_JOBS || out.len() > MAX_JOBS {
+                    return None;
+                }
+                // The value the walk stopped at was counted already.
+                listed += u64::from(u > self.stop_level || tried > 1);
+                let passes = u == 0 || {
+                    let l1 = lattice.axpy_l1.run(
+                        &mut scratch,
+                        &self.proj[u + 1],
+                        &gso.star[u],
+                        &lattice.weights,
+                        diff,
+                    );
+                    hoelder(next, l1) && lattice.finals_plausible(u, &scratch)
+                };
+                if passes {
+                    let mut prefix = path();
+                    prefix.push(c);
+                    out.push(prefix);
+                }
+                order.step();
+            }
+        }
+        Some((out, listed))
     }
 
     #[inline(always)]
@@ -832,6 +929,7 @@ impl<'a, 'b> Walker<'a, 'b> {
                 continue;
             };
             if !self.tick() {
+                self.stop_level = t;
                 return false;
             }
             if t > 0 && !self.project_with::<K>(t, diff, next) {
@@ -1061,7 +1159,7 @@ pub fn enumerate_bounded(
 /// the depth before it is used, or the whole tree as one job.
 pub struct Tree {
     lattice: Option<Lattice>,
-    jobs: Vec<Job>,
+    pub(super) jobs: Vec<Job>,
     /// Depth first: the prefixes searched to their end.
     searched: Vec<bool>,
     /// Depth first: the solutions found so far, with their prefix, in
@@ -1071,7 +1169,7 @@ pub struct Tree {
     /// search's count (then 0): a tree listed down to its leaves is
     /// searched there, and a search that found its solution that way
     /// still visited them.
-    listing: AtomicU64,
+    pub(super) listing: AtomicU64,
 }
 
 /// The projections of the listing's depth `deeper` (flat, one after
@@ -1322,12 +1420,16 @@ impl Enumeration {
 
 /// What one job of [`run_jobs`] did.
 #[derive(Default)]
-struct JobResult {
-    found: Vec<Vec<i64>>,
-    stop: Option<Stop>,
+pub(super) struct JobResult {
+    pub(super) found: Vec<Vec<i64>>,
+    pub(super) stop: Option<Stop>,
     /// Searched to its end (not passed over, cut by a limit or left once
     /// an earlier prefix had the answer).
-    searched: bool,
+    pub(super) searched: bool,
+    /// With [`Shared::hand_back`], for a job a limit cut: the prefixes of
+    /// the part of its subtree not searched, `None` when it could not be
+    /// listed (the job is then searched again whole).
+    pub(super) rest: Option<(Vec<Vec<i64>>, u64)>,
 }
 
 /// Run every job not already `searched`, depth first, or as one
@@ -1337,7 +1439,7 @@ struct JobResult {
 /// between jobs), then the whole pool takes the rest: a small pass ends
 /// before any worker would have woken. Returns each job's result, in job
 /// order, and whether anything was passed over for want of discrepancy.
-fn run_jobs(
+pub(super) fn run_jobs(
     shared: &Shared,
     jobs: &[Job],
     discrepancy: Option<u32>,
@@ -1377,15 +1479,21 @@ fn run_jobs(
         if w.cut {
             cut.store(true, Ordering::Relaxed);
         }
+        let cut_short = !complete && w.stopped.is_some() && budget.is_none();
+        let rest = (shared.hand_back && cut_short)
+            .then(|| w.frontier(job))
+            .flatten();
         if w.found.len() >= shared.max_solutions {
             shared.done_below.fetch_min(index, Ordering::Relaxed);
         }
-        let rest = w.local_nodes % FLUSH;
-        shared.nodes.fetch_add(rest, Ordering::Relaxed);
+        shared
+            .nodes
+            .fetch_add(w.local_nodes % FLUSH, Ordering::Relaxed);
         JobResult {
             found: std::mem::take(&mut w.found),
             stop: w.stopped,
             searched: complete && w.stopped.is_none(),
+            rest,
         }
     };
     // Each worker keeps the results that say something, with their index

@@ -23,6 +23,10 @@
 //!   parallel, largest estimated first, and are reported in search order,
 //!   which keeps answers independent of threads.
 //!
+//! `subtrees` names the depth-first search's subtrees by their prefixes,
+//! so that they can be searched in pieces, anywhere: on a cluster's
+//! workers, or resumed from a saved list after the process ends.
+//!
 //! Float instances of at most 40 columns that the branch and bound leaves
 //! open go to `meet_in_the_middle`: subset sums projected on one direction,
 //! matched within a window as wide as the tolerance, every candidate checked
@@ -33,3 +37,4 @@ pub mod lattice;
 pub mod meet_in_the_middle;
 pub mod reduction;
 pub mod schroeppel_shamir;
+pub mod subtrees;
