@@ -49,6 +49,8 @@ if getattr(_core, "__abi__", None) != _CORE_ABI:
 
 from skipsearch import baseline
 from skipsearch._core import __version__
+from skipsearch._engine.distributed import SearchProgress
+from skipsearch._engine.state import CheckpointMismatch
 from skipsearch._scan.frames import (
     ScanReports,
     document_to_pandas,
@@ -110,6 +112,7 @@ __all__ = [
     "BlockReport",
     "BlockReportDict",
     "BracketStatus",
+    "CheckpointMismatch",
     "CheckpointSeriesWarning",
     "DistanceKind",
     "DistanceMode",
@@ -123,6 +126,7 @@ __all__ = [
     "RankDecision",
     "ScanReports",
     "SearchOptions",
+    "SearchProgress",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",

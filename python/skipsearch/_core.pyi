@@ -20,6 +20,8 @@ __all__ = [  # noqa: RUF022 - the module's own order, which tests/test_typing.py
     "KernelTree",
     "search_flip_set",
     "enumerate_bounded",
+    "root_prefixes",
+    "search_subtrees",
     "estimate_nodes",
     "schroeppel_shamir",
     "meet_in_the_middle",

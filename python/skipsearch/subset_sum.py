@@ -44,15 +44,20 @@ path's order of stages; the stages themselves live in
 from __future__ import annotations
 
 import math
+import os
 import time
+from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
+from skipsearch._engine.cluster import check_cluster_options
 from skipsearch._engine.components import _component
+from skipsearch._engine.distributed import CLUSTER, SearchProgress
 from skipsearch._engine.floats import _float
 from skipsearch._engine.integers import _INT_BOUND, _as_integers, _reject_beyond_int64
 from skipsearch._engine.presolve import _components, _jump_moves, _presolve
@@ -130,7 +135,7 @@ class SubsetSumResult(FieldEquality):
 
 
 @in_standard_float_env
-def subset_sum(
+def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     A: npt.ArrayLike,
     b: npt.ArrayLike,
     *,
@@ -138,6 +143,10 @@ def subset_sum(
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    executor: Optional[Executor] = None,
+    checkpoint: Optional[Union[str, os.PathLike[str]]] = None,
+    checkpoint_interval: float = 60.0,
+    progress: Optional[Callable[[SearchProgress], None]] = None,
 ) -> SubsetSumResult:
     """Find ``s`` in ``{0, 1}^n`` with ``A s = b``, or prove there is none.
 
@@ -174,7 +183,38 @@ def subset_sum(
         ``node_limit`` they take turns instead, and the run is repeatable.
         With ``node_limit`` or ``time_limit``, the point where a parallel
         search is cut, and so whether it ends with a solution or a limit
-        status, can depend on it.
+        status, can depend on it. With ``executor``, the core threads of
+        each unit of work (default 1 per unit; all cores with
+        ``checkpoint`` alone).
+    executor : concurrent.futures.Executor, optional
+        Run the largest lattice searches (Knuth's tree estimate above 1e8
+        nodes, QOBLIB's ms_08 and beyond) as units on this executor:
+        ``distributed.Client(...).get_executor()`` (the ``dask`` extra), a
+        ``ProcessPoolExecutor``, or anything with the same protocol. The
+        units are the limited-discrepancy restarts, one per re-randomised
+        basis (seeded by its index, so repeatable), and the complete
+        depth-first search cut into subtrees by their prefixes, each run
+        for a node budget and handing back what it did not search. The
+        first verified solution cancels the rest; ``"infeasible"`` needs
+        every subtree to have ended, whichever worker ran it; a unit that
+        fails with its worker is run again (three times at most, then
+        RuntimeError). Integer data only. Smaller searches run here as
+        without it.
+    checkpoint : str or os.PathLike, optional
+        A state file for the same search: written every
+        ``checkpoint_interval`` seconds and at the end, atomically (a
+        temporary file renamed over it); a call given an existing file
+        goes on from it (after kill -9, a lost cluster or a reboot),
+        losing at most one interval of the depth-first search and the
+        restarts then in flight. Without ``executor`` the units run on the
+        calling thread, in turns. Integer data only.
+    checkpoint_interval : float, default 60
+        Seconds between two writes of ``checkpoint``.
+    progress : callable, optional
+        Called about twice a second, on the calling thread, with a
+        :class:`skipsearch.SearchProgress` (seconds, nodes, bases,
+        subtrees done and known) while a search runs on ``executor`` or
+        with ``checkpoint``.
 
     Returns
     -------
@@ -185,9 +225,16 @@ def subset_sum(
     ValueError
         Wrong shapes (both are named), NaN or Inf, options out of range, or
         integers so large that a row sum of ``|A|`` plus ``|b|`` reaches
-        2**62 (exact int64 arithmetic could overflow).
+        2**62 (exact int64 arithmetic could overflow); ``executor`` or
+        ``checkpoint`` with float data.
+    skipsearch.CheckpointMismatch
+        (a ValueError) ``checkpoint`` holds the state of another instance,
+        skipsearch version or search settings, or is damaged.
     TypeError
-        Complex or non-numeric input.
+        Complex or non-numeric input; an ``executor`` that is not a
+        ``concurrent.futures.Executor``, a ``progress`` that is not callable.
+    FileNotFoundError
+        The folder of ``checkpoint`` does not exist.
     KeyboardInterrupt
         On Ctrl-C.
 
@@ -248,8 +295,15 @@ def subset_sum(
                 f"|b| must stay below 2**62 (got about 2**{math.log2(bound):.1f}); divide them by "
                 "a common factor"
             )
+    cluster = check_cluster_options(
+        executor, checkpoint, checkpoint_interval, progress, threads, A_int, b_int
+    )
     if A_int is not None and b_int is not None:
-        return _integer(A_int, b_int, start, time_limit, node_limit, threads)
+        token = CLUSTER.set(cluster)
+        try:
+            return _integer(A_int, b_int, start, time_limit, node_limit, threads)
+        finally:
+            CLUSTER.reset(token)
     tol = math.sqrt(max(eps_a, eps_b)) if tol is None else tol
     return _done(start, **_float(A_arr, b_arr, tol, start, time_limit, node_limit, threads))
 

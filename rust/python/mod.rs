@@ -196,7 +196,7 @@ pub(super) fn run_on_pool_until<T: Send>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 10;
+const CORE_ABI: u32 = 11;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
+from skipsearch._engine.distributed import CLUSTER, Coordinator
 from skipsearch._engine.embedding import _decode, _embedding_weights, _reduced_kernel
 from skipsearch._engine.integer_algebra import _rank
 from skipsearch._engine.kernel_search import _KernelSearch
@@ -125,7 +126,11 @@ def _search_kernel(
     steps.append(_reduction_name(block))
     estimate = _core.estimate_nodes(first, search.bounds, search.radius_sq, _ESTIMATE_DIVES)
     steps.append(f"estimate: {estimate:.1e} nodes depth first")
-    x, stop, more = _portfolio(first, estimate, search, weight, deadline)
+    cluster = CLUSTER.get()
+    if cluster is not None:
+        x, stop, more = Coordinator(first, estimate, search, weight, deadline, cluster).run()
+    else:
+        x, stop, more = _portfolio(first, estimate, search, weight, deadline)
     steps.extend(more)
     return x, stop
 
