@@ -221,3 +221,26 @@ def test_bad_options_are_named() -> None:
         skipsearch.subset_sum([[1.5, 2.0]], [1.5], checkpoint="x.json")
     with pytest.raises(TypeError, match="progress"):
         skipsearch.subset_sum(A, b, checkpoint="x.json", progress=3)  # type: ignore[arg-type]
+
+
+def test_a_dask_worker_killed_mid_unit_leaves_the_proof_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    distributed_pkg = pytest.importorskip("distributed")
+    monkeypatch.setattr(distributed, "SUBTREE_UNIT", 1 << 18)
+    A, b = cornuejols_dawande(7, 7)
+    with (
+        distributed_pkg.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed_pkg.Client(cluster) as client,
+    ):
+        pids = client.run(os.getpid)
+        with cf.ThreadPoolExecutor(1) as runner:
+            future = runner.submit(skipsearch.subset_sum, A, b, executor=client.get_executor())
+            time.sleep(1.0)
+            assert not future.done(), "ended before a worker could be killed"
+            os.kill(next(iter(pids.values())), signal.SIGKILL)
+            r = future.result(timeout=300)
+    check(A, b, r, "infeasible")
+    assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"

@@ -234,11 +234,20 @@ def test_warnings_round_trip():
         skipsearch.UnindexedShardWarning,
         skipsearch.CheckpointSeriesWarning,
         skipsearch.AutomaticLayoutWarning,
+        skipsearch.CheckpointMismatch,
         CheckpointError,
     ):
         w = cls("message")
         for copy in _round_trips(w):
             assert type(copy) is cls and copy.args == w.args
+
+
+def test_search_progress_round_trips():
+    p = skipsearch.SearchProgress(
+        seconds=1.5, nodes=3 << 40, bases=7, subtrees_done=12, subtrees_known=2048
+    )
+    for copy in _round_trips(p):
+        assert copy == p and hash(copy) == hash(p)
 
 
 # -- checkpoints: reports, checkpoint info and the process-pool scan ---------------------------
@@ -343,6 +352,7 @@ COVERED = {
     "Activation",
     "AutomaticLayoutWarning",
     "BlockReport",
+    "CheckpointMismatch",
     "CheckpointSeriesWarning",
     "GenericityChecks",
     "LayerReport",
@@ -351,6 +361,7 @@ COVERED = {
     "PrecisionWarning",
     "ScanReports",
     "SearchOptions",
+    "SearchProgress",
     "SearchStats",
     "SkipFreeBlock",
     "SkipsearchWarning",

@@ -66,6 +66,9 @@ SUBTREE_PREFIXES = 64
 RETRIES = 3
 #: Seconds between progress reports.
 PROGRESS_EVERY = 0.5
+#: Seconds the units in flight are waited for at a limit: their own limits
+#: stop them with the search's, within a poll.
+DRAIN_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,7 @@ class Coordinator:
         the solution, the stop, and whether the search ended."""
         limit = self._limit()
         if limit is not None:
-            return None, limit, True
+            return self._drain(limit)
         while len(self.flight) < self.slots and self._submit():
             pass
         if not self.flight:
@@ -255,6 +258,20 @@ class Coordinator:
             if ended:
                 return x, stop, True
         return None, None, False
+
+    def _drain(self, limit: str) -> tuple[Optional[UInt8Array], Optional[str], bool]:
+        """At a limit: the units in flight, whose own limits stop them with
+        it, are waited for a moment (``DRAIN_SECONDS``), so that their
+        nodes count and the subtrees they hand back are kept; a solution
+        among them still ends the search as found."""
+        done, _ = cf.wait(list(self.flight), timeout=DRAIN_SECONDS)
+        for future in done:
+            if future.cancelled() or future.exception() is not None:
+                continue  # left in flight: its subtrees stay pending
+            x, stop, ended = self._take(future, relaunch=False)
+            if ended and (x is not None or stop is None):
+                return x, stop, True
+        return None, limit, True
 
     def _limit(self) -> Optional[str]:
         search = self.search
@@ -322,9 +339,10 @@ class Coordinator:
         self.units += 1
 
     def _take(
-        self, future: cf.Future[dict[str, Any]]
+        self, future: cf.Future[dict[str, Any]], relaunch: bool = True
     ) -> tuple[Optional[UInt8Array], Optional[str], bool]:
-        """Account for a unit that ended: the solution, the stop, and
+        """Account for a unit that ended (run it again if its worker
+        failed, unless ``relaunch`` is False): the solution, the stop, and
         whether the search ended."""
         kind, what, tries = self.flight.pop(future)
         try:
@@ -338,7 +356,11 @@ class Coordinator:
                 ) from err
             out = None
         if out is None:
-            self._launch((kind, what, tries + 1))
+            if relaunch:
+                self._launch((kind, what, tries + 1))
+            elif kind == "dfs":
+                assert isinstance(what, list)
+                self.pending[:0] = what
             return None, None, False
         self.search.nodes += out["nodes"]
         if kind == "dfs":
