@@ -244,3 +244,65 @@ def test_a_dask_worker_killed_mid_unit_leaves_the_proof_whole(
             r = future.result(timeout=300)
     check(A, b, r, "infeasible")
     assert r.method[-1] == "depth-first enumeration ran to its end: infeasible"
+
+
+class FailingSubtrees(cf.Executor):
+    """Runs units inline, but every subtree unit is lost (a worker killed
+    each time it takes one), until ``fail`` is cleared."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        future: cf.Future[object] = cf.Future()
+        if fn.__name__ == "subtree_unit":
+            future.set_exception(OSError("worker lost"))
+        else:
+            future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def interrupt(progress: skipsearch.SearchProgress) -> None:
+    raise KeyboardInterrupt
+
+
+def slowly(fn, *args):  # type: ignore[no-untyped-def]
+    time.sleep(1.0)  # a unit that takes a while on a cluster
+    return fn(*args)
+
+
+class SlowPool(cf.ThreadPoolExecutor):
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        return super().submit(slowly, fn, *args)
+
+
+@pytest.mark.parametrize("seed", [4, 11])
+def test_a_run_that_fails_or_is_interrupted_is_never_recorded_infeasible(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Feasible instances: a resume must still find the solution, so no
+    # subtree may be lost by a failed unit, an exception or Ctrl-C.
+    monkeypatch.setattr(distributed, "SUBTREE_UNIT", 20_000)
+    monkeypatch.setattr(distributed, "SUBTREE_PREFIXES", 10**6)
+    A, b = cornuejols_dawande(6, seed)
+    path = tmp_path / "failed.json"
+    with pytest.raises(RuntimeError, match="failed 4 times"):
+        skipsearch.subset_sum(A, b, executor=FailingSubtrees(), checkpoint=path)
+    record = next(iter(json.loads(path.read_text())["body"]["components"].values()))
+    assert not record["infeasible"] and record["pending"]
+    check(A, b, skipsearch.subset_sum(A, b, checkpoint=path), "feasible")
+    path = tmp_path / "interrupted.json"
+    with SlowPool(1) as pool, pytest.raises(KeyboardInterrupt):
+        skipsearch.subset_sum(A, b, executor=pool, checkpoint=path, progress=interrupt)
+    record = next(iter(json.loads(path.read_text())["body"]["components"].values()))
+    assert not record["infeasible"] and record["pending"]
+    check(A, b, skipsearch.subset_sum(A, b, checkpoint=path), "feasible")
+
+
+def test_a_stored_solution_that_does_not_solve_the_instance_is_refused(tmp_path: Path) -> None:
+    A, b = cornuejols_dawande(6, 11)
+    path = tmp_path / "state.json"
+    check(A, b, skipsearch.subset_sum(A, b, checkpoint=path), "feasible")
+    body = json.loads(path.read_text())["body"]
+    for record in body["components"].values():
+        record["solution"] = [0] * len(record["solution"])
+    path.write_text(json.dumps({"body": body, "sha256": state._checksum(body)}))
+    with pytest.raises(skipsearch.CheckpointMismatch, match="does not solve"):
+        skipsearch.subset_sum(A, b, checkpoint=path)

@@ -213,9 +213,14 @@ class Coordinator:
         assert record is not None
         if record.solution is not None or record.infeasible:
             x = None if record.solution is None else self._decoded(record.solution)
+            if record.solution is not None and x is None:
+                raise state_file.CheckpointMismatch(
+                    f"checkpoint {self.options.checkpoint!r}: its solution does not solve this "
+                    "instance; start a new state file"
+                )
             self.found_by = "resumed: " + ("solved" if x is not None else "infeasible")
             return x, None, self.steps()
-        x, stop = None, None
+        x, stop, ended = None, None, False
         started = time.perf_counter()
         saved = reported = started
         try:
@@ -234,7 +239,9 @@ class Coordinator:
             self._cancel()
             if x is not None:
                 record.solution = self.solution
-            elif stop is None and not self.pending:
+            elif ended and stop is None and not self.pending:
+                # Only a search that ended with a proof (no exception,
+                # no Ctrl-C, no unit lost) is recorded as infeasible.
                 record.infeasible = True
             if self.options.checkpoint is not None:
                 self._save(time.perf_counter() - started)
@@ -243,15 +250,16 @@ class Coordinator:
     def _fill_and_wait(self) -> tuple[Optional[UInt8Array], Optional[str], bool]:
         """Submit units while slots are free, then take those that ended:
         the solution, the stop, and whether the search ended."""
+        if not self.pending and not any(kind == "dfs" for kind, _, _ in self.flight.values()):
+            # No subtree pending and none in flight: every one has ended
+            # (restarts still running prove nothing more).
+            self.found_by = "depth-first enumeration ran to its end: infeasible"
+            return None, None, True
         limit = self._limit()
         if limit is not None:
             return self._drain(limit)
         while len(self.flight) < self.slots and self._submit():
             pass
-        if not self.flight:
-            # Nothing pending and nothing in flight: every subtree ended.
-            self.found_by = "depth-first enumeration ran to its end: infeasible"
-            return None, None, True
         done, _ = cf.wait(list(self.flight), timeout=0.2, return_when=cf.FIRST_COMPLETED)
         for future in done:
             x, stop, ended = self._take(future)
@@ -292,8 +300,8 @@ class Coordinator:
         )
         if want_dfs:
             chunk = self.pending[:SUBTREE_PREFIXES]
-            del self.pending[:SUBTREE_PREFIXES]
-            self._launch(("dfs", chunk, 0))
+            self._launch(("dfs", chunk, 0))  # if submit raises, the chunk stays pending
+            del self.pending[: len(chunk)]
             return True
         if self.small or not _fpylll_loaded():
             return False
@@ -351,16 +359,20 @@ class Coordinator:
             out = None
         except Exception as err:
             if tries >= RETRIES:
+                self._keep(kind, what)
                 raise RuntimeError(
                     f"a {kind} unit of the search failed {tries + 1} times; last error: {err!r}"
                 ) from err
             out = None
         if out is None:
-            if relaunch:
+            if not relaunch:
+                self._keep(kind, what)
+                return None, None, False
+            try:
                 self._launch((kind, what, tries + 1))
-            elif kind == "dfs":
-                assert isinstance(what, list)
-                self.pending[:0] = what
+            except BaseException:
+                self._keep(kind, what)  # a broken executor: the subtrees stay pending
+                raise
             return None, None, False
         self.search.nodes += out["nodes"]
         if kind == "dfs":
@@ -389,6 +401,12 @@ class Coordinator:
             self.pending.clear()
             return None, None, True
         return None, None, False
+
+    def _keep(self, kind: str, what: Union[int, list[list[int]]]) -> None:
+        """Put a lost unit's subtrees back among the pending ones."""
+        if kind == "dfs":
+            assert isinstance(what, list)
+            self.pending[:0] = what
 
     def _cancel(self) -> None:
         for future in self.flight:

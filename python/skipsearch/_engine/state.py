@@ -160,9 +160,14 @@ def load(path: str, instance: str, settings: dict[str, Any]) -> Optional[SearchS
     if not ok:
         raise CheckpointMismatch(f"checkpoint {path!r} is damaged: its checksum does not match")
     _check_header(path, body, instance, settings)
-    components = {
-        key: ComponentState(**record) for key, record in body.get("components", {}).items()
-    }
+    try:
+        components = {
+            key: ComponentState(**record) for key, record in body.get("components", {}).items()
+        }
+    except TypeError:
+        raise CheckpointMismatch(
+            f"checkpoint {path!r} has component records of another shape; start a new state file"
+        ) from None
     return SearchState(
         instance=instance, settings=settings, components=components, version=body["version"]
     )

@@ -18,6 +18,7 @@ signals: see ``reduction._reduce``).
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Executor, Future
 from typing import Any, Callable, Optional, TypeVar
 
@@ -32,7 +33,11 @@ T = TypeVar("T")
 
 
 def restart_basis(
-    best: npt.NDArray[np.int64], index: int, block: int, weight: int
+    best: npt.NDArray[np.int64],
+    index: int,
+    block: int,
+    weight: int,
+    deadline: Optional[float] = None,
 ) -> Optional[npt.NDArray[np.int64]]:
     """The basis of restart ``index``: ``best`` itself for index 1, else the
     BKZ-``block`` reduction of a random unimodular transform of it, drawn
@@ -40,7 +45,7 @@ def restart_basis(
     if index <= 1:
         return best
     rng = np.random.default_rng([_RESTART_SEED, index])
-    return _closest_vector_form(_randomised(best, rng), block, weight, None, len(best))
+    return _closest_vector_form(_randomised(best, rng), block, weight, deadline, len(best))
 
 
 def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
@@ -58,9 +63,12 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
     ``cap`` nodes. Returns ``index``, ``solutions`` (kernel vectors, to be
     decoded and checked by the caller), ``stop`` (None without a solution:
     a pass passed over nothing, a proof that there is none) and ``nodes``."""
-    basis = restart_basis(best, index, block, weight)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    basis = restart_basis(best, index, block, weight, deadline)
     if basis is None:
         return {"index": index, "solutions": [], "stop": "incomplete", "nodes": 0}
+    if deadline is not None:
+        time_limit = max(0.0, deadline - time.perf_counter())
     out = _core.enumerate_bounded(
         basis, bounds, radius_sq, 1, time_limit, cap, threads, lds_nodes=1 << 62
     )
