@@ -20,18 +20,18 @@ from skipsearch._engine.instances import read_instance
 
 
 def cpu_name() -> str:
+    """The CPU's model name, family and model, from /proc/cpuinfo."""
+    info: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
-            info = dict(
-                line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line
-            )
-        return " ".join(
-            f"{k.strip()} {info[k].strip()}"
-            for k in ("model name", "cpu family", "model")
-            if k in info
-        )
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                info[key.strip()] = value.strip()
     except OSError:
         return platform.processor()
+    return ", ".join(f"{k} {info[k]}" for k in ("model name", "cpu family", "model") if k in info)
 
 
 def main() -> None:
