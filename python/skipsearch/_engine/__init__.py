@@ -19,5 +19,12 @@ modules prepare, order and check its work):
 - ``kernel_search``: the enumerations of one kernel lattice, with their
   shared limits and counters;
 - ``portfolio``: limited-discrepancy restarts on re-randomised bases,
-  taking turns with the complete depth-first search.
+  taking turns with the complete depth-first search;
+- ``distributed``: the same portfolio as units on an executor (dask, a
+  process pool, or this thread), resumable: the coordinator;
+- ``tasks``: those units, plain functions any worker can run;
+- ``state``: the state file of a resumable search;
+- ``cluster``: the distributed search's options, checked once;
+- ``instances``: the instance files (QOBLIB ``.dat``, ``.npz``, ``.json``)
+  and QOBLIB's solution format.
 """
