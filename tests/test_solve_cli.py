@@ -401,6 +401,7 @@ def test_terminal_controls_in_a_path_are_escaped(tmp_path, capsys):
         (("--node-limit", "x"), ("argument --node-limit", "got 'x'")),
         (("--connect-timeout", "0", "--scheduler", "tcp://h:1"), ("positive number",)),
         (("--threads", "0"), ("argument --threads",)),
+        (("--seed", "-1"), ("argument --seed", "got '-1'")),
         (("-o", str(MS06)), ("--output", "not a folder")),
     ],
 )
@@ -479,9 +480,13 @@ def test_only_the_options_given_reach_the_engine(monkeypatch, capsys):
     fake_engine(monkeypatch, calls)
     assert in_process(capsys, str(MS06), "--no-progress")[0] == 0
     assert in_process(capsys, str(MS06), "--time-limit", "none")[0] == 0
-    argv = ("--time-limit", "30", "--node-limit", "10000000", "--threads", "1")
+    argv = ("--time-limit", "30", "--node-limit", "10000000", "--threads", "1", "--seed", "7")
     assert in_process(capsys, str(MS06), *argv)[0] == 0
-    assert calls == [{}, {}, {"time_limit": 30.0, "node_limit": 10_000_000, "threads": 1}]
+    assert calls == [
+        {},
+        {},
+        {"time_limit": 30.0, "node_limit": 10_000_000, "threads": 1, "seed": 7},
+    ]
 
 
 def test_checkpoint_files(monkeypatch, capsys, tmp_path):

@@ -117,6 +117,19 @@ def _seconds_option(name: str) -> Any:
     return parse
 
 
+def _seed(text: str) -> int:
+    """``--seed``: a whole number from 0 to 2**63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 0 to 2**63 - 1, got {text!r}"
+        )
+    return value
+
+
 def _node_limit(text: str) -> int:
     """``--node-limit``: a non-negative whole number."""
     try:
@@ -189,6 +202,13 @@ def _add_limits(solve: argparse.ArgumentParser) -> None:
     )
     solve.add_argument(
         "--threads", type=cli._threads, metavar="N", help="worker threads (default: one per core)"
+    )
+    solve.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the lattice restarts' random bases (default: a fixed one, so that a run "
+        "is repeatable); the time to a solution found by restarts varies with it",
     )
     solve.add_argument(
         "--scheduler",
@@ -423,6 +443,8 @@ def _engine_options(args: argparse.Namespace, executor: Optional[Executor]) -> d
         options["node_limit"] = args.node_limit
     if args.threads is not None:
         options["threads"] = args.threads
+    if args.seed is not None:
+        options["seed"] = args.seed
     if executor is not None:
         options["executor"] = executor
     return options

@@ -44,6 +44,7 @@ path's order of stages; the stages themselves live in
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import time
 from collections.abc import Callable
@@ -60,6 +61,7 @@ from skipsearch._engine.components import _component
 from skipsearch._engine.distributed import CLUSTER, SearchProgress
 from skipsearch._engine.floats import _float
 from skipsearch._engine.integers import _INT_BOUND, _as_integers, _reject_beyond_int64
+from skipsearch._engine.portfolio import _RESTART_SEED, RESTART_SEED
 from skipsearch._engine.presolve import _components, _jump_moves, _presolve
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import IntArray, SubsetSumStatus, UInt8Array
@@ -143,6 +145,7 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     time_limit: Optional[float] = None,
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
+    seed: Optional[int] = None,
     executor: Optional[Executor] = None,
     checkpoint: Optional[Union[str, os.PathLike[str]]] = None,
     checkpoint_interval: float = 60.0,
@@ -186,6 +189,11 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
         status, can depend on it. With ``executor``, the core threads of
         each unit of work (default 1 per unit; all cores with
         ``checkpoint`` alone).
+    seed : int, optional
+        Seed of the random unimodular transforms behind the lattice
+        restarts' bases (default: a fixed one, so a run is repeatable). The
+        nodes to a solution found by the restarts vary by orders of
+        magnitude with it; the status of a search run to its end does not.
     executor : concurrent.futures.Executor, optional
         Run the largest lattice searches (Knuth's tree estimate above 1e8
         nodes, QOBLIB's ms_08 and beyond) as units on this executor:
@@ -278,6 +286,10 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     time_limit = check_limit("time_limit", time_limit, integer=False)
     node_limit = check_limit("node_limit", node_limit, integer=True)
     threads = check_threads(threads)
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63
+    ):
+        raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
     # b is read as integers only when A is: float A takes the float path,
     # whatever b holds.
     A_int = _as_integers("A", A, A_arr)
@@ -300,9 +312,11 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     )
     if A_int is not None and b_int is not None:
         token = CLUSTER.set(cluster)
+        seeded = RESTART_SEED.set(_RESTART_SEED if seed is None else seed)
         try:
             return _integer(A_int, b_int, start, time_limit, node_limit, threads)
         finally:
+            RESTART_SEED.reset(seeded)
             CLUSTER.reset(token)
     tol = math.sqrt(max(eps_a, eps_b)) if tol is None else tol
     return _done(start, **_float(A_arr, b_arr, tol, start, time_limit, node_limit, threads))

@@ -37,8 +37,8 @@ from skipsearch._engine.portfolio import (
     _COMPLETE_SHARE,
     _COMPLETE_SHARE_FAR,
     _RESTART_MIN_NODES,
-    _RESTART_SEED,
     _RESTART_UNIT,
+    RESTART_SEED,
     _luby,
 )
 from skipsearch._engine.reduction import (
@@ -117,7 +117,7 @@ class ClusterOptions:
             fpylll_version = getattr(fpylll, "__version__", "unknown")
         return {
             "restart_unit": _RESTART_UNIT,
-            "restart_seed": _RESTART_SEED,
+            "restart_seed": RESTART_SEED.get(),
             "bkz_block": _BKZ_RESTART_BLOCK,
             "fpylll": fpylll_version,
         }
@@ -145,6 +145,7 @@ class Coordinator:
     ) -> None:
         self.first, self.search, self.weight, self.deadline = first, search, weight, deadline
         self.options = options
+        self.seed = RESTART_SEED.get()
         # The component's record in the state file: its BKZ-20 basis names it.
         self.key = state_file.digest(first)
         self.solution: Optional[list[int]] = None
@@ -342,6 +343,7 @@ class Coordinator:
                 self.weight,
                 threads,
                 search.remaining(),
+                self.seed,
             )
         self.flight[future] = unit
         self.units += 1

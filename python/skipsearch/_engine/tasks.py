@@ -38,13 +38,14 @@ def restart_basis(
     block: int,
     weight: int,
     deadline: Optional[float] = None,
+    seed: int = _RESTART_SEED,
 ) -> Optional[npt.NDArray[np.int64]]:
     """The basis of restart ``index``: ``best`` itself for index 1, else the
     BKZ-``block`` reduction of a random unimodular transform of it, drawn
-    from the seed ``(_RESTART_SEED, index)``; None if the reduction fails."""
+    from the seed ``(seed, index)``; None if the reduction fails."""
     if index <= 1:
         return best
-    rng = np.random.default_rng([_RESTART_SEED, index])
+    rng = np.random.default_rng([seed, index])
     return _closest_vector_form(_randomised(best, rng), block, weight, deadline, len(best))
 
 
@@ -58,13 +59,14 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
     weight: int,
     threads: Optional[int],
     time_limit: Optional[float] = None,
+    seed: int = _RESTART_SEED,
 ) -> dict[str, Any]:
     """Limited-discrepancy passes on restart ``index``'s basis, up to
     ``cap`` nodes. Returns ``index``, ``solutions`` (kernel vectors, to be
     decoded and checked by the caller), ``stop`` (None without a solution:
     a pass passed over nothing, a proof that there is none) and ``nodes``."""
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    basis = restart_basis(best, index, block, weight, deadline)
+    basis = restart_basis(best, index, block, weight, deadline, seed)
     if basis is None:
         return {"index": index, "solutions": [], "stop": "incomplete", "nodes": 0}
     if deadline is not None:
