@@ -175,7 +175,15 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
         Nodes before it stops with status ``"node_limit"``. Parallel
         lattice walkers count in batches, so ``nodes`` may pass it by up to
         1024 per thread; Schroeppel-Shamir counts its list work in batches
-        of 2^14 per thread, plus the pairs of the residue in hand.
+        of 2^14 per thread, plus the pairs of the residue in hand. With
+        ``executor`` the units in flight at the limit run out their
+        budgets (2^26 nodes a subtree unit, Luby's multiple of 2^25 a
+        restart), so ``nodes`` may pass it by up to that much per slot.
+        The stages before the distributed search (presolve, the first
+        limited-discrepancy passes, the tree estimate) count too, and run
+        again on a resumed call: a ``node_limit`` below them stops a
+        resumed search before it goes on; bound a resumable run by
+        ``time_limit`` instead.
     threads : int, optional
         Worker threads (default: one per core). The status of a search that
         runs to the end does not depend on it. Neither does the solution,
