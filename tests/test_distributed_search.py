@@ -319,6 +319,21 @@ def test_the_seed_changes_the_restarts_not_the_verdict() -> None:
     assert len({r.nodes for r in runs.values()}) > 1, [r.method for r in runs.values()]
     # One thread: a seed repeats its run node for node.
     assert skipsearch.subset_sum(A, b, threads=1, seed=2).nodes == runs[2].nodes
-    for bad in (-1, 2**63, 1.5, True):
+    for bad in (-1, 2**63, 1.5, True, "3"):
         with pytest.raises(ValueError, match="seed"):
             skipsearch.subset_sum(A, b, seed=bad)  # type: ignore[arg-type]
+
+
+def test_a_state_file_resumes_with_its_own_seed_only(tmp_path: Path) -> None:
+    # The seed is one of the state file's settings: a numpy integer seed is
+    # written as a plain one, the same seed resumes, another is refused.
+    A, b = cornuejols_dawande(6, 2)
+    path = tmp_path / "state.json"
+    skipsearch.subset_sum(A, b, checkpoint=path, node_limit=600_000, seed=np.int64(5))
+    assert json.loads(path.read_text())["body"]["settings"]["restart_seed"] == 5
+    r = skipsearch.subset_sum(A, b, threads=1, checkpoint=path, seed=5)
+    check(A, b, r, "infeasible")
+    assert any(step.startswith("resumed from") for step in r.method)
+    for other in (6, None):
+        with pytest.raises(skipsearch.CheckpointMismatch, match="restart_seed=5, this search"):
+            skipsearch.subset_sum(A, b, checkpoint=path, seed=other)

@@ -181,6 +181,7 @@ def test_json_records(tmp_path):
         "seconds",
         "method",
         "exact",
+        "seed",
     }
     assert (first["instance"], first["name"], first["k"], first["n"]) == (
         str(MS06),
@@ -189,6 +190,7 @@ def test_json_records(tmp_path):
         50,
     )
     assert first["status"] == "feasible" and first["checked"] is True and first["exact"] is True
+    assert first["seed"] == 20_260_423  # the engine's fixed default
     assert satisfies(MS06, first["solution"])
     assert first["solution_file"] is None
     assert isinstance(first["nodes"], int) and first["nodes"] >= 0
@@ -402,6 +404,8 @@ def test_terminal_controls_in_a_path_are_escaped(tmp_path, capsys):
         (("--connect-timeout", "0", "--scheduler", "tcp://h:1"), ("positive number",)),
         (("--threads", "0"), ("argument --threads",)),
         (("--seed", "-1"), ("argument --seed", "got '-1'")),
+        (("--seed", "1_000"), ("argument --seed", "decimal digits")),
+        (("--seed", "9" * 5000), ("argument --seed", "999...'")),
         (("-o", str(MS06)), ("--output", "not a folder")),
     ],
 )

@@ -40,6 +40,7 @@ from tqdm import tqdm
 
 from skipsearch import cli
 from skipsearch._engine.instances import format_solution, read_instance
+from skipsearch._engine.portfolio import _RESTART_SEED
 from skipsearch._scan.report import printable
 from skipsearch._validation import check_limit
 
@@ -119,15 +120,13 @@ def _seconds_option(name: str) -> Any:
 
 def _seed(text: str) -> int:
     """``--seed``: a whole number from 0 to 2**63 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 2**63:
+    digits = text.isascii() and text.isdigit()
+    if not digits or len(text) > 19 or int(text) >= 2**63:
+        shown = text if len(text) <= 40 else text[:40] + "..."
         raise argparse.ArgumentTypeError(
-            f"expected a whole number from 0 to 2**63 - 1, got {text!r}"
+            f"expected a whole number from 0 to 2**63 - 1 in decimal digits, got {shown!r}"
         )
-    return value
+    return int(text)
 
 
 def _node_limit(text: str) -> int:
@@ -591,8 +590,9 @@ class _JsonLines:
     """``--json``: one JSON object per instance, a line each, as it is
     solved (JSON Lines)."""
 
-    def __init__(self, instances: Sequence[_Instance]) -> None:
+    def __init__(self, instances: Sequence[_Instance], seed: Optional[int] = None) -> None:
         self.statuses: Counter[str] = Counter()
+        self.seed = seed
 
     def row(
         self,
@@ -600,7 +600,8 @@ class _JsonLines:
         result: SubsetSumResult,
         solution: Optional[list[int]],
     ) -> None:
-        cli._emit(json.dumps(record(inst, result, solution), allow_nan=False))
+        line = record(inst, result, solution, self.seed)
+        cli._emit(json.dumps(line, allow_nan=False))
         self.statuses[result.status] += 1
 
     def finish(self) -> None:
@@ -611,14 +612,18 @@ class _JsonLines:
 
 
 def record(
-    inst: _Instance, result: SubsetSumResult, solution: Optional[list[int]]
+    inst: _Instance,
+    result: SubsetSumResult,
+    solution: Optional[list[int]],
+    seed: Optional[int] = None,
 ) -> dict[str, Any]:
     """The ``--json`` object of one instance: ``instance`` (the path as
     given), ``name``, ``k``, ``n``, ``status``, ``solution`` (a list of 0
     and 1, or null), ``checked`` (true once the solution satisfied
     ``A x = b`` in exact integers; null without one), ``solution_file``
     (with ``--output``; else null), ``nodes``, ``seconds``, ``method`` (the
-    stages run, in order) and ``exact``."""
+    stages run, in order), ``exact`` and ``seed`` (the restarts' seed:
+    ``--seed``, else the engine's fixed default)."""
     k, n = inst.A.shape
     written = inst.solution_file if solution is not None else None
     return {
@@ -634,6 +639,7 @@ def record(
         "seconds": float(result.seconds),
         "method": list(result.method),
         "exact": bool(result.exact),
+        "seed": _RESTART_SEED if seed is None else seed,
     }
 
 
@@ -672,7 +678,7 @@ def solve(args: argparse.Namespace) -> int:
     :func:`skipsearch.cli._failure` maps to its code."""
     _check_options(args)
     instances = _instances(args)
-    out = _JsonLines(instances) if args.json else _Table(instances)
+    out = _JsonLines(instances, args.seed) if args.json else _Table(instances)
     timeout = args.connect_timeout or DEFAULT_CONNECT_TIMEOUT
     with contextlib.ExitStack() as stack:
         executor = None

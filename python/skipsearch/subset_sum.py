@@ -298,6 +298,8 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
         isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63
     ):
         raise ValueError(f"seed must be an integer from 0 to 2**63 - 1, got {seed!r}")
+    # A plain int: numpy integers would not go into the state file's JSON.
+    seed = _RESTART_SEED if seed is None else int(seed)
     # b is read as integers only when A is: float A takes the float path,
     # whatever b holds.
     A_int = _as_integers("A", A, A_arr)
@@ -316,11 +318,11 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
                 "a common factor"
             )
     cluster = check_cluster_options(
-        executor, checkpoint, checkpoint_interval, progress, threads, A_int, b_int
+        executor, checkpoint, checkpoint_interval, progress, threads, A_int, b_int, seed
     )
     if A_int is not None and b_int is not None:
         token = CLUSTER.set(cluster)
-        seeded = RESTART_SEED.set(_RESTART_SEED if seed is None else seed)
+        seeded = RESTART_SEED.set(seed)
         try:
             return _integer(A_int, b_int, start, time_limit, node_limit, threads)
         finally:

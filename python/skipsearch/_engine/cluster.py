@@ -14,7 +14,7 @@ from skipsearch._engine.tasks import InlineExecutor
 from skipsearch._types import IntArray
 
 
-def check_cluster_options(
+def check_cluster_options(  # noqa: PLR0913 - subset_sum's options, checked in one place
     executor: Optional[Executor],
     checkpoint: Optional[Union[str, os.PathLike[str]]],
     interval: float,
@@ -22,10 +22,12 @@ def check_cluster_options(
     threads: Optional[int],
     A: Optional[IntArray],
     b: Optional[IntArray],
+    seed: int,
 ) -> Optional[ClusterOptions]:
     """The options record of ``subset_sum``'s distributed and resumable
     search, or None when neither ``executor`` nor ``checkpoint`` is given.
-    ``A`` and ``b`` are the integer data (None for float data).
+    ``A`` and ``b`` are the integer data (None for float data), ``seed``
+    the restarts' seed, checked.
 
     Raises
     ------
@@ -77,6 +79,7 @@ def check_cluster_options(
         progress=progress,
         instance=state_file.digest(A, b),
         unit_threads=threads if threads is not None or inline else 1,
+        seed=seed,
     )
     if path is not None:
         # A file of another instance or settings is refused before any work.

@@ -38,7 +38,6 @@ from skipsearch._engine.portfolio import (
     _COMPLETE_SHARE_FAR,
     _RESTART_MIN_NODES,
     _RESTART_UNIT,
-    RESTART_SEED,
     _luby,
 )
 from skipsearch._engine.reduction import (
@@ -107,6 +106,8 @@ class ClusterOptions:
     progress: Optional[Callable[[SearchProgress], None]]
     instance: str
     unit_threads: Optional[int]
+    #: The restarts' seed (``subset_sum(seed=)``): a setting of the state file.
+    seed: int
 
     def settings(self) -> dict[str, Any]:
         """What a state file must agree on to be resumed."""
@@ -117,7 +118,7 @@ class ClusterOptions:
             fpylll_version = getattr(fpylll, "__version__", "unknown")
         return {
             "restart_unit": _RESTART_UNIT,
-            "restart_seed": RESTART_SEED.get(),
+            "restart_seed": self.seed,
             "bkz_block": _BKZ_RESTART_BLOCK,
             "fpylll": fpylll_version,
         }
@@ -145,7 +146,7 @@ class Coordinator:
     ) -> None:
         self.first, self.search, self.weight, self.deadline = first, search, weight, deadline
         self.options = options
-        self.seed = RESTART_SEED.get()
+        self.seed = options.seed
         # The component's record in the state file: its BKZ-20 basis names it.
         self.key = state_file.digest(first)
         self.solution: Optional[list[int]] = None
