@@ -631,3 +631,13 @@ def test_progress_is_accepted_by_the_engine(monkeypatch, capsys):
     monkeypatch.setattr(SCAN, "_show_progress", lambda progress: progress is None)
     code, out, _ = in_process(capsys, str(MS07))
     assert code == 0 and table_rows(out)[0][2] == "feasible"
+
+
+def test_the_shipped_solution_of_an_open_instance_solves_it():
+    # ms_13_050_001 had no solver's solution in QOBLIB v1.1.0; the one
+    # skipsearch found (README, "Open QOBLIB instances") is checked here in
+    # exact integers, as QOBLIB's checker would read it.
+    A, b = read_instance(DATA / "ms_13_050_001.dat")
+    x = read_solution(DATA / "solutions" / "ms_13_050_001.opt.sol", A.shape[1])
+    assert A.shape == (13, 120) and set(x.tolist()) == {0, 1}
+    assert [int(v) for v in A.astype(object) @ x.astype(object)] == [int(v) for v in b]
