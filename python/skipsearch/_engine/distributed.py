@@ -146,7 +146,6 @@ class Coordinator:
     ) -> None:
         self.first, self.search, self.weight, self.deadline = first, search, weight, deadline
         self.options = options
-        self.seed = options.seed
         # The component's record in the state file: its BKZ-20 basis names it.
         self.key = state_file.digest(first)
         self.solution: Optional[list[int]] = None
@@ -344,7 +343,7 @@ class Coordinator:
                 self.weight,
                 threads,
                 search.remaining(),
-                self.seed,
+                self.options.seed,
             )
         self.flight[future] = unit
         self.units += 1
