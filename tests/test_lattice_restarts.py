@@ -444,6 +444,7 @@ def kernel_search_of(A, b, node_limit=None):
         time_limit=None,
         node_limit=node_limit,
         threads=2,
+        seed=portfolio._RESTART_SEED,
         memory=0,
     )
     return basis, search

@@ -136,6 +136,8 @@ def _rust_search(
     )
     if not open_ended:
         return raw
+    from skipsearch._engine.distributed import EngineOptions
+    from skipsearch._engine.portfolio import _RESTART_SEED
     from skipsearch.subset_sum import _integer
 
     columns = (c * np.einsum("pi,iq->pqi", W_down, W_up)).reshape(A.size, -1)
@@ -146,7 +148,7 @@ def _rust_search(
         time.perf_counter(),
         left,
         node_limit,
-        threads,
+        EngineOptions(threads=threads, seed=_RESTART_SEED, cluster=None),
     )
     raw = raw.copy()
     raw["exact_integer"] = exact.method

@@ -58,10 +58,10 @@ import numpy.typing as npt
 from skipsearch import _core
 from skipsearch._engine.cluster import check_cluster_options
 from skipsearch._engine.components import _component
-from skipsearch._engine.distributed import CLUSTER, SearchProgress
+from skipsearch._engine.distributed import EngineOptions, SearchProgress
 from skipsearch._engine.floats import _float
 from skipsearch._engine.integers import _INT_BOUND, _as_integers, _reject_beyond_int64
-from skipsearch._engine.portfolio import _RESTART_SEED, RESTART_SEED
+from skipsearch._engine.portfolio import _RESTART_SEED
 from skipsearch._engine.presolve import _components, _jump_moves, _presolve
 from skipsearch._float_env import in_standard_float_env
 from skipsearch._types import IntArray, SubsetSumStatus, UInt8Array
@@ -321,13 +321,8 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
         executor, checkpoint, checkpoint_interval, progress, threads, A_int, b_int, seed
     )
     if A_int is not None and b_int is not None:
-        token = CLUSTER.set(cluster)
-        seeded = RESTART_SEED.set(seed)
-        try:
-            return _integer(A_int, b_int, start, time_limit, node_limit, threads)
-        finally:
-            RESTART_SEED.reset(seeded)
-            CLUSTER.reset(token)
+        options = EngineOptions(threads=threads, seed=seed, cluster=cluster)
+        return _integer(A_int, b_int, start, time_limit, node_limit, options)
     tol = math.sqrt(max(eps_a, eps_b)) if tol is None else tol
     return _done(start, **_float(A_arr, b_arr, tol, start, time_limit, node_limit, threads))
 
@@ -343,7 +338,7 @@ def _integer(
     start: float,
     time_limit: Optional[float],
     node_limit: Optional[int],
-    threads: Optional[int],
+    options: EngineOptions,
 ) -> SubsetSumResult:
     """Solve integer data exactly: the feasibility jump, the presolve, then
     each independent component (``_engine.components``), smallest first."""
@@ -389,7 +384,7 @@ def _integer(
         )
         budget = None if node_limit is None else max(1, node_limit - nodes)
         x, stop, used, mem, steps = _component(
-            A[np.ix_(rows, free[cols])], rhs[rows], remaining, budget, threads
+            A[np.ix_(rows, free[cols])], rhs[rows], remaining, budget, options
         )
         nodes += used
         memory = max(memory, mem)

@@ -79,9 +79,8 @@ def check_cluster_options(  # noqa: PLR0913 - subset_sum's options, checked in o
         progress=progress,
         instance=state_file.digest(A, b),
         unit_threads=threads if threads is not None or inline else 1,
-        seed=seed,
     )
     if path is not None:
         # A file of another instance or settings is refused before any work.
-        state_file.load(path, options.instance, options.settings())
+        state_file.load(path, options.instance, options.settings(seed))
     return options

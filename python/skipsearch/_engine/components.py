@@ -9,6 +9,7 @@ import time
 from typing import Optional
 
 from skipsearch import _core
+from skipsearch._engine.distributed import EngineOptions
 from skipsearch._engine.embedding import _lll_predicted_seconds
 from skipsearch._engine.floats import _float_heuristic
 from skipsearch._engine.lattice import _lattice
@@ -39,12 +40,13 @@ def _component(
     b: IntArray,
     time_limit: Optional[float],
     node_limit: Optional[int],
-    threads: Optional[int],
+    options: EngineOptions,
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Solve one independent block: Schroeppel-Shamir when it is small,
     else the lattice, after a float heuristic when the lattice's reduction
     is predicted to be slow."""
     n = A.shape[1]
+    threads = options.threads
     entered = time.perf_counter()
     if n <= _LISTS_MAX:
         x, stop, nodes, memory, step = _lists(A, b, time_limit, node_limit, threads)
@@ -65,7 +67,7 @@ def _component(
         if time_limit is not None and time.perf_counter() - entered >= time_limit:
             return None, "time_limit", used, 8 * n * n, heuristic
     left = None if node_limit is None else node_limit - used
-    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, threads, entered)
+    x, stop, nodes, memory, steps = _lattice(A, b, time_limit, left, options, entered)
     nodes += used
     if stop == "incomplete" and n <= _LISTS_FALLBACK_MAX:
         # The lattice could not be used; the lists need no reduction.

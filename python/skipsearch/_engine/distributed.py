@@ -21,7 +21,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -106,11 +105,10 @@ class ClusterOptions:
     progress: Optional[Callable[[SearchProgress], None]]
     instance: str
     unit_threads: Optional[int]
-    #: The restarts' seed (``subset_sum(seed=)``): a setting of the state file.
-    seed: int
 
-    def settings(self) -> dict[str, Any]:
-        """What a state file must agree on to be resumed."""
+    def settings(self, seed: int) -> dict[str, Any]:
+        """What a state file of a search with the restarts' ``seed`` must
+        agree on to be resumed."""
         fpylll_version = None
         if _import_fpylll():
             import fpylll  # type: ignore[import-untyped, unused-ignore]
@@ -118,15 +116,25 @@ class ClusterOptions:
             fpylll_version = getattr(fpylll, "__version__", "unknown")
         return {
             "restart_unit": _RESTART_UNIT,
-            "restart_seed": self.seed,
+            "restart_seed": seed,
             "bkz_block": _BKZ_RESTART_BLOCK,
             "fpylll": fpylll_version,
         }
 
 
-#: The options of the distributed search in progress on this thread (set by
-#: ``subset_sum`` for the call), read where the portfolio would start.
-CLUSTER: ContextVar[Optional[ClusterOptions]] = ContextVar("skipsearch_cluster", default=None)
+@dataclass(frozen=True)
+class EngineOptions:
+    """The exact engine's options of one ``subset_sum`` call, checked once
+    and passed down to every stage."""
+
+    #: Core threads (None: one per core).
+    threads: Optional[int]
+    #: The restarts' seed (``subset_sum(seed=)``).
+    seed: int
+    #: The distributed and resumable search's options, None without
+    #: ``executor`` and ``checkpoint`` (the portfolio on threads).
+    cluster: Optional[ClusterOptions]
+
 
 #: A unit in flight: what it searches, and how often it was run again.
 _Unit = tuple[str, Union[int, list[list[int]]], int]
@@ -179,10 +187,11 @@ class Coordinator:
         self.best = best
         basis_digest = state_file.digest(best)
         opts = self.options
+        settings = opts.settings(self.search.seed)
         if opts.checkpoint is not None:
-            self.state = state_file.load(opts.checkpoint, opts.instance, opts.settings())
+            self.state = state_file.load(opts.checkpoint, opts.instance, settings)
         if self.state is None:
-            self.state = state_file.SearchState(instance=opts.instance, settings=opts.settings())
+            self.state = state_file.SearchState(instance=opts.instance, settings=settings)
         record = self.state.components.get(self.key)
         if record is not None and record.basis != basis_digest:
             raise state_file.CheckpointMismatch(
@@ -343,7 +352,7 @@ class Coordinator:
                 self.weight,
                 threads,
                 search.remaining(),
-                self.options.seed,
+                search.seed,
             )
         self.flight[future] = unit
         self.units += 1

@@ -30,11 +30,12 @@ class _KernelSearch:
         time_limit: Optional[float],
         node_limit: Optional[int],
         threads: Optional[int],
+        seed: int,
         memory: int,
     ) -> None:
         self.bounds, self.radius_sq, self.decode = bounds, radius_sq, decode
         self.start, self.time_limit, self.node_limit = start, time_limit, node_limit
-        self.threads = threads
+        self.threads, self.seed = threads, seed
         self.nodes = 0
         self.memory = memory
         self._base_memory = memory

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
-from skipsearch._engine.distributed import CLUSTER, Coordinator
+from skipsearch._engine.distributed import ClusterOptions, Coordinator, EngineOptions
 from skipsearch._engine.embedding import _decode, _embedding_weights, _reduced_kernel
 from skipsearch._engine.integer_algebra import _rank
 from skipsearch._engine.kernel_search import _KernelSearch
@@ -43,7 +43,7 @@ def _lattice(
     b: IntArray,
     time_limit: Optional[float],
     node_limit: Optional[int],
-    threads: Optional[int],
+    options: EngineOptions,
     start: float,
 ) -> tuple[Optional[UInt8Array], Optional[str], int, int, list[str]]:
     """Reduce the embedding (fpylll, or the core's LLL without the lattice
@@ -88,13 +88,14 @@ def _lattice(
         start=start,
         time_limit=time_limit,
         node_limit=node_limit,
-        threads=threads,
+        threads=options.threads,
+        seed=options.seed,
         memory=8 * size,
     )
     # Rows that carry the homogenising coordinate go last, in their order.
     kernel_rows.sort(key=lambda r: r[-1] != 0)
     lll_kernel = np.array(kernel_rows, dtype=np.int64).reshape(-1, n + 1)
-    x, stop = _search_kernel(lll_kernel, search, weight, deadline, want, steps)
+    x, stop = _search_kernel(lll_kernel, search, weight, deadline, options.cluster, steps)
     return x, stop, search.nodes, search.memory, steps
 
 
@@ -103,14 +104,16 @@ def _search_kernel(
     search: _KernelSearch,
     weight: int,
     deadline: Optional[float],
-    want: int,
+    cluster: Optional[ClusterOptions],
     steps: list[str],
 ) -> tuple[Optional[UInt8Array], Optional[str]]:
-    """Search the LLL-reduced kernel basis ``lll_kernel`` (``want`` rows,
+    """Search the LLL-reduced kernel basis ``lll_kernel`` (its rows with
     the homogenising coordinate last, weighted by ``weight`` in the
     reductions): depth first to the end below 30 variables; else short
-    searches on it, then BKZ and the portfolio. The solution or the stop;
-    the method steps go into ``steps``."""
+    searches on it, then BKZ and the portfolio (distributed by ``cluster``
+    when given). The solution or the stop; the method steps go into
+    ``steps``."""
+    want = len(lll_kernel)
     if lll_kernel.shape[1] - 1 < 30:
         steps.append("enumeration")
         return search.depth_first(lll_kernel, None)
@@ -126,7 +129,6 @@ def _search_kernel(
     steps.append(_reduction_name(block))
     estimate = _core.estimate_nodes(first, search.bounds, search.radius_sq, _ESTIMATE_DIVES)
     steps.append(f"estimate: {estimate:.1e} nodes depth first")
-    cluster = CLUSTER.get()
     if cluster is not None:
         x, stop, more = Coordinator(first, estimate, search, weight, deadline, cluster).run()
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-from contextvars import ContextVar
 from typing import Optional
 
 import numpy as np
@@ -67,8 +66,6 @@ _ESTIMATE_DIVES = 2048
 #: Seed of the random unimodular transforms of the restarts (fixed, so a run
 #: is repeatable).
 _RESTART_SEED = 20_260_423
-#: The seed of the call in progress on this thread (``subset_sum(seed=)``).
-RESTART_SEED: ContextVar[int] = ContextVar("skipsearch_restart_seed", default=_RESTART_SEED)
 
 
 #: The last method step of the portfolio: which search ended it, and how.
@@ -142,7 +139,7 @@ class _Portfolio:
         self.first, self.search, self.weight, self.deadline = first, search, weight, deadline
         self.d = len(first)
         self.block = min(_BKZ_RESTART_BLOCK, self.d)
-        self.rng = np.random.default_rng(RESTART_SEED.get())
+        self.rng = np.random.default_rng(search.seed)
         self.small = estimate < _RESTART_MIN_NODES
         self.small_cap = min(_RESTART_UNIT, max(1, int(estimate)))
         self.share = _COMPLETE_SHARE if estimate < _COMPLETE_FAR else _COMPLETE_SHARE_FAR
