@@ -451,14 +451,16 @@ def kernel_search_of(A, b, node_limit=None):
 
 
 @needs_lattice
+@pytest.mark.parametrize("free_width", [0, 1, portfolio._LDS_FREE_WIDTH, 1 << 20])
 @pytest.mark.parametrize("seed", range(3))
-def test_streams_agree_with_schroeppel_shamir(seed):
+def test_streams_agree_with_schroeppel_shamir(seed, free_width):
     # Two streams on the same basis, run to the end: a solution when the
-    # complete four-list search has one, else a proof (stop None).
+    # complete four-list search has one, else a proof (stop None), whatever
+    # top levels spend no discrepancy.
     A, b = market_split(5, seed)
     truth = _core.schroeppel_shamir(A, b, None, None, 2)
     basis, search = kernel_search_of(A, b)
-    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1, free_width)
     assert built
     if truth["solution"] is None:
         assert x is None and stop is None
@@ -472,20 +474,20 @@ def test_streams_agree_with_schroeppel_shamir(seed):
 def test_streams_keep_the_node_limit_and_report_what_stopped_them():
     A, b = market_split(7, 0)  # infeasible, far beyond these caps
     basis, search = kernel_search_of(A, b, node_limit=100_000)
-    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1, 0)
     assert (x, stop, built) == (None, "node_limit", True)
     # Split between the two: within the limit, up to a flush per stream.
     assert search.nodes <= 100_000 + 2 * 1024
     # A basis the deadline kept from being built is not a search.
     basis, search = kernel_search_of(A, b)
-    x, stop, built = search.limited_discrepancy_streams([lambda: basis, lambda: None], 1000, 1)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis, lambda: None], 1000, 1, 0)
     assert (x, stop, built) == (None, "node_limit", False)
 
     def broken():
         raise RuntimeError("reduction failed")
 
     with pytest.raises(RuntimeError, match="reduction failed"):
-        search.limited_discrepancy_streams([lambda: basis, broken], 1000, 1)
+        search.limited_discrepancy_streams([lambda: basis, broken], 1000, 1, 0)
 
 
 def test_fpylll_reductions_run_one_at_a_time():
@@ -548,5 +550,5 @@ def test_a_vector_that_does_not_decode_proves_nothing():
     search.decode = lambda y: None
     assert search.limited_discrepancy(basis, 1 << 40) == (None, "incomplete")
     assert search.depth_first(basis, None) == (None, "incomplete")
-    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1)
+    x, stop, built = search.limited_discrepancy_streams([lambda: basis] * 2, 1 << 40, 1, 0)
     assert (x, stop, built) == (None, "incomplete", True)

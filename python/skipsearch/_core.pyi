@@ -244,6 +244,7 @@ def enumerate_bounded(
     threads: Optional[int] = None,
     lds_nodes: int = 0,
     stop_event: Optional[threading.Event] = None,
+    lds_free_width: int = 0,
 ) -> _Enumeration:
     """All vectors ``y`` (up to sign, at most ``max_solutions``) of the
     lattice spanned by the rows of ``basis`` with squared norm at most
@@ -258,8 +259,12 @@ def enumerate_bounded(
     With ``lds_nodes > 0``, limited-discrepancy passes (discrepancy 0, 1,
     ...) run first until they have spent ``lds_nodes`` nodes (checked
     between passes), then the depth-first search; a pass that passes over
-    no value is complete on its own. ``stop_event`` (a ``threading.Event``)
-    stops the search, as ``"interrupted"``, once it is set.
+    no value is complete on its own. With ``lds_free_width > 0`` the passes
+    spend no discrepancy on the top levels of the tree, down to the
+    deepest depth that holds at most that many nodes (still complete: each
+    leaf spends its positions on the levels below). ``stop_event`` (a
+    ``threading.Event``) stops the search, as ``"interrupted"``, once it
+    is set.
     """
 
 class _Subtrees(TypedDict):

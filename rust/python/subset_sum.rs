@@ -53,7 +53,7 @@ const MAX_DIVES: usize = 1 << 20;
 /// Enumerate the bounded vectors of a reduced kernel lattice; see
 /// `skipsearch._core.pyi`.
 #[pyfunction]
-#[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None, lds_nodes=0, stop_event=None))]
+#[pyo3(signature = (basis, bounds, radius_sq, max_solutions=1, time_limit=None, node_limit=None, threads=None, lds_nodes=0, stop_event=None, lds_free_width=0))]
 // Many parameters on purpose: a Python function's keyword arguments, one parameter each.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn enumerate_bounded<'py>(
@@ -67,6 +67,7 @@ pub(super) fn enumerate_bounded<'py>(
     threads: Option<usize>,
     lds_nodes: u64,
     stop_event: Option<Bound<'py, PyAny>>,
+    lds_free_width: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (rows, bounds) = lattice_inputs(&basis, &bounds, radius_sq)?;
     let dim = basis.as_array().ncols();
@@ -85,6 +86,7 @@ pub(super) fn enumerate_bounded<'py>(
                 radius_sq,
                 max_solutions,
                 lds_nodes,
+                lds_free_width,
                 limits,
                 cancel,
             )

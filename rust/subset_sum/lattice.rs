@@ -38,6 +38,12 @@
 //! so it is a complete search by itself. Each pass uses the same parallel
 //! prefixes as the depth-first search (a prefix's own positions count
 //! against the pass), so it too gives the same answer at any thread count.
+//! Optionally the top levels spend no discrepancy, as long as the tree
+//! holds few nodes at their depth (`lds_free_width`): there the
+//! Gram-Schmidt vectors are shortest, the centre says least about a
+//! solution's coefficient, and on market splits a solution leaves the
+//! search order at most of those levels, so each pass runs below every
+//! one of their few nodes instead of spending its budget on them.
 //! [`estimate_nodes`] gives Knuth's (1975) estimate of the depth-first
 //! tree, from random dives, for the Python layer to choose a strategy.
 //!
@@ -319,7 +325,7 @@ fn children(
                 level: t,
                 partial: next,
                 free: job.free && c == 0,
-                discrepancy: job.discrepancy + position,
+                discrepancy: job.discrepancy + lattice.spent(t, position),
             };
             out.push((child, diff));
             if out.len() > MAX_JOBS {
@@ -419,6 +425,9 @@ pub(super) struct Lattice {
     /// `finals[t]`: the entries that become final at level `t` (see
     /// [`final_entries`]).
     finals: Vec<Vec<usize>>,
+    /// Levels `t >= free_from` spend no discrepancy (see
+    /// [`Tree::with_free_width`]); the basis length when none is free.
+    free_from: usize,
 }
 
 impl Lattice {
@@ -446,6 +455,7 @@ impl Lattice {
                 + 0.5,
             top: top_values(basis, bounds),
             finals: final_entries(basis),
+            free_from: basis.len(),
         })
     }
 
@@ -457,6 +467,17 @@ impl Lattice {
         self.finals[t]
             .iter()
             .all(|&j| plausible(proj[j], self.bounds[j]))
+    }
+
+    /// The discrepancies that the value at `position` of level `t`'s
+    /// search order spends: none on the free top levels.
+    #[inline(always)]
+    fn spent(&self, t: usize, position: u32) -> u32 {
+        if t >= self.free_from {
+            0
+        } else {
+            position
+        }
     }
 
     /// The values level `t` may take, when it is the top level and they
@@ -938,13 +959,14 @@ impl<'a, 'b> Walker<'a, 'b> {
                 continue;
             }
             let level = &mut self.levels[t];
+            let spent = lattice.spent(t, level.position);
             let rest = match level.budget {
-                Some(budget) if level.position > budget => {
+                Some(budget) if spent > budget => {
                     self.cut = true;
                     level.order.done = true;
                     continue;
                 }
-                Some(budget) => Some(budget - level.position),
+                Some(budget) => Some(budget - spent),
                 None => None,
             };
             level.position += 1;
@@ -1094,19 +1116,23 @@ fn check_shapes(basis: &[Vec<i64>], bounds: &[i64]) -> Result<(), Error> {
 /// norm at most `radius_sq` and each entry `y_j` in
 /// `{-bounds[j], -bounds[j] + 2, ..., bounds[j]}`, up to sign and up to
 /// `max_solutions` of them: limited-discrepancy passes while they have
-/// spent fewer than `lds_nodes` nodes (see [`Tree::limited_discrepancy`]),
-/// then the depth-first search. Runs on the current rayon pool.
+/// spent fewer than `lds_nodes` nodes (see [`Tree::limited_discrepancy`];
+/// their top levels free as [`Tree::with_free_width`] says for
+/// `lds_free_width`), then the depth-first search. Runs on the current
+/// rayon pool.
+#[allow(clippy::too_many_arguments)] // the search's whole input, one parameter each
 pub fn enumerate_bounded(
     basis: &[Vec<i64>],
     bounds: &[i64],
     radius_sq: f64,
     max_solutions: usize,
     lds_nodes: u64,
+    lds_free_width: usize,
     limits: Limits,
     cancel: &AtomicBool,
 ) -> Result<Enumeration, Error> {
     let start = Instant::now();
-    let mut tree = Tree::new(basis, bounds, radius_sq)?;
+    let mut tree = Tree::with_free_width(basis, bounds, radius_sq, lds_free_width)?;
     let wanted = max_solutions.max(1);
     let mut lds = Enumeration {
         solutions: Vec::new(),
@@ -1206,11 +1232,72 @@ fn next_projections(
     next
 }
 
+/// The nodes of the tree's top depths, level by level, in search order:
+/// each depth is the children of the one above, listed while `expand`
+/// holds for the depth in hand, and the depth above is kept when a level is
+/// too wide to list. Returns the last depth listed (the root alone when
+/// nothing was) and the nodes visited to list it.
+fn list_top(lattice: &Lattice, expand: impl Fn(&[Job]) -> bool) -> (Vec<Job>, u64) {
+    let d = lattice.gso.norms.len();
+    let root = Job {
+        prefix: Vec::new(),
+        level: d,
+        partial: 0.0,
+        free: true,
+        discrepancy: 0,
+    };
+    // `projs` holds the projections of the depth being expanded, one after
+    // another; the last depth listed needs none (a search sets its
+    // projections up from the prefix).
+    let padded = lattice.weights.len();
+    let mut jobs = vec![root];
+    let mut projs = vec![0.0; padded];
+    let mut scratch = vec![0.0; padded];
+    let mut listing = 0u64;
+    let cancel = AtomicBool::new(false);
+    let shared = Shared::new(lattice, 1, Limits::default(), Instant::now(), &cancel);
+    while expand(&jobs) {
+        let mut deeper = Vec::with_capacity(jobs.len() * 2);
+        let mut parents = Vec::with_capacity(jobs.len() * 2);
+        let listed = jobs.iter().enumerate().all(|(i, job)| {
+            let proj = &projs[i * padded..(i + 1) * padded];
+            let listed = children(&shared, job, proj, &mut scratch, &mut deeper);
+            parents.resize(deeper.len(), i);
+            listed
+        });
+        if !listed {
+            // Too wide to list: the depth above is the cut.
+            break;
+        }
+        listing += jobs.iter().filter(|j| j.level > 0).count() as u64;
+        let (deeper, diffs): (Vec<Job>, Vec<f64>) = deeper.into_iter().unzip();
+        if expand(&deeper) {
+            projs = next_projections(lattice, &jobs, &projs, &deeper, &parents, &diffs);
+        }
+        jobs = deeper;
+    }
+    (jobs, listing)
+}
+
 impl Tree {
     /// Prepare the enumeration of `basis` (rows; may be empty, a lattice
     /// with no nonzero vector): checks the shapes and that the basis is
     /// independent, then lists the prefixes.
     pub fn new(basis: &[Vec<i64>], bounds: &[i64], radius_sq: f64) -> Result<Self, Error> {
+        Self::with_free_width(basis, bounds, radius_sq, 0)
+    }
+
+    /// [`Tree::new`], with the top levels free in its limited-discrepancy
+    /// passes (they spend no discrepancy) down to the deepest depth at
+    /// which the tree holds at most `free_width` nodes (none when 0). The
+    /// passes stay complete: a leaf still spends a fixed number of
+    /// discrepancies, the sum of its positions on the levels below.
+    pub fn with_free_width(
+        basis: &[Vec<i64>],
+        bounds: &[i64],
+        radius_sq: f64,
+        free_width: usize,
+    ) -> Result<Self, Error> {
         let d = basis.len();
         if d == 0 {
             return Ok(Tree {
@@ -1221,50 +1308,24 @@ impl Tree {
                 listing: AtomicU64::new(0),
             });
         }
-        let lattice = Lattice::new(basis, bounds, radius_sq)?;
-        let root = Job {
-            prefix: Vec::new(),
-            level: d,
-            partial: 0.0,
-            free: true,
-            discrepancy: 0,
-        };
-        // Level by level: the nodes of each depth, in search order, are
-        // the children of the depth above, in order. `projs` holds the
-        // projections of the depth being expanded, one after another; the
-        // last depth listed, the jobs, needs none (a search sets its
-        // projections up from the prefix).
-        let padded = lattice.weights.len();
-        let mut jobs = vec![root];
-        let mut projs = vec![0.0; padded];
-        let mut scratch = vec![0.0; padded];
-        let mut listing = 0u64;
-        {
-            let cancel = AtomicBool::new(false);
-            let shared = Shared::new(&lattice, 1, Limits::default(), Instant::now(), &cancel);
-            let expand = |jobs: &[Job]| jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0);
-            while expand(&jobs) {
-                let mut deeper = Vec::with_capacity(jobs.len() * 2);
-                let mut parents = Vec::with_capacity(jobs.len() * 2);
-                let listed = jobs.iter().enumerate().all(|(i, job)| {
-                    let proj = &projs[i * padded..(i + 1) * padded];
-                    let listed = children(&shared, job, proj, &mut scratch, &mut deeper);
-                    parents.resize(deeper.len(), i);
-                    listed
-                });
-                if !listed {
-                    // Too wide to list: the depth above is the cut.
-                    break;
-                }
-                listing += jobs.iter().filter(|j| j.level > 0).count() as u64;
-                let (deeper, diffs): (Vec<Job>, Vec<f64>) = deeper.into_iter().unzip();
-                if expand(&deeper) {
-                    projs = next_projections(&lattice, &jobs, &projs, &deeper, &parents, &diffs);
-                }
-                jobs = deeper;
+        let mut lattice = Lattice::new(basis, bounds, radius_sq)?;
+        if free_width > 0 {
+            let (top, _) = list_top(&lattice, |jobs| {
+                jobs.len() <= free_width && jobs.iter().any(|j| j.level > 0)
+            });
+            // An empty tree (no node at some depth) has no level to free.
+            if let Some(first) = top.first() {
+                let depth = d - first.level;
+                lattice.free_from = d - if top.len() > free_width {
+                    depth - 1
+                } else {
+                    depth
+                };
             }
         }
-
+        let (jobs, listing) = list_top(&lattice, |jobs| {
+            jobs.len() < PREFIXES && jobs.iter().any(|j| j.level > 0)
+        });
         Ok(Tree {
             lattice: Some(lattice),
             searched: vec![false; jobs.len()],
@@ -1566,8 +1627,17 @@ mod tests {
         // Use (1, 1, 1) and (1, -1, 1): both are +-1.
         let basis = vec![vec![1, 1, 1], vec![1, -1, 1]];
         let cancel = AtomicBool::new(false);
-        let e =
-            enumerate_bounded(&basis, &[1, 1, 1], 3.0, 10, 0, Limits::default(), &cancel).unwrap();
+        let e = enumerate_bounded(
+            &basis,
+            &[1, 1, 1],
+            3.0,
+            10,
+            0,
+            0,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
         let mut got = e.solutions.clone();
         got.sort();
         assert_eq!(got.len(), 2);
@@ -1581,7 +1651,8 @@ mod tests {
         // The lattice Z^2 with bounds (2, 1): entries in {-2, 0, 2} x {-1, 1}.
         let basis = vec![vec![1, 0], vec![0, 1]];
         let cancel = AtomicBool::new(false);
-        let e = enumerate_bounded(&basis, &[2, 1], 5.0, 10, 0, Limits::default(), &cancel).unwrap();
+        let e =
+            enumerate_bounded(&basis, &[2, 1], 5.0, 10, 0, 0, Limits::default(), &cancel).unwrap();
         let mut got: Vec<Vec<i64>> = e
             .solutions
             .iter()
@@ -1595,7 +1666,7 @@ mod tests {
             .collect();
         got.sort();
         assert_eq!(got, vec![vec![-2, 1], vec![0, 1], vec![2, 1]]);
-        let bad = enumerate_bounded(&basis, &[2], 5.0, 10, 0, Limits::default(), &cancel);
+        let bad = enumerate_bounded(&basis, &[2], 5.0, 10, 0, 0, Limits::default(), &cancel);
         assert!(bad.is_err());
     }
 
@@ -1632,9 +1703,10 @@ mod tests {
         // basis with the homogenising coordinate spread over two vectors.
         let cancel = AtomicBool::new(false);
         let all = |b: &[Vec<i64>]| {
-            let mut got = enumerate_bounded(b, &[1, 1, 1], 3.0, 100, 0, Limits::default(), &cancel)
-                .unwrap()
-                .solutions;
+            let mut got =
+                enumerate_bounded(b, &[1, 1, 1], 3.0, 100, 0, 0, Limits::default(), &cancel)
+                    .unwrap()
+                    .solutions;
             for y in got.iter_mut() {
                 if y[2] < 0 {
                     y.iter_mut().for_each(|v| *v = -*v);
@@ -1666,8 +1738,17 @@ mod tests {
         fold_into_first_row(&mut basis, || 1);
         let bounds = vec![1; 12];
         let cancel = AtomicBool::new(false);
-        let whole =
-            enumerate_bounded(&basis, &bounds, 12.0, 5000, 0, Limits::default(), &cancel).unwrap();
+        let whole = enumerate_bounded(
+            &basis,
+            &bounds,
+            12.0,
+            5000,
+            0,
+            0,
+            Limits::default(),
+            &cancel,
+        )
+        .unwrap();
         assert_eq!(whole.solutions.len(), 2048);
         let mut tree = Tree::new(&basis, &bounds, 12.0).unwrap();
         let piece = Limits {
@@ -1741,6 +1822,7 @@ mod tests {
             bounds,
             radius_sq,
             1 << 20,
+            0,
             0,
             Limits::default(),
             &cancel,
@@ -1837,16 +1919,29 @@ mod tests {
         let basis = ones_lattice(8);
         let cancel = AtomicBool::new(false);
         let bounds = vec![1; 8];
-        let dfs =
-            enumerate_bounded(&basis, &bounds, 8.0, 1000, 0, Limits::default(), &cancel).unwrap();
+        let dfs = enumerate_bounded(&basis, &bounds, 8.0, 1000, 0, 0, Limits::default(), &cancel)
+            .unwrap();
         // All 2^7 sign patterns with an even sum of entries (all of them
         // here: 8 entries of +-1 sum to an even number), up to sign.
         assert_eq!(dfs.solutions.len(), 128);
         assert_eq!(dfs.stopped, None);
-        for lds in [1, 1000, u64::MAX] {
-            let out =
-                enumerate_bounded(&basis, &bounds, 8.0, 1000, lds, Limits::default(), &cancel)
-                    .unwrap();
+        // With or without free top levels: every pass still tests each
+        // leaf once, so the passes run to their end find them all.
+        let cases = [1, 1000, u64::MAX]
+            .into_iter()
+            .flat_map(|lds| [0, 1, 3, 16, 1 << 20].map(|free| (lds, free)));
+        for (lds, free) in cases {
+            let out = enumerate_bounded(
+                &basis,
+                &bounds,
+                8.0,
+                1000,
+                lds,
+                free,
+                Limits::default(),
+                &cancel,
+            )
+            .unwrap();
             assert_eq!(out.stopped, None);
             let mut a = out.solutions.clone();
             let mut b = dfs.solutions.clone();
@@ -1860,8 +1955,28 @@ mod tests {
             };
             canon(&mut a);
             canon(&mut b);
-            assert_eq!(a, b, "lds_nodes = {lds}");
+            assert_eq!(a, b, "lds_nodes = {lds}, lds_free_width = {free}");
         }
+    }
+
+    #[test]
+    fn the_free_levels_are_the_top_depths_with_few_nodes() {
+        let basis = ones_lattice(8);
+        let bounds = vec![1; 8];
+        let free_from = |width| {
+            Tree::with_free_width(&basis, &bounds, 8.0, width)
+                .unwrap()
+                .lattice
+                .unwrap()
+                .free_from
+        };
+        assert_eq!(free_from(0), 8, "no level is free without a width");
+        // The top level holds one node (its sign is fixed), the next two:
+        // a width of 1 frees the top level only, 2 the two top levels.
+        assert_eq!(free_from(1), 7);
+        assert_eq!(free_from(2), 6);
+        // A width beyond the whole tree frees every level.
+        assert_eq!(free_from(1 << 20), 0);
     }
 
     #[test]
@@ -1894,6 +2009,7 @@ mod tests {
             41.0,
             1 << 20,
             0,
+            0,
             Limits::default(),
             &cancel,
         )
@@ -1922,6 +2038,7 @@ mod tests {
             4.0,
             1,
             u64::MAX,
+            0,
             Limits::default(),
             &cancel,
         )
@@ -1951,6 +2068,7 @@ mod tests {
                     radius_sq,
                     max_solutions,
                     u64::MAX,
+                    0,
                     Limits::default(),
                     &cancel,
                 )

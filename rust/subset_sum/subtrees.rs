@@ -199,7 +199,7 @@ mod tests {
     fn whole(basis: &[Vec<i64>], bounds: &[i64]) -> Enumeration {
         let radius = bounds.iter().map(|&c| (c * c) as f64).sum();
         let cancel = AtomicBool::new(false);
-        let out = enumerate_bounded(basis, bounds, radius, 1, 0, Limits::default(), &cancel);
+        let out = enumerate_bounded(basis, bounds, radius, 1, 0, 0, Limits::default(), &cancel);
         let out = out.unwrap();
         assert!(out.stopped.is_none());
         out
@@ -274,6 +274,7 @@ mod tests {
                 &bounds,
                 17.0,
                 1 << 20,
+                0,
                 0,
                 Limits::default(),
                 &cancel,

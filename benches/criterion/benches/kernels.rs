@@ -82,7 +82,7 @@ fn lattice(c: &mut Criterion) {
     c.bench_function("enumeration 4M nodes", |bench| {
         bench.iter(|| {
             black_box(
-                enumerate_bounded(&basis, &bounds, dim as f64, 1 << 30, 0, limits, &cancel)
+                enumerate_bounded(&basis, &bounds, dim as f64, 1 << 30, 0, 0, limits, &cancel)
                     .unwrap(),
             )
         })

@@ -35,6 +35,7 @@ from skipsearch._engine.portfolio import (
     _COMPLETE_FAR,
     _COMPLETE_SHARE,
     _COMPLETE_SHARE_FAR,
+    _LDS_FREE_WIDTH,
     _RESTART_MIN_NODES,
     _RESTART_UNIT,
     _luby,
@@ -116,6 +117,7 @@ class ClusterOptions:
             fpylll_version = getattr(fpylll, "__version__", "unknown")
         return {
             "restart_unit": _RESTART_UNIT,
+            "restart_free_width": _LDS_FREE_WIDTH,
             "restart_seed": seed,
             "bkz_block": _BKZ_RESTART_BLOCK,
             "fpylll": fpylll_version,

@@ -81,18 +81,21 @@ class _KernelSearch:
         return self._result(out, basis)
 
     def limited_discrepancy(
-        self, basis: npt.NDArray[np.int64], cap: Optional[int]
+        self, basis: npt.NDArray[np.int64], cap: Optional[int], free_width: int = 0
     ) -> tuple[Optional[UInt8Array], Optional[str]]:
-        """Limited-discrepancy passes on ``basis`` for up to ``cap`` nodes.
-        A stop of None without a solution means a pass passed over nothing:
-        a proof that there is none."""
-        return self._result(self._passes(basis, self.left(cap), self.threads), basis)
+        """Limited-discrepancy passes on ``basis`` for up to ``cap`` nodes,
+        the top levels free down to ``free_width`` nodes (the core's
+        ``lds_free_width``). A stop of None without a solution means a pass
+        passed over nothing: a proof that there is none."""
+        out = self._passes(basis, self.left(cap), self.threads, free_width)
+        return self._result(out, basis)
 
     def _passes(
         self,
         basis: npt.NDArray[np.int64],
         cap: Optional[int],
         threads: Optional[int],
+        free_width: int,
         stop_event: Optional[threading.Event] = None,
     ) -> Mapping[str, Any]:
         """The core's limited-discrepancy passes on ``basis``, as it returns
@@ -107,6 +110,7 @@ class _KernelSearch:
             threads,
             lds_nodes=1 << 62,
             stop_event=stop_event,
+            lds_free_width=free_width,
         )
 
     def limited_discrepancy_streams(
@@ -114,9 +118,11 @@ class _KernelSearch:
         bases: Sequence[Callable[[], Optional[npt.NDArray[np.int64]]]],
         cap: int,
         threads: int,
+        free_width: int,
     ) -> tuple[Optional[UInt8Array], Optional[str], bool]:
         """Limited-discrepancy passes on several bases at once, one Python
-        thread (and ``threads`` core threads) each, up to ``cap`` nodes each.
+        thread (and ``threads`` core threads) each, up to ``cap`` nodes each,
+        the top levels free down to ``free_width`` nodes.
         ``bases`` build them (a reduction each) on this thread, one after
         the other, each while the searches already started run: fpylll's
         signal handling (cysignals) is safe only on the thread that handles
@@ -138,7 +144,7 @@ class _KernelSearch:
 
         def search(k: int, basis: npt.NDArray[np.int64]) -> None:
             try:
-                out = self._passes(basis, cap, threads, halt)
+                out = self._passes(basis, cap, threads, free_width, halt)
             except BaseException as err:  # re-raised on the calling thread
                 errors.append(err)
                 halt.set()

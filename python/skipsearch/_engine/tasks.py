@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from skipsearch import _core
-from skipsearch._engine.portfolio import _RESTART_SEED, _randomised
+from skipsearch._engine.portfolio import _LDS_FREE_WIDTH, _RESTART_SEED, _randomised
 from skipsearch._engine.reduction import _closest_vector_form
 
 T = TypeVar("T")
@@ -72,7 +72,15 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
     if deadline is not None:
         time_limit = max(0.0, deadline - time.perf_counter())
     out = _core.enumerate_bounded(
-        basis, bounds, radius_sq, 1, time_limit, cap, threads, lds_nodes=1 << 62
+        basis,
+        bounds,
+        radius_sq,
+        1,
+        time_limit,
+        cap,
+        threads,
+        lds_nodes=1 << 62,
+        lds_free_width=_LDS_FREE_WIDTH,
     )
     return {
         "index": index,
