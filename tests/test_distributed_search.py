@@ -200,6 +200,13 @@ def test_a_state_file_of_another_instance_or_damaged_is_refused(tmp_path: Path) 
     with pytest.raises(skipsearch.CheckpointMismatch, match="restart_unit"):
         skipsearch.subset_sum(A, b, checkpoint=path)
     document["body"]["settings"]["restart_unit"] = distributed._RESTART_UNIT
+    # A file written before the restarts freed their top levels.
+    del document["body"]["settings"]["restart_free_width"]
+    document["sha256"] = state._checksum(document["body"])
+    path.write_text(json.dumps(document))
+    with pytest.raises(skipsearch.CheckpointMismatch, match="restart_free_width"):
+        skipsearch.subset_sum(A, b, checkpoint=path)
+    document["body"]["settings"]["restart_free_width"] = distributed._LDS_FREE_WIDTH
     document["body"]["components"] = {}
     path.write_text(json.dumps(document))  # the checksum no longer matches
     with pytest.raises(skipsearch.CheckpointMismatch, match="damaged"):
