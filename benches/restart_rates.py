@@ -23,7 +23,8 @@ gives only a bound: with ``s`` units run and none solved, ``p < 3 / s`` at
 95% (the rule of three). An instance solved before its restarts (by the
 presolve, the float heuristic or the first passes) has no rate to measure.
 
-Measured (AMD EPYC, family 25 model 17, Zen 4, 2 workers): on QOBLIB's
+Measured (AMD EPYC, family 25 model 17, Zen 4, 2 workers), before the
+restarts freed their top levels (a53b41c): on QOBLIB's
 ms_10_100_003, 0 of 150 bases at 2^25 nodes, 0 of 40 at 2^26 and 0 of 16
 at 2^28, while ``subset_sum(seed=1)`` found its solution on the 58th basis
 of its Luby schedule (71.6 s): the rate there is below 2% a basis (95%),
