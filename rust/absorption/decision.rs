@@ -107,10 +107,10 @@ impl Decision<'_, '_> {
             self.cheap_certificates(&h)?;
         }
         let gram = self.gram(&h, exact)?;
-        self.relaxation_without_factor(&gram, &h)?;
+        let gram = self.relaxation_without_factor(gram, &h)?;
         let (factor, gram_copy) = self.factor(gram, &h, exact)?;
         if let Some(gram) = gram_copy {
-            self.gram_certificate(&gram, &factor, &h)?;
+            self.gram_certificate(gram, &factor, &h)?;
         }
         let relaxed = self.certified_relaxation(&factor, &h)?;
         if exact {
@@ -214,11 +214,13 @@ impl Decision<'_, '_> {
 
     /// Stage 4 without the float64 factor: conjugate gradients from 4096
     /// neurons, then the float32 factor from 2048, each certified in
-    /// float64; a settled block keeps its Gram matrix for the bracket.
-    fn relaxation_without_factor(&mut self, gram: &[f64], h: &RightHandSide) -> Stage<()> {
+    /// float64; a settled block keeps its Gram matrix for the bracket (moved,
+    /// not copied: a copy would be a second `m x m` buffer at the peak),
+    /// and an open one hands it back for the factor.
+    fn relaxation_without_factor(&mut self, gram: Vec<f64>, h: &RightHandSide) -> Stage<Vec<f64>> {
         let (block, options, m) = (self.block, self.options, self.block.width());
         let normal = Normal {
-            gram,
+            gram: &gram,
             rhs: &h.rhs,
             minus_h: &h.minus_h,
         };
@@ -239,10 +241,10 @@ impl Decision<'_, '_> {
         }
         match settled {
             Some(finding) => {
-                self.keep_gram(gram.to_vec());
+                self.keep_gram(gram);
                 found(finding)
             }
-            None => Ok(()),
+            None => Ok(gram),
         }
     }
 
@@ -278,14 +280,14 @@ impl Decision<'_, '_> {
     /// bounded from the Gram matrix.
     fn gram_certificate(
         &mut self,
-        gram: &[f64],
+        gram: Vec<f64>,
         factor: &PivotedCholesky,
         h: &RightHandSide,
     ) -> Stage<()> {
         let (block, m) = (self.block, self.block.width());
         let s0 = factor.solve(&h.rhs);
         let s = relaxation::refine_on_normal_equations(
-            gram,
+            &gram,
             m,
             &h.rhs,
             s0.clone(),
@@ -294,9 +296,9 @@ impl Decision<'_, '_> {
         )?
         .unwrap_or(s0);
         let tol = self.options.tol;
-        if let Some(finding) = gram_certified(block, gram, &h.rhs, &h.minus_h, &s, tol, self.out) {
+        if let Some(finding) = gram_certified(block, &gram, &h.rhs, &h.minus_h, &s, tol, self.out) {
             self.out.lap("gram certificate", self.budget);
-            self.keep_gram(gram.to_vec());
+            self.keep_gram(gram);
             return found(finding);
         }
         Ok(())
