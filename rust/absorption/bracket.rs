@@ -216,7 +216,6 @@ fn local_search(
     free: &[usize],
     pair_work: &mut usize,
 ) {
-    let m = q.m;
     let mut change = vec![0.0; free.len()];
     for _ in 0..20 * free.len() + 20 {
         let mut best = (0.0, usize::MAX);

@@ -315,6 +315,7 @@ impl Decision<'_, '_> {
         let relaxed = certify_relaxation(
             self.block,
             &h.minus_h,
+            None,
             factor.solve(&h.rhs),
             &|r| factor.solve(r),
             self.options.tol,

@@ -55,20 +55,32 @@ pub struct GramCertificate {
     pub distance: f64,
 }
 
-/// The interval bound of the unformed residual `Y(s)` (see the module
-/// docs). `gram` is [`crate::absorption::relaxation::gram_lower`] of this
-/// very `block` and `h` its [`crate::absorption::relaxation::rhs`]; they
-/// are trusted to be what those functions computed, nothing else is.
-/// `None` when something is not finite, the weights are so large that
-/// the underflow allowances could be, or `||Y||^2` cannot be told from 0.
-// Long on purpose: one rigorous bound: every rounding term is derived beside the sum it bounds.
-#[allow(clippy::too_many_lines)]
-pub fn gram_certificate(
+/// The inner products `g_i = <Y(s), R_i> = h_i - (G s)_i` of the unformed
+/// residual, from the Gram matrix, each with a rigorous bound `e_i` on its
+/// error (see the module docs), and the quantities the bounds are built
+/// from.
+pub(crate) struct GramInner {
+    /// `g^_i`, as float64 computes `h_i - (G^ s)_i`.
+    pub g: Vec<f64>,
+    /// `e_i >= |g^_i - <Y(s), R_i>|`.
+    pub e: Vec<f64>,
+    /// The error bound of each `h_i`.
+    eh: Vec<f64>,
+    /// `rho >= sum_i r_i |s_i|`.
+    pub rho: f64,
+    /// `||A||_F`, rounded up.
+    pub a_up: f64,
+}
+
+/// [`GramInner`] of `s` (`gram` and `h` as [`gram_certificate`] takes
+/// them); `None` when something is not finite or the weights are so large
+/// that the underflow allowances could be.
+pub(crate) fn gram_inner_products(
     block: &Block,
     gram: &[f64],
     h: &[f64],
     s: &[f64],
-) -> Option<GramCertificate> {
+) -> Option<GramInner> {
     let m = block.width();
     let (d_out, d_in) = block.skip.shape();
     if m == 0 || gram.len() != m * m || h.len() != m || s.len() != m {
@@ -90,9 +102,11 @@ pub fn gram_certificate(
     // r_i >= ||R_i||_F = |c_true| ||v_i|| ||u_i|| (the low part of the
     // flip constant adds at most a relative 2^-53).
     let r: Vec<f64> = (0..m).map(|i| up(c * nv[i] * nu[i], 6)).collect();
-    let abs_s: Vec<f64> = s.iter().map(|x| x.abs()).collect();
-    let rho = up(r.iter().zip(&abs_s).map(|(a, b)| a * b).sum::<f64>(), m + 2);
-    let s_mass = up(abs_s.iter().sum::<f64>(), m + 1);
+    let rho = up(
+        r.iter().zip(s).map(|(a, b)| a * b.abs()).sum::<f64>(),
+        m + 2,
+    );
+    let s_mass = up(s.iter().map(|x| x.abs()).sum::<f64>(), m + 1);
     let a_up = norm_upper(block.skip.data());
 
     // |G^_ij - G_ij| <= gamma_g r_i r_j + tau (underflow of either dot
@@ -128,6 +142,31 @@ pub fn gram_certificate(
             up(eh[i] + gram_part + sum_part, 6) + (m + 2) as f64 * TINY
         })
         .collect();
+    Some(GramInner {
+        g,
+        e,
+        eh,
+        rho,
+        a_up,
+    })
+}
+
+/// The interval bound of the unformed residual `Y(s)` (see the module
+/// docs). `gram` is [`crate::absorption::relaxation::gram_lower`] of this
+/// very `block` and `h` its [`crate::absorption::relaxation::rhs`]; they
+/// are trusted to be what those functions computed, nothing else is.
+/// `None` when something is not finite, the weights are so large that
+/// the underflow allowances could be, or `||Y||^2` cannot be told from 0.
+pub fn gram_certificate(
+    block: &Block,
+    gram: &[f64],
+    h: &[f64],
+    s: &[f64],
+) -> Option<GramCertificate> {
+    let m = block.width();
+    let (d_out, d_in) = block.skip.shape();
+    let GramInner { g, e, eh, a_up, .. } = gram_inner_products(block, gram, h, s)?;
+    let abs_s: Vec<f64> = s.iter().map(|x| x.abs()).collect();
     // Excluded neurons (see `exclusion`) are in no flip set the bound covers.
     let e_sum = up(
         e.iter()

@@ -363,6 +363,26 @@ pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
 
 /// Per column of `w`: the sum of squares (rows in order) and the largest
 /// `|entry|`, in one parallel pass over the rows.
+/// Lower bounds on the Euclidean norms of the columns of `w`, from the
+/// plain sums of squares: each square and the sum round down by at most
+/// `gamma(rows + 2)`, and each square that underflows loses at most
+/// `TINY`; the root rounds once more. 0 (a valid bound) for a column whose
+/// sum is not finite.
+pub fn column_norms_lower(w: &Matrix) -> Vec<f64> {
+    let rows = w.rows();
+    let (plain, _) = column_squares_and_max(w);
+    plain
+        .iter()
+        .map(|&t| {
+            if !t.is_finite() {
+                return 0.0;
+            }
+            let sq = (down(t, rows + 2) - rows as f64 * TINY).max(0.0);
+            down(sq.sqrt(), 2)
+        })
+        .collect()
+}
+
 fn column_squares_and_max(w: &Matrix) -> (Vec<f64>, Vec<f64>) {
     const COLUMNS: usize = 2048;
     let (rows, cols) = w.shape();

@@ -6,16 +6,17 @@
 //! least-squares distance, never whether it holds.
 
 use crate::absorption::block::Block;
-use crate::absorption::certificates::gram::gram_certified;
+use crate::absorption::certificates::gram::{gram_certified, gram_inner_products};
 use crate::absorption::certificates::{
-    self, certificate_within, confirmed_distance, interval_bound, record_bound, IntervalBound,
+    self, certificate_within, column_norms_lower, confirmed_distance, interval_bound,
+    interval_bound_recurrence, record_bound, IntervalBound,
 };
 use crate::absorption::relaxation;
 use crate::absorption::verification::exact_flip_residual;
 use crate::absorption::{Evidence, Finding, Options, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::Matrix;
-use crate::rigor::rounding::two_sum;
+use crate::rigor::rounding::{div_up, down, gamma, norm_lower, norm_upper, two_sum, up, TINY};
 
 /// Refinement steps of the relaxed solution (each costs one `O(m d^2)` pass).
 pub(crate) const REFINEMENT_STEPS: usize = 3;
@@ -23,6 +24,13 @@ pub(crate) const REFINEMENT_STEPS: usize = 3;
 /// Largest `m * d_out * d_in` for which the relaxation's residual is
 /// recomputed in exact sums when float64 cannot confirm its distance.
 pub(crate) const EXACT_RESIDUAL_TERMS: usize = 1 << 25;
+
+/// Smallest `m * d_out * d_in` for which a formed certificate's inner
+/// products `<Y, R_i>` come from the Gram matrix (`O(m^2)`, see
+/// [`gram_inner_products`]) instead of a second pass over the weights
+/// (`O(m d_out d_in)`): at 4096 x 16384 that pass takes 6 to 7 s. Below
+/// it the pass is cheap, and its rounding allowance is the tighter.
+pub(crate) const GRAM_INNER_TERMS: usize = 1 << 30;
 
 /// The normal equations of the relaxation: the lower triangle of `G`, `h`
 /// and `-h` (the inner products of the certificate `Y = A`).
@@ -139,7 +147,16 @@ pub(crate) fn settle_from_solution(
             return Ok(Some(found));
         }
     }
-    let relaxed = certify_relaxation(block, normal.minus_h, s0, solver.solve, tol, budget, out)?;
+    let relaxed = certify_relaxation(
+        block,
+        normal.minus_h,
+        Some((normal.gram, normal.rhs)),
+        s0,
+        solver.solve,
+        tol,
+        budget,
+        out,
+    )?;
     if relaxed.refinement_stopped.is_some()
         || relaxed.relaxation_distance.is_none()
         || relaxed.best.bound <= tol
@@ -179,6 +196,9 @@ pub(crate) struct Refined {
     pub(crate) s_star: Vec<f64>,
     pub(crate) cert: certificates::Certificate,
     pub(crate) inner: Vec<f64>,
+    /// `Some(scale)` when `inner` came from the Gram matrix: each is then
+    /// within `|c| ||v_i|| ||u_i|| scale` of `<Y, R_i>`.
+    pub(crate) inner_scale: Option<f64>,
     pub(crate) refined: bool,
     /// A limit reached during the refinement: the last complete
     /// certificate (with its inner products) is kept.
@@ -190,9 +210,11 @@ pub(crate) struct Refined {
 /// check both certificates rigorously in float64: any `Y` is a proof, so
 /// the precision of `solve` decides only how close the proof comes to the
 /// least-squares distance, never whether it holds.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn certify_relaxation(
     block: &Block,
     minus_h: &[f64],
+    normal: Option<(&[f64], &[f64])>,
     s0: Vec<f64>,
     solve: &dyn Fn(&[f64]) -> Vec<f64>,
     tol: f64,
@@ -203,12 +225,16 @@ pub(crate) fn certify_relaxation(
         mut s_star,
         mut cert,
         inner,
+        inner_scale,
         refined,
         stopped: mut refinement_stopped,
-    } = refine_against_weights(block, s0, solve, budget, laps)?;
+    } = refine_against_weights(block, normal, s0, solve, budget, laps)?;
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
-    let mut relaxed = interval_bound(block, &cert.y, Some(&inner));
+    let mut relaxed = match inner_scale {
+        Some(scale) => interval_bound_recurrence(block, &cert.y, &inner, scale, 1),
+        None => interval_bound(block, &cert.y, Some(&inner)),
+    };
     laps.lap("interval bound", budget);
     let (d_out, d_in) = block.skip.shape();
     if refinement_stopped.is_none()
@@ -255,6 +281,7 @@ pub(crate) fn certify_relaxation(
 /// [`REFINEMENT_STEPS`] times, while the distance falls.
 pub(crate) fn refine_against_weights(
     block: &Block,
+    normal: Option<(&[f64], &[f64])>,
     s0: Vec<f64>,
     solve: &dyn Fn(&[f64]) -> Vec<f64>,
     budget: &Budget,
@@ -262,7 +289,8 @@ pub(crate) fn refine_against_weights(
 ) -> Result<Refined, Stop> {
     let mut s_star = s0;
     let mut cert = certificate_within(block, &s_star, budget)?;
-    let mut inner = block.inner_products_within(&cert.y, budget)?;
+    let (mut inner, mut inner_scale) =
+        formed_inner_products(block, normal, &cert, &s_star, budget)?;
     laps.lap("solve", budget);
     let mut refined = false;
     // A limit reached during the refinement keeps the last complete
@@ -295,17 +323,19 @@ pub(crate) fn refine_against_weights(
             break;
         }
         let converged = (cert.distance - trial_cert.distance).abs() <= 1e-12 * cert.distance;
-        let trial_inner = match block.inner_products_within(&trial_cert.y, budget) {
-            Ok(g) => g,
-            Err(stop) => {
-                stopped = Some(stop);
-                break;
-            }
-        };
+        let (trial_inner, trial_scale) =
+            match formed_inner_products(block, normal, &trial_cert, &trial, budget) {
+                Ok(g) => g,
+                Err(stop) => {
+                    stopped = Some(stop);
+                    break;
+                }
+            };
         refined = true;
         s_star = trial;
         cert = trial_cert;
         inner = trial_inner;
+        inner_scale = trial_scale;
         laps.lap("refinement", budget);
         if converged {
             break;
@@ -315,9 +345,83 @@ pub(crate) fn refine_against_weights(
         s_star,
         cert,
         inner,
+        inner_scale,
         refined,
         stopped,
     })
+}
+
+/// The inner products `<Y, R_i>` of the formed certificate `cert` at `s`,
+/// with `None`: computed on the weights (`O(m d_out d_in)`); or, from
+/// `normal` (the lower triangle of the Gram matrix and `h`) on blocks of
+/// [`GRAM_INNER_TERMS`] or more, as `g_i = h_i - (G s)_i` (`O(m^2)`, see
+/// [`gram_inner_products`]) with `Some(scale)`: each `g_i` is within
+/// `r_i scale` of `<Y, R_i>`, `r_i = |c| ||v_i|| ||u_i||`, for the interval
+/// bound's recurrence form. The scale adds two rigorous terms:
+///
+/// - `|g^_i - <Y(s), R_i>| <= e_i` for the exact, unformed residual `Y(s)`
+///   (see `gram`), so `e_i / r_i`;
+/// - `|<Y - Y(s), R_i>| <= ||Y - Y(s)||_F r_i` (Cauchy-Schwarz), where `Y`
+///   was formed as `-(A + sum_i W_down[:, i] (c s_i u_i))`: each entry a
+///   sum of `m + 1` terms after two roundings of each product's factor, so
+///   `|Y - Y(s)| <= gamma(m + 3) (|A| + sum_i |c s_i| |v_i| |u_i|^T)`
+///   entrywise (Higham 2002, ch. 3, any order of summation), whose
+///   Frobenius norm is at most `gamma(m + 3) (||A||_F + sum_i |s_i| r_i)`,
+///   plus `(m + 3)` underflows of at most `TINY (1 + max |W_down|)` per
+///   entry. The flip constant's own low part is covered by taking
+///   `gamma(m + 6)`.
+///
+/// Falls back to the weights when the Gram form cannot serve: a value that
+/// is not finite, or a neuron (not excluded) whose `r_i` has no positive
+/// lower bound.
+fn formed_inner_products(
+    block: &Block,
+    normal: Option<(&[f64], &[f64])>,
+    cert: &certificates::Certificate,
+    s: &[f64],
+    budget: &Budget,
+) -> Result<(Vec<f64>, Option<f64>), Stop> {
+    let m = block.width();
+    let (d_out, d_in) = block.skip.shape();
+    let large = m.saturating_mul(d_out).saturating_mul(d_in) >= GRAM_INNER_TERMS;
+    if let (true, Some((gram, h))) = (large, normal) {
+        if let Some((inner, scale)) = gram_inner_form(block, gram, h, s) {
+            return Ok((inner, Some(scale)));
+        }
+    }
+    Ok((block.inner_products_within(&cert.y, budget)?, None))
+}
+
+/// The inner products and the `scale` of [`formed_inner_products`]'s Gram
+/// form, or `None`.
+fn gram_inner_form(block: &Block, gram: &[f64], h: &[f64], s: &[f64]) -> Option<(Vec<f64>, f64)> {
+    let m = block.width();
+    let (d_out, d_in) = block.skip.shape();
+    let gi = gram_inner_products(block, gram, h, s)?;
+    // The recurrence form scales by |c| ||v_i|| ||u_i|| with the true
+    // norms, so each e_i is divided by a lower bound of that product.
+    let c = block.flip_constant.abs();
+    let nv = column_norms_lower(&block.w_down);
+    let mut per = 0.0f64;
+    for i in 0..m {
+        let r_lo = down(c * nv[i] * norm_lower(block.w_up.row(i)), 3);
+        if r_lo > 0.0 {
+            per = per.max(div_up(gi.e[i], r_lo));
+        } else if !block.is_excluded(i) {
+            // A dead neuron (or one too small to bound): the weights serve.
+            return None;
+        }
+    }
+    let v_max = block
+        .w_down
+        .data()
+        .iter()
+        .fold(0.0f64, |a, x| a.max(x.abs()));
+    let entries = (d_out * d_in) as f64;
+    let formed = up(gamma(m + 6) * up(gi.a_up + gi.rho, 1), 2)
+        + up(entries * (m + 3) as f64 * TINY * (1.0 + v_max), 3);
+    let scale = up(per + formed, 1);
+    (scale.is_finite() && norm_upper(&gi.g).is_finite()).then_some((gi.g, scale))
 }
 
 /// A small distance between large terms: the float64 residual, and float64
@@ -355,4 +459,95 @@ pub(crate) fn refine_in_extended_precision(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::absorption::block::testing::random_block;
+    use crate::absorption::certificates::certificate;
+    use crate::absorption::relaxation::{gram_lower, rhs};
+    use crate::linalg::cholesky::PivotedCholesky;
+
+    fn least_squares(block: &Block) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let m = block.width();
+        let gram = gram_lower(block, &Budget::unlimited()).unwrap();
+        let h = rhs(block);
+        let factor = PivotedCholesky::factor(gram.clone(), m, &Budget::unlimited())
+            .unwrap()
+            .unwrap();
+        let s = factor.solve(&h);
+        (gram, h, s)
+    }
+
+    #[test]
+    fn the_gram_inner_products_are_within_their_scale() {
+        for (d, m, seed) in [(12, 40, 1), (16, 200, 2), (32, 300, 3), (4, 9, 4)] {
+            let block = random_block(m, d, seed);
+            let (gram, h, s) = least_squares(&block);
+            let c = block.flip_constant.abs();
+            for shift in [0.0, 0.01, 0.3] {
+                let t: Vec<f64> = s
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| x + shift * ((i % 3) as f64 - 1.0))
+                    .collect();
+                let (g, scale) = gram_inner_form(&block, &gram, &h, &t).expect("it serves");
+                let formed = certificate(&block, &t);
+                let direct = block.inner_products(&formed.y);
+                for i in 0..m {
+                    let r = c * norm_lower(block.w_up.row(i)) * {
+                        let v: Vec<f64> = (0..d).map(|p| block.w_down.row(p)[i]).collect();
+                        norm_lower(&v)
+                    };
+                    // The direct products carry their own rounding, far
+                    // below the scale.
+                    assert!(
+                        (g[i] - direct[i]).abs() <= r * scale,
+                        "d {d} m {m} shift {shift} neuron {i}: {} vs {} (scale {scale:e})",
+                        g[i],
+                        direct[i]
+                    );
+                }
+                // The allowance stays small: the bound agrees with the one
+                // from the direct products to 1e-6 and is never above it by
+                // more than their own rounding.
+                let recurrence = interval_bound_recurrence(&block, &formed.y, &g, scale, 1);
+                let plain = interval_bound(&block, &formed.y, Some(&direct));
+                assert!(recurrence.bound <= plain.bound + 2.0 * plain.rounding);
+                assert!(
+                    recurrence.bound >= plain.bound - 1e-6 * plain.estimate,
+                    "{recurrence:?} {plain:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_gram_serves_the_formed_certificate_on_large_blocks_only() {
+        let budget = Budget::unlimited();
+        // 40 x 12 x 12: far below the threshold, the weights serve.
+        let small = random_block(40, 12, 1);
+        let (gram, h, s) = least_squares(&small);
+        let cert = certificate(&small, &s);
+        let (inner, scale) =
+            formed_inner_products(&small, Some((&gram, &h)), &cert, &s, &budget).unwrap();
+        assert_eq!(scale, None);
+        assert_eq!(inner, small.inner_products(&cert.y));
+        // 1024 x 1024 x 1024 = 2^30: the Gram form, with the same verdict
+        // and a bound within 1e-6 of the direct one.
+        let large = random_block(1024, 1024, 2);
+        let (gram, h, s) = least_squares(&large);
+        let cert = certificate(&large, &s);
+        let (inner, scale) =
+            formed_inner_products(&large, Some((&gram, &h)), &cert, &s, &budget).unwrap();
+        let scale = scale.expect("the Gram form");
+        let via_gram = interval_bound_recurrence(&large, &cert.y, &inner, scale, 1);
+        let direct = interval_bound(&large, &cert.y, None);
+        assert!(via_gram.bound > 0.0 && direct.bound > 0.0);
+        assert!((via_gram.bound - direct.bound).abs() <= 1e-6 * direct.bound);
+        // Without the Gram matrix, the weights serve whatever the size.
+        let (_, none) = formed_inner_products(&large, None, &cert, &s, &budget).unwrap();
+        assert_eq!(none, None);
+    }
 }
