@@ -403,10 +403,10 @@ fn gram_inner_form(block: &Block, gram: &[f64], h: &[f64], s: &[f64]) -> Option<
     let c = block.flip_constant.abs();
     let nv = column_norms_lower(&block.w_down);
     let mut per = 0.0f64;
-    for i in 0..m {
-        let r_lo = down(c * nv[i] * norm_lower(block.w_up.row(i)), 3);
+    for (i, (&nv_i, &e_i)) in nv.iter().zip(&gi.e).enumerate() {
+        let r_lo = down(c * nv_i * norm_lower(block.w_up.row(i)), 3);
         if r_lo > 0.0 {
-            per = per.max(div_up(gi.e[i], r_lo));
+            per = per.max(div_up(e_i, r_lo));
         } else if !block.is_excluded(i) {
             // A dead neuron (or one too small to bound): the weights serve.
             return None;
