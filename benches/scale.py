@@ -20,6 +20,9 @@ skip and shapes (d, m) from MiniLM to Falcon-40B, each of
 - ``exact_no_y``: the same with ``keep_certificate=False``, whose
   certificate is bounded from the Gram matrix without forming ``Y`` (what
   ``skipsearch scan`` runs);
+- ``exact_bracket`` (only when ``--runs`` names it): the API's own
+  ``find_absorbing_subset(..., distance=True)``, its default bracket on the
+  best flip set included, ``Y`` formed;
 - ``verdict``: ``find_absorbing_subset(..., distance=False)``, which stops
   at the first certificate that decides and reports its proven bound;
 
@@ -76,9 +79,11 @@ from machine import cpu
 DEFAULT_SHAPES = ((384, 1536), (768, 3072), (1600, 6400))
 BIG_SHAPES = ((4096, 16384), (8192, 32768))
 KINDS = ("trained", "hard")
-RUNS = ("numpy", "exact", "exact_no_y", "verdict")
+RUNS = ("numpy", "exact", "exact_no_y", "exact_bracket", "verdict")
+#: What runs unless ``--runs`` says otherwise (the bracketed call only on request).
+DEFAULT_RUNS = ("numpy", "exact", "exact_no_y", "verdict")
 #: The runs that ask for the exact distance.
-EXACT_RUNS = ("exact", "exact_no_y")
+EXACT_RUNS = ("exact", "exact_no_y", "exact_bracket")
 MINILM_LAYERS = 6
 SEED = 10
 HARD_ALIGNMENT = -1.2  # sum_i v_i . u_i ~ HARD_ALIGNMENT * d
@@ -192,7 +197,7 @@ def skipsearch_call(block: dict, run: str, memory_limit: int):
     return skipsearch.find_absorbing_subset(
         activation="gelu",
         distance=run in EXACT_RUNS,
-        bracket=False if run in EXACT_RUNS else None,
+        bracket=False if run in ("exact", "exact_no_y") else None,
         memory_limit=memory_limit,
         keep_certificate=run != "exact_no_y",
         **block,
@@ -721,8 +726,8 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--runs",
         type=lambda t: parse_list(t, RUNS, "run"),
-        default=list(RUNS),
-        help="numpy,exact,verdict",
+        default=list(DEFAULT_RUNS),
+        help="numpy,exact,exact_no_y,verdict (and exact_bracket)",
     )
     parser.add_argument(
         "--minilm",
