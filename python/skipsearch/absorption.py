@@ -283,8 +283,10 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         on it.
     distance : bool or None, default None
         How much of the relaxation to compute. ``True``: always the exact
-        least-squares distance ``relaxation_distance`` (the ``m x m`` Gram
-        path, ``O(m^2 d + m^3)`` time, about ``16 m^2`` bytes at most).
+        path for the least-squares distance ``relaxation_distance`` (the
+        ``m x m`` Gram path, ``O(m^2 d + m^3)`` time, about ``16 m^2`` bytes
+        at most); the distance is reported where its certificate confirms
+        it, ``None`` where float64 cannot (see ``relaxation_distance``).
         ``False``: stop at the first certificate that proves a bound above
         ``tol`` (``Y = A`` at ``O(m d)`` for an identity skip, then up to 12
         Jacobi-preconditioned conjugate-gradient steps at ``O(m d^2)`` each,
