@@ -729,4 +729,20 @@ pub(crate) mod testing {
         )
         .unwrap()
     }
+
+    /// The lower Gram triangle, `h` and the least-squares solution of the
+    /// relaxation of `block` (pivoted float64 Cholesky).
+    pub(crate) fn least_squares(block: &Block) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        use crate::absorption::relaxation::{gram_lower, rhs};
+        use crate::limits::Budget;
+        use crate::linalg::cholesky::PivotedCholesky;
+        let m = block.width();
+        let gram = gram_lower(block, &Budget::unlimited()).unwrap();
+        let h = rhs(block);
+        let factor = PivotedCholesky::factor(gram.clone(), m, &Budget::unlimited())
+            .unwrap()
+            .unwrap();
+        let s = factor.solve(&h);
+        (gram, h, s)
+    }
 }

@@ -273,23 +273,9 @@ pub(crate) fn gram_certified(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::absorption::block::testing::random_block;
+    use crate::absorption::block::testing::{least_squares, random_block};
     use crate::absorption::certificates::{certificate, interval_bound};
-    use crate::absorption::relaxation::{gram_lower, rhs};
-    use crate::limits::Budget;
-    use crate::linalg::cholesky::PivotedCholesky;
     use crate::linalg::matrix::Matrix;
-
-    fn least_squares(block: &Block) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-        let m = block.width();
-        let gram = gram_lower(block, &Budget::unlimited()).unwrap();
-        let h = rhs(block);
-        let factor = PivotedCholesky::factor(gram.clone(), m, &Budget::unlimited())
-            .unwrap()
-            .unwrap();
-        let s = factor.solve(&h);
-        (gram, h, s)
-    }
 
     #[test]
     fn agrees_with_the_formed_certificate() {
