@@ -19,6 +19,7 @@
 use rayon::prelude::*;
 
 use crate::absorption::block::Block;
+use crate::absorption::certificates::{column_norms_lower, column_norms_upper};
 use crate::rigor::rounding::{div_down, down, norm_lower, norm_upper, up};
 
 /// The neurons excluded by the norm bound, and what it proves.
@@ -64,14 +65,18 @@ pub fn dominant_neurons(block: &Block, tol: f64) -> Option<Exclusion> {
         down(c * (1.0 - f64::EPSILON), 2),
         up(c * (1.0 + f64::EPSILON), 2),
     );
-    let w_down = &block.w_down;
+    // The columns of W_down read row by row (a column gathered by itself
+    // strides over the whole matrix: a tenth of a verdict at 4096 x 16384).
+    let (v_lo, v_hi) = (
+        column_norms_lower(&block.w_down),
+        column_norms_upper(&block.w_down),
+    );
     let bounds: Vec<(f64, f64)> = (0..m)
         .into_par_iter()
         .map(|i| {
-            let v: Vec<f64> = (0..w_down.rows()).map(|p| w_down.get(p, i)).collect();
             let u = block.w_up.row(i);
-            let lo = down(c_lo * norm_lower(&v) * norm_lower(u), 3);
-            let hi = up(c_hi * norm_upper(&v) * norm_upper(u), 3);
+            let lo = down(c_lo * v_lo[i] * norm_lower(u), 3);
+            let hi = up(c_hi * v_hi[i] * norm_upper(u), 3);
             (lo, hi)
         })
         .collect();
