@@ -40,18 +40,31 @@ def _residual(W_up: np.ndarray, W_down: np.ndarray, subset: np.ndarray) -> float
     return float(np.linalg.norm(E) / np.sqrt(D))
 
 
-@pytest.mark.parametrize("keep_certificate", [True, False])
-def test_the_steps_give_numpys_distance_and_a_certificate_that_holds(keep_certificate):
+@pytest.mark.parametrize(
+    ("keep_certificate", "bracket", "precision"),
+    # A formed certificate that no bracket follows: the steps run on a
+    # float32 Gram matrix (the bracket would need the float64 one).
+    [(True, None, "float64"), (False, None, "float64"), (True, False, "float32")],
+)
+def test_the_steps_give_numpys_distance_and_a_certificate_that_holds(
+    keep_certificate, bracket, precision
+):
     # Leaning towards -I, so that Y = A proves less than the relaxation.
     W_up, W_down = _block(0, lean=1.5)
     r = skipsearch.find_absorbing_subset(
-        W_up, W_down, activation="gelu", distance=True, keep_certificate=keep_certificate
+        W_up,
+        W_down,
+        activation="gelu",
+        distance=True,
+        keep_certificate=keep_certificate,
+        bracket=bracket,
     )
     assert r.verdict == "not_absorbable"
     assert r.argument == "certificate"
     assert "gram conjugate gradients" in r.stats.method
     assert 1 <= r.stats.gram_cg_steps <= 16
-    assert r.stats.relaxation_precision == "float64"
+    assert r.stats.relaxation_precision == precision
+    assert ("float32 gram" in dict(r.stats.timings)) == (precision == "float32")
     assert r.stats.gram_rank is None  # no factor ran
     want = _numpy_distance(W_up, W_down)
     assert r.relaxation_distance == pytest.approx(want, rel=1e-6)
@@ -78,10 +91,13 @@ def test_the_auto_bracket_still_runs_without_a_factor():
     assert _residual(W_up, W_down, best) <= upper * (1 + 1e-9)
 
 
-def test_a_planted_flip_set_is_left_to_the_factor_and_found():
+@pytest.mark.parametrize("bracket", [None, False])
+def test_a_planted_flip_set_is_left_to_the_factor_and_found(bracket):
     rng = np.random.default_rng(4)
     kwargs, S, _ = planted_block(rng, D, D, M, D + 8)
-    r = skipsearch.find_absorbing_subset(activation="gelu", distance=True, **kwargs)
+    r = skipsearch.find_absorbing_subset(
+        activation="gelu", distance=True, bracket=bracket, **kwargs
+    )
     assert r.verdict == "absorbable"
     assert r.subset.tolist() == S.tolist()
     # The relaxation reaches -A: no bound above the tolerance can follow,
@@ -89,5 +105,8 @@ def test_a_planted_flip_set_is_left_to_the_factor_and_found():
     assert r.stats.gram_cg_steps == 0
     assert "gram conjugate gradients" not in r.stats.method
     assert r.stats.gram_rank == M
+    assert r.stats.relaxation_precision == "float64"
+    # Without a bracket the float32 Gram matrix was tried first, and gave way.
+    assert ("float32 gram left it open" in dict(r.stats.timings)) == (bracket is False)
     diff = skipsearch.max_abs_difference(r.block, activation="gelu", **kwargs)
     assert diff < 1e-9

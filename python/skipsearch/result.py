@@ -202,14 +202,17 @@ class SearchStats(FieldEquality):
         Wall time of the bracket, in seconds (not part of ``seconds``).
     timings : tuple of (str, float)
         Rust backend, exact path: the seconds since the search started at
-        the end of each costly step (``"gram"``, ``"factor"``, ``"solve"``,
+        the end of each costly step (``"float32 gram"``, ``"gram"``,
+        ``"factor"``, ``"solve"``,
         each ``"refinement"``, ``"interval bound"``), in order; empty when
         the exact path did not run.
     relaxation_precision : str or None
         Rust backend: ``"float32"`` when the relaxation was solved through
         a float32 Cholesky factor (blocks of 2048 neurons or more whose
-        Gram matrix float32 can factor), ``"float64"`` otherwise (a float64
-        factor, or conjugate gradients in float64); ``None``
+        Gram matrix float32 can factor) or by conjugate gradients on a
+        float32 Gram matrix (4096 neurons or more, ``Y`` formed, no
+        bracket), ``"float64"`` otherwise (a float64 factor, or conjugate
+        gradients on the float64 Gram matrix); ``None``
         when the exact path did not run. The certificate, and so every
         bound and distance reported, is float64 either way.
     exact_seconds_estimate : float or None

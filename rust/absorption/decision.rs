@@ -15,7 +15,8 @@ use crate::absorption::certificates::krylov::krylov_certificate;
 use crate::absorption::certificates::{overflow_unless_skip_certifies, record_bound};
 use crate::absorption::genericity::genericity_report;
 use crate::absorption::relaxation::certified::{
-    certify_relaxation, conjugate_gradient_relaxation, float32_relaxation, Normal, Relaxed,
+    certify_relaxation, conjugate_gradient_relaxation, float32_gram_relaxation, float32_relaxation,
+    Normal, Refine, Relaxed,
 };
 use crate::absorption::relaxation::{self, gram_lower, rhs as normal_rhs};
 use crate::absorption::search::branch_and_bound::search_component;
@@ -103,7 +104,9 @@ impl Decision<'_, '_> {
         }
         let h = self.right_hand_side()?;
         let exact = self.exact_path();
-        if !exact {
+        if exact {
+            self.float32_gram(&h)?;
+        } else {
             self.cheap_certificates(&h)?;
         }
         let gram = self.gram(&h, exact)?;
@@ -194,6 +197,33 @@ impl Decision<'_, '_> {
             return Err(Settled::Stopped(Stop::MemoryLimit));
         }
         Ok(())
+    }
+
+    /// Stages 3 to 5 on a float32 Gram matrix, for a formed certificate
+    /// that no bracket follows (it would need the float64 Gram matrix),
+    /// from [`Options::cg_min_width`] and [`Options::float32_min_width`]
+    /// neurons: conjugate gradients propose the relaxed solution, the
+    /// float64 certificate on the weights proves what it proves; a block
+    /// it does not settle goes on to the float64 Gram matrix.
+    fn float32_gram(&mut self, h: &RightHandSide) -> Stage<()> {
+        let (options, m) = (self.options, self.block.width());
+        if !options.keep_certificate
+            || options.keep_gram
+            || m < options.cg_min_width.max(options.float32_min_width)
+        {
+            return Ok(());
+        }
+        match float32_gram_relaxation(
+            self.block,
+            &h.rhs,
+            &h.minus_h,
+            options,
+            self.budget,
+            self.out,
+        )? {
+            Some(finding) => found(finding),
+            None => Ok(()),
+        }
     }
 
     /// Stage 3: the lower triangle of the Gram matrix (§5.2). Overflow ends
@@ -315,7 +345,7 @@ impl Decision<'_, '_> {
         let relaxed = certify_relaxation(
             self.block,
             &h.minus_h,
-            None,
+            Refine::Converge,
             factor.solve(&h.rhs),
             &|r| factor.solve(r),
             self.options.tol,

@@ -874,6 +874,98 @@ mod tests {
             if keep {
                 let y = cg.certificate.as_ref().unwrap();
                 assert!((lower_bound(&block, y) - cg.distance_bound.unwrap()).abs() <= 1e-9);
+                // The steps met their target, so the formed certificate
+                // takes no refinement step (two passes over the weights)
+                // and still reports the factor's distance closely.
+                assert!(!cg.method.contains(&Step::Refinement), "{:?}", cg.method);
+                assert!((a - b).abs() <= 1e-7 * b, "{a} {b}");
+            }
+        }
+    }
+
+    /// The exact path with a formed certificate, every solver tried from
+    /// any width; the float32 Gram matrix only when no Gram matrix is kept
+    /// (`keep_gram` false), the rest the same either way.
+    fn run_float32_gram(block: &Block, keep_gram: bool) -> Outcome {
+        let mut options = Options::new(1e-9, GenericityCheck::Proportional)
+            .with_threads(2)
+            .with_distance(Distance::Exact);
+        options.cg_min_width = 0;
+        options.float32_min_width = 0;
+        options.keep_certificate = true;
+        options.keep_gram = keep_gram;
+        decide(block, &options, &AtomicBool::new(false)).unwrap()
+    }
+
+    fn took(out: &Outcome, lap: &str) -> bool {
+        out.timings.iter().any(|(step, _)| *step == lap)
+    }
+
+    #[test]
+    fn a_float32_gram_candidate_proves_what_the_float64_path_does() {
+        let block = crate::absorption::block::testing::random_block(1024, 256, 23);
+        let f32_gram = run_float32_gram(&block, false);
+        let plain = run_float32_gram(&block, true);
+        assert_eq!(f32_gram.finding, Finding::NoSubset(Evidence::Certificate));
+        assert_eq!(plain.finding, f32_gram.finding);
+        assert_eq!(f32_gram.relaxation_precision, Some("float32"));
+        assert_eq!(plain.relaxation_precision, Some("float64"));
+        assert_eq!(
+            f32_gram.method,
+            vec![
+                Step::Relaxation,
+                Step::GramConjugateGradients,
+                Step::Certificate
+            ]
+        );
+        assert!((1..=16).contains(&f32_gram.gram_cg_steps));
+        // The float64 Gram matrix was never built.
+        assert!(took(&f32_gram, "float32 gram") && !took(&f32_gram, "gram"));
+        let (a, b) = (
+            f32_gram.relaxation_distance.unwrap(),
+            plain.relaxation_distance.unwrap(),
+        );
+        assert!((a - b).abs() <= 1e-6 * b, "{a} {b}");
+        // The certificate handed back proves the bound reported.
+        let y = f32_gram.certificate.as_ref().unwrap();
+        let bound = f32_gram.distance_bound.unwrap();
+        assert!((lower_bound(&block, y) - bound).abs() <= 1e-12, "{bound}");
+        assert!(bound > 0.5 && bound <= a, "{bound} {a}");
+    }
+
+    #[test]
+    fn a_float32_gram_that_cannot_settle_leaves_the_float64_path_as_it_was() {
+        // Planted: the distance is 0, so no certificate can settle it; and
+        // W_down 2^63 times larger, W_up 2^63 times smaller (exponents the
+        // balancing keeps), so that c^2 V^T V (about 2^129) overflows
+        // float32. Either way the float64 path decides, with the record it
+        // gives without the float32 try.
+        let (planted_block, subset) = planted(6, 40, 5);
+        let scaled = |w: &Matrix, k: i32| {
+            let data = w.data().iter().map(|&x| block::ldexp(x, k)).collect();
+            Matrix::from_vec("W", w.rows(), w.cols(), data).unwrap()
+        };
+        let random = crate::absorption::block::testing::random_block(300, 20, 9);
+        let huge = Block::new(
+            scaled(&random.w_up, -63),
+            scaled(&random.w_down, 63),
+            None,
+            Matrix::identity(20),
+            1.0,
+        )
+        .unwrap();
+        for (block, want) in [(&planted_block, Some(subset)), (&huge, None::<Vec<usize>>)] {
+            let tried = run_float32_gram(block, false);
+            let plain = run_float32_gram(block, true);
+            assert!(took(&tried, "float32 gram left it open"));
+            assert_eq!(tried.finding, plain.finding);
+            assert_eq!(tried.method, plain.method);
+            assert_eq!(tried.relaxation_distance, plain.relaxation_distance);
+            assert_eq!(tried.distance_bound, plain.distance_bound);
+            assert_eq!(tried.relaxation_precision, plain.relaxation_precision);
+            match want {
+                Some(subset) => assert_eq!(tried.finding, Finding::Subset(subset)),
+                None => assert_eq!(tried.finding, Finding::NoSubset(Evidence::Certificate)),
             }
         }
     }

@@ -129,12 +129,12 @@ pub const MIN_TILE_ROWS: usize = 256;
 /// would compute it (checked by the tests): the result does not depend on
 /// the tiling, nor (as with [`gemm()`]) on the thread count. On a stop, `dst`
 /// is left partly updated; callers drop it.
-pub fn gemm_polled(
-    dst: MatMut<'_, f64>,
+pub fn gemm_polled<T: num_traits::Float + 'static>(
+    dst: MatMut<'_, T>,
     beta: Accum,
-    lhs: MatRef<'_, f64>,
-    rhs: MatRef<'_, f64>,
-    alpha: f64,
+    lhs: MatRef<'_, T>,
+    rhs: MatRef<'_, T>,
+    alpha: T,
     par: Par,
     budget: &Budget,
 ) -> Result<(), Stop> {
@@ -148,12 +148,12 @@ pub fn gemm_polled(
 /// tiles of nearly equal size, so none is smaller.
 // Many parameters on purpose: a GEMM's operands, strides and tiling, as BLAS takes them.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_in_row_tiles(
-    mut dst: MatMut<'_, f64>,
+pub fn gemm_in_row_tiles<T: num_traits::Float + 'static>(
+    mut dst: MatMut<'_, T>,
     beta: Accum,
-    lhs: MatRef<'_, f64>,
-    rhs: MatRef<'_, f64>,
-    alpha: f64,
+    lhs: MatRef<'_, T>,
+    rhs: MatRef<'_, T>,
+    alpha: T,
     par: Par,
     budget: &Budget,
     rows: usize,
@@ -170,7 +170,7 @@ pub fn gemm_in_row_tiles(
     for t in 0..tiles {
         budget.check()?;
         let (r0, r1) = (t * m / tiles, (t + 1) * m / tiles);
-        gemm(
+        gemm_t(
             dst.as_mut().subrows_mut(r0, r1 - r0),
             beta,
             lhs.subrows(r0, r1 - r0),
@@ -256,6 +256,25 @@ impl Matrix<'static> {
     }
 }
 
+/// Whether every entry is finite: `x * 0` is 0 for a finite `x` and NaN
+/// otherwise, so a chunk's sum of them is 0 exactly when the chunk is
+/// finite (sums without an early exit, which vectorise: the weights of a
+/// large block are read at memory speed).
+fn all_finite(data: &[f64]) -> bool {
+    data.chunks(1 << 12).all(|chunk| {
+        // Eight independent sums, so that the loop vectorises.
+        let mut lanes = [0.0f64; 8];
+        let mut exact = chunk.chunks_exact(8);
+        for group in &mut exact {
+            for (lane, &x) in lanes.iter_mut().zip(group) {
+                *lane += x * 0.0;
+            }
+        }
+        let tail: f64 = exact.remainder().iter().map(|&x| x * 0.0).sum();
+        lanes.iter().sum::<f64>() + tail == 0.0
+    })
+}
+
 impl<'a> Matrix<'a> {
     /// Borrow row-major data in place; `argument` names the array in the error.
     pub fn from_slice(
@@ -283,7 +302,7 @@ impl<'a> Matrix<'a> {
         // On the caller's thread: the bindings build matrices before any
         // worker pool exists, and starting rayon's global pool can fail
         // (under an address-space limit) where this loop cannot.
-        if data.iter().any(|x| !x.is_finite()) {
+        if !all_finite(&data) {
             return Err(Error::NonFinite { argument });
         }
         Ok(Matrix { rows, cols, data })
@@ -425,6 +444,28 @@ mod tests {
             Matrix::from_vec("W", 1, 2, vec![1.0, f64::NAN]),
             Err(Error::NonFinite { argument: "W" })
         );
+    }
+
+    #[test]
+    fn one_entry_that_is_not_finite_is_found_anywhere() {
+        // Across the eight lanes, the chunk boundary at 4096 and the
+        // remainder; huge and tiny finite entries pass.
+        let (rows, cols) = (3, 4100);
+        let mut data = vec![1.0; rows * cols];
+        data[7] = f64::MAX;
+        data[8] = -f64::MIN_POSITIVE / 4.0;
+        assert!(Matrix::from_vec("W", rows, cols, data.clone()).is_ok());
+        for at in [0, 5, 4095, 4096, 4103, rows * cols - 1] {
+            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                let mut d = data.clone();
+                d[at] = bad;
+                assert_eq!(
+                    Matrix::from_vec("W", rows, cols, d),
+                    Err(Error::NonFinite { argument: "W" }),
+                    "{bad} at {at}"
+                );
+            }
+        }
     }
 
     use super::testing::noise;

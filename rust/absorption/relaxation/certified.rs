@@ -12,6 +12,7 @@ use crate::absorption::certificates::{
     interval_bound_recurrence, record_bound, IntervalBound,
 };
 use crate::absorption::relaxation;
+use crate::absorption::relaxation::conjugate_gradients::TARGET;
 use crate::absorption::verification::exact_flip_residual;
 use crate::absorption::{Evidence, Finding, Options, Outcome, Step};
 use crate::limits::{Budget, Stop};
@@ -45,6 +46,34 @@ pub(crate) struct Normal<'a> {
 pub(crate) struct Solver<'a> {
     pub(crate) solve: &'a dyn Fn(&[f64]) -> Vec<f64>,
     pub(crate) record: &'a dyn Fn(&mut Outcome),
+}
+
+/// When the refinement of a candidate against the weights stops before
+/// its last step (see [`refine_against_weights`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Refine<'a> {
+    /// While the distance falls: a candidate from a factor, its inner
+    /// products computed on the weights.
+    Converge,
+    /// A candidate from the float64 Gram matrix (its lower triangle and
+    /// `h`): the inner products come from it on large blocks (see
+    /// [`formed_inner_products`]), and no step is taken once the gradient
+    /// meets the conjugate gradients' target (see [`gradient_settled`]).
+    Gram(&'a [f64], &'a [f64]),
+    /// A candidate from the float32 Gram matrix, which cannot serve the
+    /// inner products: no step is taken once the certificate settles the
+    /// block (it proves a bound above `tol` and confirms the distance), as
+    /// a step costs two passes over the weights.
+    UntilSettled(f64),
+}
+
+impl<'a> Refine<'a> {
+    fn normal(self) -> Option<(&'a [f64], &'a [f64])> {
+        match self {
+            Refine::Gram(gram, h) => Some((gram, h)),
+            _ => None,
+        }
+    }
 }
 
 /// The relaxation solved through a float32 factor (`relaxation::
@@ -97,7 +126,6 @@ pub(crate) fn conjugate_gradient_relaxation(
         m,
         normal.rhs,
         (a_norm * a_norm, (options.tol * a_norm).powi(2)),
-        options.keep_certificate,
         budget,
     )?
     else {
@@ -150,20 +178,33 @@ pub(crate) fn settle_from_solution(
     let relaxed = certify_relaxation(
         block,
         normal.minus_h,
-        Some((normal.gram, normal.rhs)),
+        Refine::Gram(normal.gram, normal.rhs),
         s0,
         solver.solve,
         tol,
         budget,
         out,
     )?;
+    Ok(record_if_settled(relaxed, tol, solver.record, out))
+}
+
+/// The finding of a formed certificate that settles the block (a bound
+/// above `tol`, the distance confirmed, no limit reached), recorded in
+/// `out` with `record`'s own fields; `None`, with `out` untouched, when it
+/// does not.
+fn record_if_settled(
+    relaxed: Relaxed,
+    tol: f64,
+    record: &dyn Fn(&mut Outcome),
+    out: &mut Outcome,
+) -> Option<Finding> {
     if relaxed.refinement_stopped.is_some()
         || relaxed.relaxation_distance.is_none()
         || relaxed.best.bound <= tol
     {
-        return Ok(None);
+        return None;
     }
-    (solver.record)(out);
+    record(out);
     out.method.push(Step::Certificate);
     if relaxed.refined {
         out.method.push(Step::Refinement);
@@ -171,7 +212,72 @@ pub(crate) fn settle_from_solution(
     out.relaxation_distance = relaxed.relaxation_distance;
     record_bound(out, &relaxed.best);
     out.certificate = Some(relaxed.best_y);
-    Ok(Some(Finding::NoSubset(Evidence::Certificate)))
+    Some(Finding::NoSubset(Evidence::Certificate))
+}
+
+/// Stage 4 for a formed certificate when nothing else needs the Gram
+/// matrix (no bracket follows): conjugate gradients on a float32 Gram
+/// matrix ([`relaxation::gram_lower_f32`]: half the memory and about
+/// twice the rate of the float64 one) propose `s`, and the certificate is
+/// formed and checked rigorously in float64 on the weights, as for every
+/// candidate: its inner products `<Y, R_i>` come from a pass over the
+/// weights, since a float32 Gram form would swamp their allowance. The
+/// finding when that settles the block; `None` otherwise (a Gram entry
+/// beyond float32, steps that cannot serve, or a certificate that does not
+/// settle), with `out` untouched but for its timings: the float64 Gram
+/// matrix is then built and every later stage runs as before.
+pub(crate) fn float32_gram_relaxation(
+    block: &Block,
+    rhs: &[f64],
+    minus_h: &[f64],
+    options: &Options,
+    budget: &Budget,
+    out: &mut Outcome,
+) -> Result<Option<Finding>, Stop> {
+    let (m, tol) = (block.width(), options.tol);
+    let open = |out: &mut Outcome| out.lap("float32 gram left it open", budget);
+    let Some(gram) = relaxation::gram_lower_f32(block, budget)? else {
+        open(out);
+        return Ok(None);
+    };
+    out.lap("float32 gram", budget);
+    let a_norm = block.skip.frobenius_norm();
+    let Some(found) = relaxation::conjugate_gradients::relaxed_solution(
+        &gram,
+        m,
+        rhs,
+        (a_norm * a_norm, (tol * a_norm).powi(2)),
+        budget,
+    )?
+    else {
+        open(out);
+        return Ok(None);
+    };
+    out.lap("gram conjugate gradients", budget);
+    let solve = |r: &[f64]| {
+        relaxation::conjugate_gradients::correction(&gram, m, r).unwrap_or_else(|| vec![0.0; m])
+    };
+    let relaxed = certify_relaxation(
+        block,
+        minus_h,
+        Refine::UntilSettled(tol),
+        found.s,
+        &solve,
+        tol,
+        budget,
+        out,
+    )?;
+    let record = |out: &mut Outcome| {
+        out.method.push(Step::Relaxation);
+        out.method.push(Step::GramConjugateGradients);
+        out.gram_cg_steps = found.steps;
+        out.relaxation_precision = Some("float32");
+    };
+    let finding = record_if_settled(relaxed, tol, &record, out);
+    if finding.is_none() {
+        open(out);
+    }
+    Ok(finding)
 }
 
 /// What the relaxation's own certificate proves (stage 5).
@@ -214,7 +320,7 @@ pub(crate) struct Refined {
 pub(crate) fn certify_relaxation(
     block: &Block,
     minus_h: &[f64],
-    normal: Option<(&[f64], &[f64])>,
+    refine: Refine,
     s0: Vec<f64>,
     solve: &dyn Fn(&[f64]) -> Vec<f64>,
     tol: f64,
@@ -228,7 +334,7 @@ pub(crate) fn certify_relaxation(
         inner_scale,
         refined,
         stopped: mut refinement_stopped,
-    } = refine_against_weights(block, normal, s0, solve, budget, laps)?;
+    } = refine_against_weights(block, refine, s0, solve, budget, laps)?;
     // Two certificates, each checked rigorously: the relaxation's residual,
     // and Y = A, whose inner products are -h (already computed).
     let mut relaxed = match inner_scale {
@@ -281,12 +387,13 @@ pub(crate) fn certify_relaxation(
 /// [`REFINEMENT_STEPS`] times, while the distance falls.
 pub(crate) fn refine_against_weights(
     block: &Block,
-    normal: Option<(&[f64], &[f64])>,
+    refine: Refine,
     s0: Vec<f64>,
     solve: &dyn Fn(&[f64]) -> Vec<f64>,
     budget: &Budget,
     laps: &mut Outcome,
 ) -> Result<Refined, Stop> {
+    let normal = refine.normal();
     let mut s_star = s0;
     let mut cert = certificate_within(block, &s_star, budget)?;
     let (mut inner, mut inner_scale) =
@@ -300,6 +407,17 @@ pub(crate) fn refine_against_weights(
     for _ in 0..REFINEMENT_STEPS {
         if let Err(stop) = budget.check() {
             stopped = Some(stop);
+            break;
+        }
+        let settled = match refine {
+            Refine::Converge => false,
+            Refine::Gram(..) => gradient_settled(&inner, &cert, block),
+            Refine::UntilSettled(tol) => {
+                let bound = interval_bound(block, &cert.y, Some(&inner));
+                bound.bound > tol && confirmed_distance(cert.distance, &bound, tol).is_some()
+            }
+        };
+        if settled {
             break;
         }
         let step = solve(&inner);
@@ -349,6 +467,25 @@ pub(crate) fn refine_against_weights(
         refined,
         stopped,
     })
+}
+
+/// Whether a candidate from the Gram matrix (conjugate gradients or the
+/// float32 factor) needs no refinement: `sum |<Y, R_i>| <= TARGET ||Y||^2`,
+/// the stopping rule of the conjugate gradients. The
+/// box bound then lies within that fraction of the distance, and a step
+/// could lower the distance by no more, so the correction solve (tens of
+/// reads of the Gram matrix, whose step the loop would then find below
+/// its threshold) is skipped. Speed only: the bound is rigorous whatever
+/// the candidate, and `confirmed_distance` judges what is reported.
+fn gradient_settled(inner: &[f64], cert: &certificates::Certificate, block: &Block) -> bool {
+    let a_norm = block.skip.frobenius_norm();
+    let y_norm = if a_norm == 0.0 {
+        cert.distance
+    } else {
+        cert.distance * a_norm
+    };
+    let loss: f64 = inner.iter().map(|g| g.abs()).sum();
+    loss.is_finite() && y_norm.is_finite() && loss <= TARGET * y_norm * y_norm
 }
 
 /// The inner products `<Y, R_i>` of the formed certificate `cert` at `s`,

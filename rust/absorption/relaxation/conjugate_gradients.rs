@@ -31,6 +31,7 @@
 
 use crate::absorption::relaxation::lower_matvec;
 use crate::limits::{Budget, Stop};
+use crate::linalg::cholesky::Real;
 
 /// Narrowest block for which conjugate gradients are tried before the
 /// factor (below it the factor takes well under a second).
@@ -38,14 +39,7 @@ pub const MIN_WIDTH: usize = 4096;
 
 /// The stopping target: `sum |g_i| <= TARGET ||Y||^2`, a hundredth of the
 /// `1e-6` to which the certificate must confirm the distance.
-const TARGET: f64 = 1e-8;
-
-/// With `fine`: the steps go on past [`TARGET`] until the preconditioned
-/// residual `D^-1 g` is below `FINE_STEP` of `s` (or [`max_steps`]), so
-/// that the formed certificate's refinement against the weights (two
-/// passes over them a step, taken while its step exceeds `1e-8` of `s`)
-/// has nothing left to do.
-const FINE_STEP: f64 = 1e-10;
+pub(crate) const TARGET: f64 = 1e-8;
 
 /// Steps after which the contraction so far is extrapolated: the steps
 /// stop when it could not reach [`TARGET`] within [`max_steps`].
@@ -71,17 +65,15 @@ pub struct Solution {
 /// The relaxed solution of `G s = h` by Jacobi-preconditioned conjugate
 /// gradients from `s = 0`, `gram` the lower triangle (column-major, as
 /// [`crate::absorption::relaxation::gram_lower`] leaves it), `t_norm2`
-/// `||T||_F^2` and `tol_norm2` `(tol ||A||_F)^2`; `fine` when the formed
-/// certificate follows (see `FINE_STEP`). `None` when the steps
+/// `||T||_F^2` and `tol_norm2` `(tol ||A||_F)^2`. `None` when the steps
 /// cannot serve (see the module docs, or a diagonal entry that is not
 /// positive and finite); the caller then factors. Every sum runs in a
 /// fixed order, so the bits do not depend on the thread count.
-pub fn relaxed_solution(
-    gram: &[f64],
+pub fn relaxed_solution<T: Real>(
+    gram: &[T],
     m: usize,
     h: &[f64],
     (t_norm2, tol_norm2): (f64, f64),
-    fine: bool,
     budget: &Budget,
 ) -> Result<Option<Solution>, Stop> {
     let Some(mut cg) = Iteration::new(gram, m, h) else {
@@ -100,8 +92,7 @@ pub fn relaxed_solution(
             return Ok(None);
         }
         let ratio = r.iter().map(|x| x.abs()).sum::<f64>() / y_norm2;
-        let settled = !fine || max_abs(&cg.z) <= FINE_STEP * max_abs(s) || step == max_steps(m);
-        if ratio <= TARGET && settled {
+        if ratio <= TARGET {
             return Ok(Some(Solution {
                 s: cg.x,
                 steps: step,
@@ -124,7 +115,7 @@ pub fn relaxed_solution(
 /// A correction `G^-1 r` by the same steps, for the refinement of stage 5:
 /// the steps stop at `||G x - r|| <= 1e-10 ||r||` or after [`max_steps`];
 /// `None` when they cannot serve.
-pub fn correction(gram: &[f64], m: usize, rhs: &[f64]) -> Option<Vec<f64>> {
+pub fn correction<T: Real>(gram: &[T], m: usize, rhs: &[f64]) -> Option<Vec<f64>> {
     let mut cg = Iteration::new(gram, m, rhs)?;
     let goal = 1e-20 * dot(rhs, rhs);
     for _ in 0..max_steps(m) {
@@ -152,7 +143,7 @@ struct Iteration {
 }
 
 impl Iteration {
-    fn new(gram: &[f64], m: usize, b: &[f64]) -> Option<Self> {
+    fn new<T: Real>(gram: &[T], m: usize, b: &[f64]) -> Option<Self> {
         let inv_diag = inverse_diagonal(gram, m)?;
         let r = b.to_vec();
         let z: Vec<f64> = r.iter().zip(&inv_diag).map(|(a, b)| a * b).collect();
@@ -169,7 +160,7 @@ impl Iteration {
 
     /// One step along `p`: `x`, `r` and `z` updated; false when the
     /// curvature `p.G p` is not positive or the sums are not finite.
-    fn advance(&mut self, gram: &[f64], m: usize) -> bool {
+    fn advance<T: Real>(&mut self, gram: &[T], m: usize) -> bool {
         let q = lower_matvec(gram, m, &self.p);
         let pq = dot(&self.p, &q);
         if !(pq > 0.0 && self.rz.is_finite()) {
@@ -200,13 +191,9 @@ impl Iteration {
 
 /// `1 / G_ii`, or `None` when a diagonal entry is not positive and finite
 /// (a dead neuron: the factor handles the rank).
-fn inverse_diagonal(gram: &[f64], m: usize) -> Option<Vec<f64>> {
-    let inv: Vec<f64> = (0..m).map(|j| 1.0 / gram[j * m + j]).collect();
+fn inverse_diagonal<T: Real>(gram: &[T], m: usize) -> Option<Vec<f64>> {
+    let inv: Vec<f64> = (0..m).map(|j| 1.0 / gram[j * m + j].to_f64()).collect();
     inv.iter().all(|x| x.is_finite() && *x > 0.0).then_some(inv)
-}
-
-fn max_abs(v: &[f64]) -> f64 {
-    v.iter().fold(0.0f64, |a, x| a.max(x.abs()))
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -233,7 +220,7 @@ mod tests {
         let gram = gram_lower(&block, &budget).unwrap();
         let h = rhs(&block);
         let t2 = block.skip.frobenius_norm().powi(2);
-        let cg = relaxed_solution(&gram, m, &h, (t2, 0.0), false, &budget).unwrap();
+        let cg = relaxed_solution(&gram, m, &h, (t2, 0.0), &budget).unwrap();
         let factor = PivotedCholesky::factor(gram.clone(), m, &budget)
             .unwrap()
             .unwrap();
@@ -280,11 +267,11 @@ mod tests {
         let h = rhs(&block);
         let t2 = block.skip.frobenius_norm().powi(2);
         // A tolerance above the distance: no bound above it can follow.
-        assert!(relaxed_solution(&gram, m, &h, (t2, t2), false, &budget)
+        assert!(relaxed_solution(&gram, m, &h, (t2, t2), &budget)
             .unwrap()
             .is_none());
         gram[3 * m + 3] = 0.0;
-        assert!(relaxed_solution(&gram, m, &h, (t2, 0.0), false, &budget)
+        assert!(relaxed_solution(&gram, m, &h, (t2, 0.0), &budget)
             .unwrap()
             .is_none());
         assert!(correction(&gram, m, &h).is_none());
@@ -299,7 +286,7 @@ mod tests {
         let gram = gram_lower(&block, &budget).unwrap();
         let h = rhs(&block);
         let run = || {
-            relaxed_solution(&gram, m, &h, (d as f64, 0.0), true, &budget)
+            relaxed_solution(&gram, m, &h, (d as f64, 0.0), &budget)
                 .unwrap()
                 .unwrap()
                 .s
