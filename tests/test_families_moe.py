@@ -651,6 +651,7 @@ def test_moe_families_registered():
         "deepseek_v3",
         "granitemoe",
         "gpt_oss",
+        "deepseek_v4",
     } <= set(skipsearch.io.layouts.FAMILIES)
 
 

@@ -36,6 +36,7 @@ from skipsearch.io.checkpoints import (
     expand_user,
     open_checkpoint,
 )
+from skipsearch.io.hyper_connections import hyper_connection_reason
 from skipsearch.io.layouts import (
     FAMILIES,
     NORM_FORMS,
@@ -473,6 +474,9 @@ def locate(
                 f"{', '.join(sorted({_what(parts[b.part][0]) for b in blocks}))} blocks found"
             )
     blocks = [_with(b, d=sized[b.part][0], m=sized[b.part][1]) for b in blocks]
+    # Whatever located the blocks, a hyper-connection residual leaves no
+    # theorem for them (see skipsearch.io.hyper_connections).
+    mixed = hyper_connection_reason(config, ckpt.keys())
     _check_layers(ckpt, blocks, parts, where)
     schemes: set[Optional[str]] = set()
     for b in blocks:
@@ -494,7 +498,7 @@ def locate(
                 form=_form(spec),
                 note=_note(spec),
                 scale=spec["scale"],
-                undecided=part.undecided,
+                undecided=part.undecided or mixed,
                 _act=None if _is_registered(act) else act,
             )
         )

@@ -1,4 +1,4 @@
-"""Mixture-of-experts decoders: Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3,
+"""Mixture-of-experts decoders: Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3/V4,
 GraniteMoE and gpt-oss.
 
 An MoE layer computes ``x + sum_e p_e(x) f_e(x)`` (plus, where the model has
@@ -35,7 +35,7 @@ from typing import Any, Callable, Optional
 
 from skipsearch.io.layouts import Family, Part, config_int, config_number, integer, llama_names
 
-__all__ = ["FAMILIES", "GPT_OSS_REASON"]
+__all__ = ["DEEPSEEK_V4_REASON", "FAMILIES", "GPT_OSS_REASON"]
 
 #: Every expert row's caveat: what the verdict is about.
 _PER_EXPERT = (
@@ -133,6 +133,7 @@ def _experts(  # noqa: PLR0913 - the keyword-only fields of a registry entry
     activation: str = "silu",
     fused_base: Optional[str] = None,
     layers: Any = None,
+    undecided: Optional[str] = None,
 ) -> tuple[Part, Part]:
     """The two forms of a family's routed experts: one tensor per expert
     (``names`` = gate, up, down under ``base.experts.{e}.``) and the fused
@@ -147,6 +148,7 @@ def _experts(  # noqa: PLR0913 - the keyword-only fields of a registry entry
         note=note,
         optional=True,
         layers=layers,
+        undecided=undecided,
     )
     per_expert = Part(
         up=f"{base}experts.{{e}}.{up}.weight",
@@ -398,6 +400,80 @@ _GPT_OSS = Family(
     ),
 )
 
+# -- DeepSeek-V4 -----------------------------------------------------------------------------------
+
+#: Why no DeepSeek-V4 block is decided (modeling_deepseek_v4.py:
+#: DeepseekV4DecoderLayer.forward, DeepseekV4HyperConnection, DeepseekV4MLP
+#: and DeepseekV4Experts._apply_gate; DeepSeek's inference/model.py,
+#: Block.hc_pre/hc_post and Expert.forward).
+DEEPSEEK_V4_REASON = (
+    "DeepSeek-V4's residual is a hyper-connection over hc_mult streams X_j: the layer computes "
+    "X'_k = post_k(X) F(x) + sum_j H_res(X)[j, k] X_j with x = RMSNorm(sum_j pre_j(X) X_j), "
+    "where pre, post and the Sinkhorn-normalised H_res depend on the token, so F's skip is no "
+    "fixed linear map of its input (the paper reduces a fixed invertible skip to the identity, "
+    "nothing more); and each expert is a clamped SwiGLU, silu(min(g, L)) * clamp(u, -L, L) with "
+    "L = swiglu_limit, which no gated theorem covers"
+)
+
+
+def _deepseek_v4_form(config: dict[str, Any]) -> str:
+    s = _fmt(config_number(config, "routed_scaling_factor", 1.5))
+    n = config.get("hc_mult", 4)
+    return (
+        f"X'_k = post_k(X) F(x) + sum_j H_res(X)[j, k] X_j on hc_mult = {n} streams (a "
+        "manifold-constrained hyper-connection), x = RMSNorm(sum_j pre_j(X) X_j), F(x) = s sum_e "
+        f"p_e(x) f_e(x) + f_s(x) with s = routed_scaling_factor = {s}: routed clamped-SwiGLU "
+        "experts f_e under the top-k (or hashed) router weights p_e, plus the shared expert f_s"
+    )
+
+
+_DEEPSEEK_V4_SHARED_NOTE = (
+    "the shared expert's own block: the layer adds the routed experts' outputs and mixes the "
+    "hc_mult residual streams around it"
+)
+_DEEPSEEK_V4 = Family(
+    name="deepseek_v4",
+    parts=(
+        # Routed experts: DeepSeek's release names (w1 gate, w3 up, w2 down
+        # per expert) and transformers' fused gate_up_proj [E, 2m, d]
+        # (gate first, Concatenate(dim=1) of [w1, w3]) with down_proj
+        # [E, d, m]. Every layer is a mixture of experts.
+        *_experts(
+            "expert",
+            "*layers.{i}.ffn.",
+            ("w1", "w3", "w2"),
+            m_keys=("moe_intermediate_size", "intermediate_size"),
+            experts_keys=("n_routed_experts", "num_local_experts"),
+            form=_deepseek_v4_form,
+            note=_PER_EXPERT,
+            undecided=DEEPSEEK_V4_REASON,
+        ),
+        # The shared expert (DeepseekV4MLP, moe_intermediate_size wide; the
+        # reference asserts n_shared_experts == 1): transformers' names,
+        # then DeepSeek's.
+        _swiglu(
+            "shared_expert",
+            "*layers.{i}.mlp.shared_experts.",
+            ("moe_intermediate_size", "intermediate_size"),
+            _deepseek_v4_form,
+            _DEEPSEEK_V4_SHARED_NOTE,
+            undecided=DEEPSEEK_V4_REASON,
+        ),
+        Part(
+            kind="shared_expert",
+            up="*layers.{i}.ffn.shared_experts.w3.weight",
+            gate="*layers.{i}.ffn.shared_experts.w1.weight",
+            down="*layers.{i}.ffn.shared_experts.w2.weight",
+            activation="silu",
+            m_keys=("moe_intermediate_size", "intermediate_size"),
+            form=_deepseek_v4_form,
+            note=_DEEPSEEK_V4_SHARED_NOTE,
+            optional=True,
+            undecided=DEEPSEEK_V4_REASON,
+        ),
+    ),
+)
+
 #: ``model_type`` -> :class:`~skipsearch.io.layouts.Family` for the MoE models.
 FAMILIES: dict[str, Family] = {
     "mixtral": _MIXTRAL,
@@ -409,4 +485,5 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v3": _deepseek("deepseek_v3", _SharedWidth(1), _DeepseekForm(2.5)),
     "granitemoe": _GRANITEMOE,
     "gpt_oss": _GPT_OSS,
+    "deepseek_v4": _DEEPSEEK_V4,
 }

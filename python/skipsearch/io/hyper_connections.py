@@ -1,0 +1,92 @@
+"""Residuals that are hyper-connections: several streams mixed around each
+sub-layer by token-dependent maps.
+
+A hyper-connection (Zhu et al. 2024, arXiv:2409.19606; the manifold-
+constrained form of Xie et al. 2025, arXiv:2512.24880, eqs. 7-9, which
+DeepSeek-V4 uses) keeps ``n = hc_mult`` residual streams ``X_j`` and
+computes, around an FFN ``F``,
+
+``X'_k = post_k(X) F(RMSNorm(sum_j pre_j(X) X_j)) + sum_j H_res(X)[j, k] X_j``
+
+where ``pre``, ``post`` and the Sinkhorn-normalised ``H_res`` are functions
+of the token (DeepSeek-V4: ``DeepseekV4HyperConnection`` in
+transformers' ``modeling_deepseek_v4.py``). ``F``'s skip is then no fixed
+linear map of its own input. Every theorem skipsearch applies assumes one
+(Mijoski & Karbevski 2026, arXiv:2604.23705, reduce a fixed invertible skip
+to the identity, and say nothing of token-dependent mixing), so a block of
+such a model is undecided, with this module's reason, whatever layout
+located it: a registry family, the automatic layout or the user's own.
+
+The markers are the hyper-connection parameters' names as the public
+sources write them:
+
+- transformers: ``model.layers.{i}.attn_hc.fn`` / ``.base`` / ``.scale``,
+  ``ffn_hc.*``, and ``model.hc_head.hc_fn`` / ``hc_base`` / ``hc_scale``;
+- DeepSeek's release: ``layers.{i}.hc_attn_fn`` / ``hc_attn_base`` /
+  ``hc_attn_scale``, ``hc_ffn_*``, and ``hc_head_fn`` / ``_base`` /
+  ``_scale``;
+- llama.cpp's GGUF (``deepseek4``): ``blk.{i}.hc_attn_fn``, ``hc_ffn_*``
+  and ``output_hc_*``;
+
+and a config's ``hc_mult`` above 1 (``DeepseekV4Config``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Optional
+
+__all__ = ["hyper_connection_reason"]
+
+_MARKER = re.compile(
+    r"(?:^|\.)(?:"
+    r"(?:attn_hc|ffn_hc)\.(?:fn|base|scale)"
+    r"|hc_head\.hc_(?:fn|base|scale)"
+    r"|(?:hc_attn|hc_ffn|hc_head|output_hc)_(?:fn|base|scale)"
+    r")(?:\.weight)?$"
+)
+
+
+def _streams(config: dict[str, Any]) -> Optional[int]:
+    """``hc_mult`` of the config or its text sub-config, when an integer."""
+    for where in (config, config.get("text_config")):
+        if isinstance(where, dict):
+            value = where.get("hc_mult")
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def hyper_connection_reason(config: dict[str, Any], keys: Iterable[str]) -> Optional[str]:
+    """Why no block of this checkpoint can be decided, when its residual is a
+    hyper-connection; None otherwise.
+
+    Parameters
+    ----------
+    config : dict
+        The checkpoint's ``config.json`` (empty when it has none).
+    keys : iterable of str
+        Its tensor names.
+
+    Returns
+    -------
+    str or None
+        The reason, naming what marked the hyper-connection: a config's
+        ``hc_mult`` above 1, or a tensor such as ``...ffn_hc.fn``.
+    """
+    streams = _streams(config)
+    marker = next((k for k in keys if _MARKER.search(k)), None)
+    if marker is None and (streams is None or streams <= 1):
+        return None
+    what = []
+    if streams is not None and streams > 1:
+        what.append(f"hc_mult = {streams} residual streams")
+    if marker is not None:
+        what.append(f"hyper-connection tensors such as {marker!r}")
+    return (
+        f"the residual is a hyper-connection ({' and '.join(what)}): the streams are mixed "
+        "around the FFN by maps that depend on the token (X'_k = post_k(X) F(x) + sum_j "
+        "H_res(X)[j, k] X_j, x from sum_j pre_j(X) X_j), so the FFN's skip is no fixed linear "
+        "map of its input, which every theorem skipsearch applies assumes"
+    )
