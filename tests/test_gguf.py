@@ -427,6 +427,11 @@ def test_gguf_family_names_are_the_gguf_constants():
         )
     }
     for model_type, family in FAMILIES.items():
+        if model_type.removeprefix("gguf-") not in by_name:
+            # An architecture newer than the gguf package installed (deepseek4
+            # is in llama.cpp's gguf-py constants.py at 00395eb2, with these
+            # names; see test_deepseek4_gguf_is_undecided).
+            continue
         arch = by_name[model_type.removeprefix("gguf-")]
         names = {TENSOR_NAMES[t] for t in MODEL_TENSORS[arch]}
         for part in family.parts:
@@ -602,6 +607,44 @@ def test_deepseek2_gguf_leading_dense_layers_routed_and_shared_experts(tmp_path)
         + [(i, "shared_expert", -1, m_exp * n_shared) for i in (1, 2)]
     )
     assert {(r.activation, r.verdict) for r in reports} == {("swiglu", "not_absorbable")}
+
+
+def test_deepseek4_gguf_is_undecided(tmp_path):
+    """deepseek4 (llama.cpp src/models/deepseek4.cpp and conversion/deepseek.py at
+    00395eb2 / 01a723dc: ffn_gate_exps, ffn_up_exps, ffn_down_exps stacked from w1,
+    w3, w2; ffn_*_shexp n_ff_exp * n_expert_shared wide; blk.N.hc_ffn_fn and
+    the other hyper-connection tensors; hyper_connection.count): every block
+    reported once, undecided for the hyper-connection and the clamp."""
+    rng = np.random.default_rng(46)
+    d, m_exp, experts, streams = 4, 3, 4, 4
+    mix = (2 + streams) * streams
+    t = moe_tensors(rng, (0, 1), d, m_exp, experts, shared=m_exp)
+    for i in (0, 1):
+        for hc in ("hc_attn", "hc_ffn"):
+            t[f"blk.{i}.{hc}_fn.weight"] = rng.standard_normal((mix, streams * d))
+            t[f"blk.{i}.{hc}_base.weight"] = rng.standard_normal(mix)
+            t[f"blk.{i}.{hc}_scale.weight"] = rng.standard_normal(3)
+    t["output_hc_fn.weight"] = rng.standard_normal((streams, streams * d))
+    meta = {
+        "deepseek4.embedding_length": d,
+        "deepseek4.block_count": 2,
+        "deepseek4.expert_count": experts,
+        "deepseek4.expert_used_count": 2,
+        "deepseek4.expert_feed_forward_length": m_exp,
+        "deepseek4.expert_shared_count": 1,
+        "deepseek4.hyper_connection.count": streams,
+        "deepseek4.swiglu_clamp_exp": 10.0,
+    }
+    reports = skipsearch.scan(write(tmp_path / "v4.gguf", "deepseek4", t, meta))
+    rows = sorted((r.layer, r.kind, -1 if r.expert is None else r.expert, r.m) for r in reports)
+    assert rows == sorted(
+        [(i, "expert", e, m_exp) for i in (0, 1) for e in range(experts)]
+        + [(i, "shared_expert", -1, m_exp) for i in (0, 1)]
+    )
+    for r in reports:
+        assert r.verdict == "undecided"
+        assert "hyper-connection" in r.reason and "swiglu_limit" in r.reason
+        assert "hyper_connection.count" in r.form
 
 
 def test_olmoe_and_mistral3_gguf_experts(tmp_path):

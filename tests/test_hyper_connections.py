@@ -308,3 +308,5 @@ def test_the_markers_of_each_source(key):
 def test_what_is_no_marker(key):
     assert hyper_connection_reason({"hc_mult": 1}, [key]) is None
     assert "hc_mult = 4" in hyper_connection_reason({"text_config": {"hc_mult": 4}}, [key])
+    gguf = {"deepseek4.hyper_connection.count": 4}
+    assert "hc_mult = 4" in hyper_connection_reason(gguf, [key])

@@ -28,7 +28,8 @@ sources write them:
 - llama.cpp's GGUF (``deepseek4``): ``blk.{i}.hc_attn_fn``, ``hc_ffn_*``
   and ``output_hc_*``;
 
-and a config's ``hc_mult`` above 1 (``DeepseekV4Config``).
+and a config's ``hc_mult`` above 1 (``DeepseekV4Config``), or a GGUF
+file's ``<arch>.hyper_connection.count``.
 """
 
 from __future__ import annotations
@@ -49,12 +50,17 @@ _MARKER = re.compile(
 
 
 def _streams(config: dict[str, Any]) -> Optional[int]:
-    """``hc_mult`` of the config or its text sub-config, when an integer."""
-    for where in (config, config.get("text_config")):
-        if isinstance(where, dict):
-            value = where.get("hc_mult")
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
+    """``hc_mult`` of the config or its text sub-config, or a GGUF file's
+    ``<arch>.hyper_connection.count``, when an integer."""
+    values = [
+        where.get("hc_mult")
+        for where in (config, config.get("text_config"))
+        if isinstance(where, dict)
+    ]
+    values += [v for k, v in config.items() if k.endswith(".hyper_connection.count")]
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
     return None
 
 

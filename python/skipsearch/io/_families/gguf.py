@@ -81,7 +81,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from skipsearch.io._families.moe import GPT_OSS_REASON
+from skipsearch.io._families.moe import DEEPSEEK_V4_REASON, GPT_OSS_REASON
 from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.io.layouts import Family, Part, config_int, integer
 
@@ -347,6 +347,33 @@ def _deepseek2() -> tuple[Part, ...]:
     )
 
 
+def _deepseek4() -> tuple[Part, ...]:
+    """DeepSeek-V4 as llama.cpp writes it (``conversion/deepseek.py``,
+    ``src/models/deepseek4.cpp``): every layer holds routed experts
+    (``ffn_gate_exps``/``ffn_up_exps``/``ffn_down_exps`` from ``w1``/``w3``/
+    ``w2``, ``expert_feed_forward_length`` wide) and the shared expert
+    (``*_shexp``, times ``expert_shared_count``), all undecided: the
+    residual is a hyper-connection (``blk.N.hc_ffn_fn``) and the experts
+    are clamped SwiGLUs (``swiglu_clamp_exp``)."""
+    arch = "deepseek4"
+    form = (
+        "X'_k = post_k(X) F(x) + sum_j H_res(X)[j, k] X_j on deepseek4.hyper_connection.count "
+        "streams, x = RMSNorm(sum_j pre_j(X) X_j), F the routed clamped-SwiGLU experts under "
+        "the router's weights plus the shared expert"
+    )
+    return (
+        _experts(
+            arch,
+            (f"{arch}.expert_feed_forward_length",),
+            shared=" and the shared expert",
+            experts_keys=(f"{arch}.expert_count",),
+            form=form,
+            undecided=DEEPSEEK_V4_REASON,
+        ),
+        _shared(arch, (), m_rule=_SharedExperts(arch), form=form, undecided=DEEPSEEK_V4_REASON),
+    )
+
+
 def _neox_form(config: dict[str, Any]) -> str:
     # llama.cpp's gptneox graph: parallel when use_parallel_residual is true
     # (the converter writes it; GPTNeoXConfig's default is true).
@@ -421,6 +448,7 @@ FAMILIES: dict[str, Family] = dict(
         _family("starcoder2", _plain("starcoder2")),
         _family("nemotron", _ffn("nemotron", "mlp", gate=False, activation="relu2")),
         _family("deepseek2", *_deepseek2()),
+        _family("deepseek4", *_deepseek4()),
         _family(
             "olmoe",
             _experts("olmoe", ("olmoe.feed_forward_length",), experts_keys=("olmoe.expert_count",)),
