@@ -211,7 +211,7 @@ def release_names(rng) -> tuple[dict, dict]:
 
 def check_rows(reports, family: str = "deepseek_v4") -> None:
     """Every block once: 4 routed experts and the shared one in each layer,
-    all undecided for the hyper-connection (and DeepSeek-V4's clamp)."""
+    all undecided for the hyper-connection."""
     keys = sorted((r.layer, r.kind, r.expert is None, r.expert or 0) for r in reports)
     want = sorted(
         [(i, "expert", False, e) for i in range(LAYERS) for e in range(E)]
@@ -231,7 +231,7 @@ def test_deepseek_v4_every_block_once_and_undecided(tmp_path, names):
     reports = scan(path)
     check_rows(reports)
     for r in reports:
-        assert "clamp" in r.reason and "swiglu_limit" in r.reason
+        assert "section 4.6" in r.reason and "swiglu_limit" in r.reason
         assert "hc_mult = 4" in r.form and "routed_scaling_factor = 1.5" in r.form
     # The fused experts split as gate then up; the release's w1 is the gate.
     for layer in range(LAYERS):

@@ -94,5 +94,6 @@ def hyper_connection_reason(config: dict[str, Any], keys: Iterable[str]) -> Opti
         f"the residual is a hyper-connection ({' and '.join(what)}): the streams are mixed "
         "around the FFN by maps that depend on the token (X'_k = post_k(X) F(x) + sum_j "
         "H_res(X)[j, k] X_j, x from sum_j pre_j(X) X_j), so the FFN's skip is no fixed linear "
-        "map of its input, which every theorem skipsearch applies assumes"
+        "map of its input, which every theorem skipsearch applies assumes (docs/theory.md "
+        "section 4.6)"
     )

@@ -353,8 +353,7 @@ def _deepseek4() -> tuple[Part, ...]:
     (``ffn_gate_exps``/``ffn_up_exps``/``ffn_down_exps`` from ``w1``/``w3``/
     ``w2``, ``expert_feed_forward_length`` wide) and the shared expert
     (``*_shexp``, times ``expert_shared_count``), all undecided: the
-    residual is a hyper-connection (``blk.N.hc_ffn_fn``) and the experts
-    are clamped SwiGLUs (``swiglu_clamp_exp``)."""
+    residual is a token-dependent hyper-connection (``blk.N.hc_ffn_fn``)."""
     arch = "deepseek4"
     form = (
         "X'_k = post_k(X) F(x) + sum_j H_res(X)[j, k] X_j on deepseek4.hyper_connection.count "

@@ -410,9 +410,9 @@ DEEPSEEK_V4_REASON = (
     "DeepSeek-V4's residual is a hyper-connection over hc_mult streams X_j: the layer computes "
     "X'_k = post_k(X) F(x) + sum_j H_res(X)[j, k] X_j with x = RMSNorm(sum_j pre_j(X) X_j), "
     "where pre, post and the Sinkhorn-normalised H_res depend on the token, so F's skip is no "
-    "fixed linear map of its input (the paper reduces a fixed invertible skip to the identity, "
-    "nothing more); and each expert is a clamped SwiGLU, silu(min(g, L)) * clamp(u, -L, L) with "
-    "L = swiglu_limit, which no gated theorem covers"
+    "fixed linear map of its input and no theorem applies (docs/theory.md section 4.6; the "
+    "clamped SwiGLU of its experts, silu(min(g, L)) * clamp(u, -L, L) with L = swiglu_limit, is "
+    "not the obstacle)"
 )
 
 
