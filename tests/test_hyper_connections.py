@@ -309,4 +309,10 @@ def test_what_is_no_marker(key):
     assert hyper_connection_reason({"hc_mult": 1}, [key]) is None
     assert "hc_mult = 4" in hyper_connection_reason({"text_config": {"hc_mult": 4}}, [key])
     gguf = {"deepseek4.hyper_connection.count": 4}
-    assert "hc_mult = 4" in hyper_connection_reason(gguf, [key])
+    assert "deepseek4.hyper_connection.count = 4" in hyper_connection_reason(gguf, [key])
+    # A value that is no integer still says streams: undecided is the safe reading.
+    for value, shown in ((4.0, "4.0"), ("4", "'4'"), ([4], "[4]")):
+        assert f"hc_mult = {shown}" in hyper_connection_reason({"hc_mult": value}, [key])
+    assert (
+        hyper_connection_reason({"hc_mult": None, "text_config": {"hc_mult": 1.0}}, [key]) is None
+    )

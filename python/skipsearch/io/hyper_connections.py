@@ -49,18 +49,24 @@ _MARKER = re.compile(
 )
 
 
-def _streams(config: dict[str, Any]) -> Optional[int]:
-    """``hc_mult`` of the config or its text sub-config, or a GGUF file's
-    ``<arch>.hyper_connection.count``, when an integer."""
-    values = [
-        where.get("hc_mult")
+def _streams(config: dict[str, Any]) -> Optional[str]:
+    """How the config gives several residual streams: ``hc_mult`` of the
+    config or its text sub-config, or a GGUF file's
+    ``<arch>.hyper_connection.count``, as ``"hc_mult = 4"``; None when
+    absent, null or 1. A value that is no integer (``4.0``, ``"4"``) counts
+    too: the config says streams, and an undecided block is the safe
+    reading."""
+    found = [
+        ("hc_mult", where.get("hc_mult"))
         for where in (config, config.get("text_config"))
         if isinstance(where, dict)
     ]
-    values += [v for k, v in config.items() if k.endswith(".hyper_connection.count")]
-    for value in values:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
+    found += [(k, v) for k, v in config.items() if k.endswith(".hyper_connection.count")]
+    for key, value in found:
+        if value is None or (not isinstance(value, bool) and value == 1):
+            continue
+        shown = value if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+        return f"{key} = {shown}"
     return None
 
 
@@ -79,15 +85,15 @@ def hyper_connection_reason(config: dict[str, Any], keys: Iterable[str]) -> Opti
     -------
     str or None
         The reason, naming what marked the hyper-connection: a config's
-        ``hc_mult`` above 1, or a tensor such as ``...ffn_hc.fn``.
+        ``hc_mult`` other than 1, or a tensor such as ``...ffn_hc.fn``.
     """
     streams = _streams(config)
     marker = next((k for k in keys if _MARKER.search(k)), None)
-    if marker is None and (streams is None or streams <= 1):
+    if marker is None and streams is None:
         return None
     what = []
-    if streams is not None and streams > 1:
-        what.append(f"hc_mult = {streams} residual streams")
+    if streams is not None:
+        what.append(f"{streams} residual streams")
     if marker is not None:
         what.append(f"hyper-connection tensors such as {marker!r}")
     return (
