@@ -39,6 +39,7 @@ import json
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
+from skipsearch.io.checkpoints import CheckpointError
 from skipsearch.io.hyper_connections import hyper_connection_reason
 
 from tests.family_builders import assert_weights
@@ -316,3 +317,25 @@ def test_what_is_no_marker(key):
     assert (
         hyper_connection_reason({"hc_mult": None, "text_config": {"hc_mult": 1.0}}, [key]) is None
     )
+
+
+def test_the_releases_fp4_experts_are_refused_by_name(tmp_path):
+    # DeepSeek-V4-Flash's release stores its routed experts as FP4 pairs
+    # packed in int8, [out, in / 2], with E8M0 scales ("expert_dtype": "fp4"):
+    # a refusal naming them, not a shape error.
+    rng = np.random.default_rng(48)
+    tensors, _ = release_names(rng)
+    packed = {}
+    for key, value in tensors.items():
+        if ".experts." in key and key.endswith(".weight"):
+            out, inner = value.shape
+            packed[key] = rng.integers(-128, 128, size=(out, inner // 2)).astype(np.int8)
+            packed[key.removesuffix("weight") + "scale"] = np.ones((out, 1), np.float32)
+        else:
+            packed[key] = np.asarray(value, np.float32)
+    path = tmp_path / "fp4"
+    path.mkdir()
+    save_file(packed, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(flash_config()))
+    with pytest.raises(CheckpointError, match=r"stored as I8 \(config.json expert_dtype = 'fp4'"):
+        scan(path)

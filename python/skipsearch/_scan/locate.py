@@ -70,6 +70,10 @@ SUPPORTED_MODEL_TYPES = tuple(supported_model_types())
 PathLike = Union[str, "os.PathLike[str]"]
 
 _FP8 = ("F8_E4M3", "F8_E5M2")
+
+#: safetensors dtypes of integer tensors: a projection stored so holds
+#: codes (packed low-bit values), never weights skipsearch can decide.
+_INTEGER = ("BOOL", "I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64")
 #: The dtypes an FP8 weight's scale may have: plain floats, never a GGUF code.
 _SCALE_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64")
 
@@ -461,6 +465,7 @@ def locate(
     blocks = _find_blocks(ckpt, [p for p, _ in parts], where)
     if not blocks:
         raise CheckpointError(_nothing_found(ckpt, [p for p, _ in parts]))
+    _refuse_integer_codes(ckpt, blocks, config)
     # The sizes of each part found: (d, m, where they came from).
     sized: dict[int, tuple[int, int, str]] = {}
     for index, (part, spec) in enumerate(parts):
@@ -972,6 +977,29 @@ def _check_block(
         if key is not None:
             _check_tensor(ckpt, key, (size,), sizes, experts)
     return schemes
+
+
+def _refuse_integer_codes(ckpt: Checkpoint, blocks: list[Any], config: dict[str, Any]) -> None:
+    """Refuse a projection stored as integers, naming it, before its shape
+    is read as if it were the matrix (DeepSeek-V4's release packs two FP4
+    values per int8 byte: ``[out, in / 2]``, ``expert_dtype`` ``"fp4"``)."""
+    for b in blocks:
+        for key, scale in ((b.up, b.up_scale), (b.down, b.down_scale), (b.gate, b.gate_scale)):
+            # With a scale of a known name beside it, _check_quantized names both.
+            if key is None or scale is not None or ckpt.dtype(key) not in _INTEGER:
+                continue
+            fp4 = config.get("expert_dtype")
+            hint = (
+                f" (config.json expert_dtype = {fp4!r}: FP4 values packed two to a byte, with "
+                "E8M0 scales)"
+                if isinstance(fp4, str) and fp4.lower() == "fp4"
+                else ""
+            )
+            raise CheckpointError(
+                f"{ckpt.source}: {key} is stored as {ckpt.dtype(key)}{hint}: integer codes, "
+                "which skipsearch cannot dequantize; it decides real weights and FP8 ones with "
+                "their scales: convert the checkpoint to bf16 or float32 first"
+            )
 
 
 def _check_quantized(
