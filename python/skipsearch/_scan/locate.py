@@ -996,9 +996,10 @@ def _refuse_integer_codes(ckpt: Checkpoint, blocks: list[Any], config: dict[str,
                 else ""
             )
             raise CheckpointError(
-                f"{ckpt.source}: {key} is stored as {ckpt.dtype(key)}{hint}: integer codes, "
-                "which skipsearch cannot dequantize; it decides real weights and FP8 ones with "
-                "their scales: convert the checkpoint to bf16 or float32 first"
+                f"{ckpt.source}: {key} has dtype {ckpt.dtype(key)}; expected a float dtype"
+                f"{hint}: integer codes, which skipsearch cannot dequantize; it decides real "
+                "weights and FP8 ones with their scales: convert the checkpoint to bf16 or "
+                "float32 first"
             )
 
 
