@@ -75,7 +75,19 @@ pub fn dominant_neurons(block: &Block, tol: f64) -> Option<Exclusion> {
         .into_par_iter()
         .map(|i| {
             let u = block.w_up.row(i);
-            let lo = down(c_lo * v_lo[i] * norm_lower(u), 3);
+            // A nonzero column whose plain squares overflowed (or all
+            // underflowed) has the valid but useless lower bound 0: that
+            // column alone is gathered and bounded with rescaling, as a
+            // huge neuron is exactly what this stage must see.
+            let v_lo_i = if v_lo[i] == 0.0 && v_hi[i] != 0.0 {
+                let v: Vec<f64> = (0..block.w_down.rows())
+                    .map(|p| block.w_down.get(p, i))
+                    .collect();
+                norm_lower(&v)
+            } else {
+                v_lo[i]
+            };
+            let lo = down(c_lo * v_lo_i * norm_lower(u), 3);
             let hi = up(c_hi * v_hi[i] * norm_upper(u), 3);
             (lo, hi)
         })
@@ -152,5 +164,27 @@ mod tests {
         assert!(ex.bound > 1e20 && ex.bound < 1e31, "{}", ex.bound);
         // Not when the tolerance asks for more than the terms give.
         assert_eq!(dominant_neurons(&big, 1e40), None);
+    }
+
+    #[test]
+    fn a_column_whose_squares_overflow_is_still_excluded() {
+        // W_down[3, 5] = 1e300: its square overflows, so the row-by-row
+        // sums bound that column's norm below by 0 only; the neuron must
+        // still be excluded, with a bound near 1e300.
+        let (m, d) = (24, 4);
+        let block = random_block(m, d, 10);
+        let mut v = block.w_down.data().to_vec();
+        v[3 * m + 5] = 1e300;
+        let big = Block::new(
+            block.w_up.clone(),
+            Matrix::from_vec("W_down", d, m, v).unwrap(),
+            None,
+            block.skip.clone(),
+            1.0,
+        )
+        .unwrap();
+        let ex = dominant_neurons(&big, 1e-8).expect("the huge neuron");
+        assert_eq!(ex.neurons(), vec![5]);
+        assert!(ex.bound > 1e290, "{}", ex.bound);
     }
 }
