@@ -129,11 +129,13 @@ def platform() -> str:
 _PLATFORM_FREE = ("verdict", "status", "exact")
 
 
-def _differences(old: Any, new: Any, same_platform: bool, path: str = "") -> list[str]:
+def _differences(
+    old: Any, new: Any, same_platform: bool, path: str = "", ignore: tuple[str, ...] = ()
+) -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
         out = []
         for k in sorted(set(old) | set(new)):
-            if not same_platform and k not in _PLATFORM_FREE:
+            if (not same_platform and k not in _PLATFORM_FREE) or k in ignore:
                 continue
             out += _differences(old.get(k), new.get(k), same_platform, f"{path}.{k}")
         return out
@@ -148,9 +150,11 @@ def _differences(old: Any, new: Any, same_platform: bool, path: str = "") -> lis
 class Table:
     """The rows one test module observes, and the stored table."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, ignore: tuple[str, ...] = ()) -> None:
         self.path = DIR / f"{name}.json.gz"
         self.rows: dict[str, Any] = {}
+        #: Row fields recorded but not compared: those that depend on time.
+        self.ignore = ignore
 
     def observe(self, key: str, row: Any) -> None:
         self.rows[key] = row
@@ -186,5 +190,8 @@ class Table:
                 "(SKIPSEARCH_GOLDEN_RECORD=1) before changing the engine"
             )
         for k in common:
-            problems += [f"{k}{p}" for p in _differences(old[k], self.rows[k], same_platform)]
+            problems += [
+                f"{k}{p}"
+                for p in _differences(old[k], self.rows[k], same_platform, ignore=self.ignore)
+            ]
         return problems

@@ -141,7 +141,11 @@ def test_blocks_match_the_stored_table():
     reason="the default checkpoint's package is not installed",
 )
 def test_minilm_scan_matches_the_stored_table():
-    table = golden_table.Table("minilm")
+    # MiniLM's brackets end as "bounds": the local search runs within a time
+    # budget (1.5 times the decision's), so on a loaded machine it finds a
+    # worse set, or none. The best set is recorded but not compared; what
+    # was decided is.
+    table = golden_table.Table("minilm", ignore=("best_subset",))
     for report in skipsearch.scan(progress=False):
         row = golden_table.absorption_row(report.result)
         row["block"] = report.block

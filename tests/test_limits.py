@@ -64,6 +64,22 @@ def test_without_the_lattice_extra_an_integer_block_is_honestly_undecided(withou
     assert "the genericity check failed" in r.reason
 
 
+def test_a_time_limit_below_the_exact_estimate_tries_the_cheap_certificates_first(rng):
+    # m = 8192, d = 1024: the exact path's Gram matrix (m^2 d = 6.9e10
+    # multiply-adds) is estimated at well over 0.3 s on any CPU this runs
+    # on, while Y = A proves the bound in O(m d). Under distance=None the
+    # limit must not leave the block undecided for want of the exact path.
+    W_up = rng.standard_normal((8192, 1024))
+    W_down = 1e-3 * rng.standard_normal((1024, 8192))
+    r = skipsearch.find_absorbing_subset(W_up, W_down, time_limit=0.3)
+    assert r.stats.exact_seconds_estimate > 0.3
+    assert (r.verdict, r.argument, r.status) == ("not_absorbable", "certificate", "complete")
+    assert r.distance_bound > 0.5 and r.relaxation_distance is None
+    # distance=True asks for the exact path whatever the limit.
+    r = skipsearch.find_absorbing_subset(W_up, W_down, time_limit=0.3, distance=True)
+    assert (r.verdict, r.status) == ("undecided", "time_limit")
+
+
 def test_results_do_not_depend_on_threads(rng):
     planted, _, _ = planted_block(rng, 24, 24, 300, 30, bias=True)
     W = rng.standard_normal((200, 20)), rng.standard_normal((20, 200))

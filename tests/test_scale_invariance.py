@@ -391,3 +391,25 @@ def test_the_baseline_never_raises_on_terms_beyond_the_range() -> None:
             assert r.verdict in ("undecided", core.verdict), (s, sa, r)
             if core.verdict != "undecided":
                 assert r.verdict == core.verdict
+
+
+@pytest.mark.parametrize("side", ["column", "row"])
+@pytest.mark.parametrize("k", [-1000, -659, 659, 1000])
+def test_a_dead_neurons_other_side_at_any_exponent_changes_nothing(side: str, k: int) -> None:
+    """Neuron 1 has a zero row (or a zero column): its term is 0 whatever its
+    other side holds. That side at 2^659 set W_down's scale and overflowed
+    the Gram matrix (inf * 0): absorbable became undecided (a breaker
+    helper's find)."""
+    W_up, W_down = np.array([[1.0], [0.0]]), np.array([[-1.0, 1.0]])
+    if side == "row":
+        W_up, W_down = np.array([[1.0], [1.0]]), np.array([[-1.0, 0.0]])
+    ref = skipsearch.find_absorbing_subset(W_up, W_down)
+    assert (ref.verdict, ref.subset.tolist()) == ("absorbable", [0])
+    if side == "column":
+        W_down = W_down.copy()
+        W_down[0, 1] = 2.0**k
+    else:
+        W_up = W_up.copy()
+        W_up[1, 0] = 2.0**k
+    r = skipsearch.find_absorbing_subset(W_up, W_down)
+    assert (r.verdict, r.status, r.subset.tolist()) == ("absorbable", "complete", [0])

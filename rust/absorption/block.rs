@@ -359,13 +359,56 @@ impl<'a> Block<'a> {
     /// whether both steps were exact, and whether the neurons were moved
     /// (their rows are then not the caller's up to one common power of two,
     /// so the genericity check must look at [`Block::balanced`]'s block).
+    ///
+    /// A dead neuron (a zero row or a zero column) adds the term 0 whatever
+    /// its other side holds, so that side is cleared first: a `2^659`
+    /// column beside a zero row would otherwise set `W_down`'s scale and
+    /// overflow the Gram matrix (`inf * 0`), making a power-of-two
+    /// rescaling of a dead neuron change the verdict.
     pub fn balanced_per_neuron(&self) -> (Block<'a>, i32, bool, bool) {
-        let (balanced, k_skip, exact) = self.balanced();
+        let cleared = self.dead_sides_cleared();
+        let block = cleared.as_ref().unwrap_or(self);
+        let (balanced, k_skip, exact) = block.balanced();
         let Some(moved) = balanced.neurons_balanced() else {
-            return (balanced, k_skip, exact, false);
+            return (balanced, k_skip, exact, cleared.is_some());
         };
         let (again, k2, exact2) = moved.balanced();
         (again, k_skip + k2, exact && exact2, true)
+    }
+
+    /// The block with the nonzero side of every dead neuron (a zero row of
+    /// `W_up` beside a nonzero column of `W_down`, or the reverse) set to
+    /// zero, `b_up` with it; None when no neuron is so. Every term `c v_i
+    /// u_i^T` is unchanged (it was 0), and the neuron stays dead.
+    fn dead_sides_cleared(&self) -> Option<Block<'a>> {
+        let m = self.width();
+        let up_zero: Vec<bool> = (0..m)
+            .map(|i| self.w_up.row(i).iter().all(|&x| x == 0.0))
+            .collect();
+        let down_max =
+            crate::linalg::matrix::column_fold(&self.w_down, 0.0, |a, _, v| a.max(v.abs()));
+        let half: Vec<usize> = (0..m)
+            .filter(|&i| up_zero[i] != (down_max[i] == 0.0))
+            .collect();
+        if half.is_empty() {
+            return None;
+        }
+        let (d_out, d_in) = self.skip.shape();
+        let mut out = self.clone();
+        for &i in &half {
+            if up_zero[i] {
+                let data = out.w_down.data_mut();
+                for p in 0..d_out {
+                    data[p * m + i] = 0.0;
+                }
+            } else {
+                out.w_up.data_mut()[i * d_in..(i + 1) * d_in].fill(0.0);
+                if let Some(b) = out.b_up.as_mut() {
+                    b[i] = 0.0;
+                }
+            }
+        }
+        Some(out)
     }
 
     /// Each neuron's row and column balanced against each other (see

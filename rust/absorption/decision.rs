@@ -153,11 +153,17 @@ impl Decision<'_, '_> {
     }
 
     /// Whether the exact path runs: asked for, or left to `Auto` and within
-    /// the memory budget and the time budget (whose estimate is recorded).
+    /// the memory budget, the time budget and what is left of the time
+    /// limit (the estimate is recorded). A time limit shorter than the
+    /// estimate takes the verdict-first path, whose `Y = A` certificate
+    /// costs `O(m d)` and may settle the block before the limit, where the
+    /// exact path would stop undecided.
     fn exact_path(&mut self) -> bool {
         let (options, m) = (self.options, self.block.width());
-        let within_budget = match options.exact_seconds {
-            Some(budget) if options.distance == Distance::Auto => {
+        let left = self.budget.remaining().time_limit.map(|t| t.as_secs_f64());
+        let limits = [options.exact_seconds, left];
+        let within_budget =
+            if options.distance == Distance::Auto && limits.iter().any(Option::is_some) {
                 let (d_out, d_in) = self.block.skip.shape();
                 let estimate = relaxation::exact_path_seconds(
                     (m, d_out, d_in),
@@ -166,10 +172,10 @@ impl Decision<'_, '_> {
                     options.keep_certificate,
                 );
                 self.out.exact_estimate = Some(estimate);
-                estimate <= budget
-            }
-            _ => true,
-        };
+                limits.iter().flatten().all(|&seconds| estimate <= seconds)
+            } else {
+                true
+            };
         match options.distance {
             Distance::Exact => true,
             Distance::Bound => false,

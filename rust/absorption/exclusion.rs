@@ -75,19 +75,7 @@ pub fn dominant_neurons(block: &Block, tol: f64) -> Option<Exclusion> {
         .into_par_iter()
         .map(|i| {
             let u = block.w_up.row(i);
-            // A nonzero column whose plain squares overflowed (or all
-            // underflowed) has the valid but useless lower bound 0: that
-            // column alone is gathered and bounded with rescaling, as a
-            // huge neuron is exactly what this stage must see.
-            let v_lo_i = if v_lo[i] == 0.0 && v_hi[i] != 0.0 {
-                let v: Vec<f64> = (0..block.w_down.rows())
-                    .map(|p| block.w_down.get(p, i))
-                    .collect();
-                norm_lower(&v)
-            } else {
-                v_lo[i]
-            };
-            let lo = down(c_lo * v_lo_i * norm_lower(u), 3);
+            let lo = down(c_lo * v_lo[i] * norm_lower(u), 3);
             let hi = up(c_hi * v_hi[i] * norm_upper(u), 3);
             (lo, hi)
         })

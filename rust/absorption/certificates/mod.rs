@@ -29,7 +29,8 @@ use crate::absorption::{Evidence, Finding, Numerics, Outcome, Step};
 use crate::limits::{Budget, Stop};
 use crate::linalg::matrix::{column_fold, Matrix};
 use crate::rigor::rounding::{
-    down, gamma, inverse_scale, norm_upper, unscale_up, unscaled_is_safe, up, Expansion, TINY,
+    down, gamma, inverse_scale, norm_upper, unscale_down, unscale_up, unscaled_is_safe, up,
+    Expansion, TINY,
 };
 
 /// The largest `m * d_out * d_in` for which the certificate check falls
@@ -321,24 +322,52 @@ fn exact_interval_bound(block: &Block, ys: &Matrix, scale: f64, estimate: f64) -
 /// row (each column scaled by a power of two near its largest entry).
 pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
     let rows = w.rows();
-    let bound = |t: f64, s: f64, b: f64| {
-        if b == 0.0 || !b.is_finite() {
-            return b;
-        }
-        let root = (t * (1.0 + gamma(rows + 2)) + rows as f64 * TINY).sqrt();
-        unscale_up(up(root, 2), s)
-    };
-    // One pass for the plain squares and the largest entries; the columns
-    // are rescaled only when plain squares could overflow or lose more
-    // than the TINY allowance.
+    let (sum, scale, big) = column_scaled_squares(w);
+    sum.iter()
+        .zip(&scale)
+        .zip(&big)
+        .map(|((&t, &s), &b)| {
+            if b == 0.0 || !b.is_finite() {
+                return b;
+            }
+            let root = (t * (1.0 + gamma(rows + 2)) + rows as f64 * TINY).sqrt();
+            unscale_up(up(root, 2), s)
+        })
+        .collect()
+}
+
+/// Lower bounds on the Euclidean norms of the columns of `w`, read row by
+/// row and scaled as [`column_norms_upper`] scales them: each square and
+/// the sum round down by at most `gamma(rows + 2)`, each square that
+/// underflows loses at most `TINY`, and the root rounds once more. 0 for a
+/// zero column, or one with an entry that is not finite.
+pub fn column_norms_lower(w: &Matrix) -> Vec<f64> {
+    let rows = w.rows();
+    let (sum, scale, big) = column_scaled_squares(w);
+    sum.iter()
+        .zip(&scale)
+        .zip(&big)
+        .map(|((&t, &s), &b)| {
+            if b == 0.0 || !b.is_finite() || !t.is_finite() {
+                return 0.0;
+            }
+            let sq = (down(t, rows + 2) - rows as f64 * TINY).max(0.0);
+            unscale_down(down(sq.sqrt(), 2), s)
+        })
+        .collect()
+}
+
+/// Per column of `w`: its sum of squares after scaling by a power of two,
+/// that power, and its largest `|entry|`. The scale is 1 for every column
+/// when no plain square can overflow or lose more than the `TINY`
+/// allowance (one pass); otherwise each column is scaled near its largest
+/// entry ([`inverse_scale`]) in a second pass.
+fn column_scaled_squares(w: &Matrix) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (plain, big) = column_squares_and_max(w);
     let safe = |(t, b): (&f64, &f64)| t.is_finite() && (*b == 0.0 || unscaled_is_safe(*b));
     if plain.iter().zip(&big).all(safe) {
-        return plain
-            .iter()
-            .zip(&big)
-            .map(|(&t, &b)| bound(t, 1.0, b))
-            .collect();
+        let ones = vec![1.0; plain.len()];
+        return (plain, ones, big);
     }
     let scale: Vec<f64> = big
         .iter()
@@ -354,35 +383,11 @@ pub fn column_norms_upper(w: &Matrix) -> Vec<f64> {
         let y = x * scale[j];
         acc + y * y
     });
-    sum.iter()
-        .zip(&scale)
-        .zip(&big)
-        .map(|((&t, &s), &b)| bound(t, s, b))
-        .collect()
+    (sum, scale, big)
 }
 
-/// Per column of `w`: the sum of squares (rows in order) and the largest
+/// Per column: the sum of squares (rows in order) and the largest
 /// `|entry|`, in one parallel pass over the rows.
-/// Lower bounds on the Euclidean norms of the columns of `w`, from the
-/// plain sums of squares: each square and the sum round down by at most
-/// `gamma(rows + 2)`, and each square that underflows loses at most
-/// `TINY`; the root rounds once more. 0 (a valid bound) for a column whose
-/// sum is not finite.
-pub fn column_norms_lower(w: &Matrix) -> Vec<f64> {
-    let rows = w.rows();
-    let (plain, _) = column_squares_and_max(w);
-    plain
-        .iter()
-        .map(|&t| {
-            if !t.is_finite() {
-                return 0.0;
-            }
-            let sq = (down(t, rows + 2) - rows as f64 * TINY).max(0.0);
-            down(sq.sqrt(), 2)
-        })
-        .collect()
-}
-
 fn column_squares_and_max(w: &Matrix) -> (Vec<f64>, Vec<f64>) {
     const COLUMNS: usize = 2048;
     let (rows, cols) = w.shape();
@@ -522,6 +527,36 @@ mod tests {
         }
         assert_eq!(n[1], 0.0);
         assert!(n[0] >= 13.0 && n[0] < 13.0 * (1.0 + 1e-14));
+    }
+
+    #[test]
+    fn column_lower_bounds_see_columns_whose_squares_overflow_or_underflow() {
+        // Columns of norm 13e300 (squares overflow), 13e-300 (squares
+        // underflow), 13 and 0: the lower bound is within a few ulps of
+        // the norm for each nonzero one, never above it, and 0 for zero.
+        let w = Matrix::from_vec(
+            "W",
+            3,
+            4,
+            vec![
+                3e300, 3e-300, 3.0, 0.0, 4e300, -4e-300, 4.0, 0.0, 12e300, 12e-300, 12.0, 0.0,
+            ],
+        )
+        .unwrap();
+        let (lo, hi) = (column_norms_lower(&w), column_norms_upper(&w));
+        for (j, norm) in [13e300, 13e-300, 13.0].into_iter().enumerate() {
+            assert!(
+                lo[j] <= norm && lo[j] > norm * (1.0 - 1e-14),
+                "{j}: {}",
+                lo[j]
+            );
+            assert!(
+                hi[j] >= norm && hi[j] < norm * (1.0 + 1e-14),
+                "{j}: {}",
+                hi[j]
+            );
+        }
+        assert_eq!((lo[3], hi[3]), (0.0, 0.0));
     }
 
     #[test]
