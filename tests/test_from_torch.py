@@ -699,15 +699,22 @@ def test_load_safetensors_widens_bfloat16_and_float8(tmp_path):
     np.testing.assert_array_equal(sd["plain"], plain)
 
 
-def test_load_safetensors_refuses_dtypes_it_cannot_widen(tmp_path):
-    path = tmp_path / "e8m0.safetensors"
-    _write_safetensors(path, {"scale": ("F8_E8M0", (2,), bytes(2))})
+def test_load_safetensors_widens_e8m0_and_refuses_dtypes_it_cannot_widen(tmp_path):
     import safetensors
 
-    if tuple(int(p) for p in safetensors.__version__.split(".")[:3]) >= (0, 6, 1):
-        message = "'scale' has dtype F8_E8M0, which numpy cannot hold"
-    else:  # F8_E8M0 is newer than this safetensors: the refusal names it all the same
-        message = "it holds dtypes F8_E8M0.*upgrade it: pip install -U safetensors"
+    known = tuple(int(p) for p in safetensors.__version__.split(".")[:3]) >= (0, 6, 1)
+    # E8M0 (DeepSeek-V4's block scales) is 2^(e - 127), exactly, 0xff NaN.
+    path = tmp_path / "e8m0.safetensors"
+    _write_safetensors(path, {"scale": ("F8_E8M0", (4,), bytes([0, 127, 130, 255]))})
+    if known:
+        got = load_state_dict(path)["scale"]
+        np.testing.assert_array_equal(got, [2.0**-127, 1.0, 8.0, np.nan])
+    path = tmp_path / "f4.safetensors"
+    _write_safetensors(path, {"codes": ("F4", (4,), bytes(2))})
+    if known:
+        message = "'codes' has dtype F4, which numpy cannot hold"
+    else:  # F4 is newer than this safetensors: the refusal names it all the same
+        message = "it holds dtypes F4.*upgrade it: pip install -U safetensors"
     with pytest.raises(ValueError, match=message):
         load_state_dict(path)
 

@@ -355,6 +355,7 @@ COVERED = {
     "CheckpointMismatch",
     "CheckpointSeriesWarning",
     "GenericityChecks",
+    "HyperConnectionResult",
     "LayerReport",
     "Layout",
     "MLPBlock",
@@ -369,6 +370,19 @@ COVERED = {
     "SubsetSumResult",
     "UnindexedShardWarning",
 }
+
+
+def test_hyper_connection_results_round_trip_equal():
+    W_up = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    W_down = np.array([[-0.5, 0.0, 0.25], [0.0, -0.5, 0.25]])
+    one = np.ones(2)
+    for H in (np.eye(2), np.full((2, 2), 0.5)):
+        r = skipsearch.decide_hyper_connection(W_up, W_down, H, one, one)
+        for copy in _round_trips(r):
+            assert copy == r and hash(copy) == hash(r)
+            assert copy.verdict == r.verdict and copy.stream_result == r.stream_result
+    assert r.verdict == "absorbable"
+    assert skipsearch.decide_hyper_connection(W_up, W_down, np.eye(2), one, one) != r
 
 
 def test_every_exported_class_is_covered():

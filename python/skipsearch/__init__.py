@@ -95,12 +95,17 @@ from skipsearch.construction import (
     relative_output_error,
     residual_block_output,
 )
+from skipsearch.hyper_connections import (
+    HyperConnectionResult,
+    decide_hyper_connection,
+    hyper_connection_output,
+)
 from skipsearch.io.layouts import Layout
 from skipsearch.options import DistanceMode, SearchOptions
 from skipsearch.result import AbsorptionResult, GenericityChecks, SearchStats, StackResult
 from skipsearch.scan import BlockReport, LayerReport, scan, scan_checkpoint
 from skipsearch.subset_sum import SubsetSumResult, subset_sum
-from skipsearch.torch_adapter import from_torch, load_state_dict
+from skipsearch.torch_adapter import from_hyper_connection, from_torch, load_state_dict
 
 __all__ = [
     "ACTIVATIONS",
@@ -118,6 +123,7 @@ __all__ = [
     "DistanceMode",
     "GenericityCheck",
     "GenericityChecks",
+    "HyperConnectionResult",
     "LayerReport",
     "Layout",
     "MLPBlock",
@@ -140,12 +146,15 @@ __all__ = [
     "baseline",
     "build_skip_free_block",
     "check_certificate",
+    "decide_hyper_connection",
     "decide_stack",
     "document_to_pandas",
     "document_to_polars",
     "find_absorbing_subset",
+    "from_hyper_connection",
     "from_torch",
     "get_activation",
+    "hyper_connection_output",
     "known_activations",
     "leaky_relu",
     "load_state_dict",

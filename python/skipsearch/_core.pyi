@@ -19,6 +19,7 @@ __all__ = [  # noqa: RUF022 - the module's own order, which tests/test_typing.py
     "GramMatrix",
     "KernelTree",
     "search_flip_set",
+    "genericity_checks",
     "enumerate_bounded",
     "root_prefixes",
     "search_subtrees",
@@ -177,6 +178,23 @@ class GramMatrix:
     @property
     def nbytes(self) -> int:
         """Bytes held (0 once a bracket has taken it)."""
+
+def genericity_checks(
+    w_up: npt.NDArray[np.float64],
+    w_down: npt.NDArray[np.float64],
+    b_up: Optional[npt.NDArray[np.float64]],
+    check: str,
+    tol: float,
+    threads: Optional[int] = None,
+) -> _Genericity:
+    """The genericity checks of ``search_flip_set`` alone: dead neurons
+    (``W_up[i] = 0`` or ``W_down[:, i] = 0``) and the rows of ``[W_up |
+    b_up]`` that fail ``check`` (``"non_proportional"``,
+    ``"distinct_up_to_sign"`` or ``"none"``) at ``tol``, on the rows
+    balanced by a power of two as the search reads them.
+    ``skipsearch.hyper_connections`` needs them where the mixing alone
+    proves that no flip set exists.
+    """
 
 def search_flip_set(
     w_up: npt.NDArray[np.float64],

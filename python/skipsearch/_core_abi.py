@@ -7,4 +7,4 @@ of failing later with an ``AttributeError`` or a wrong result.
 """
 
 #: Must equal ``CORE_ABI`` in ``rust/python/mod.rs`` (exposed as ``skipsearch._core.__abi__``).
-CORE_ABI = 11
+CORE_ABI = 12

@@ -28,6 +28,7 @@ from typing import Any, Optional, Union, cast
 import numpy as np
 
 from skipsearch._float_env import in_standard_float_env
+from skipsearch._torch.hyper_connections import read_hyper_connection
 from skipsearch._torch.modules import dispatch
 from skipsearch._torch.tensors import BF16_TOL, Widened, stored_tol, to_numpy
 from skipsearch._warnings import PrecisionWarning
@@ -35,7 +36,7 @@ from skipsearch.absorption import MLPBlock
 from skipsearch.activations import Activation
 from skipsearch.io.checkpoints import check_torch_load_safe
 
-__all__ = ["BF16_TOL", "from_torch", "load_state_dict"]
+__all__ = ["BF16_TOL", "from_hyper_connection", "from_torch", "load_state_dict"]
 
 
 @in_standard_float_env
@@ -200,6 +201,67 @@ def from_torch(module: Any, *, activation: Optional[Union[str, Activation]] = No
                 stacklevel=2,
             )
     return block
+
+
+@in_standard_float_env
+def from_hyper_connection(
+    module: Any,
+    *,
+    branch: Any = None,
+    activation: Optional[Union[str, Activation]] = None,
+) -> dict[str, Any]:
+    """Read a hyper-connection module of lucidrains' ``hyper-connections``
+    package and the FFN it wraps.
+
+    Parameters
+    ----------
+    module : HyperConnections or ManifoldConstrainedHyperConnections
+        The module (or a duck-typed equivalent with the same class and
+        parameter names): ``static_alpha`` of shape ``(n, 1 + n)``,
+        ``static_beta`` of shape ``(n,)``, ``dynamic_alpha_fn``,
+        ``dynamic_beta_fn`` and their scales (``dynamic_alpha_scale`` and
+        ``dynamic_beta_scale``; mHC: ``pre_branch_scale``, ``residual_scale``
+        and ``h_post_scale``), with ``num_fracs = 1``, ``num_input_views =
+        1``, the plain sum as ``depth_residual_fn`` and no
+        ``residual_transform``.
+    branch : module, optional
+        The FFN, in any layout :func:`from_torch` reads. Default: the
+        module's own ``.branch``.
+    activation : str or Activation, optional
+        As for :func:`from_torch`.
+
+    Returns
+    -------
+    dict
+        The keyword arguments of
+        :func:`skipsearch.decide_hyper_connection`: ``W_up``, ``W_down``,
+        ``H_res = static_alpha[:, 1:]``, ``H_pre = static_alpha[:, 0]``,
+        ``H_post = static_beta`` (mHC: ``H_res`` through the module's own
+        ``residual_mix_constraint_fn``, ``H_pre`` through a sigmoid and
+        ``H_post`` through ``2 sigmoid``, as its forward computes them at
+        a zero dynamic part, in the module's precision and then float64),
+        the FFN's ``activation``, biases and gate, and ``dynamic``, the
+        (projection, scale) pairs of the token-dependent part.
+
+    Raises
+    ------
+    ValueError
+        Another class, or an option this reading does not cover (fractions,
+        several input views, a custom ``depth_residual_fn`` or
+        ``residual_transform``, no branch), named in the message; every
+        error of :func:`from_torch` for the branch.
+    TypeError
+        A missing parameter, or one that is not a real numeric tensor.
+
+    References
+    ----------
+    Zhu et al. 2024, arXiv:2409.19606 (hyper-connections); Xie et al. 2025,
+    arXiv:2512.24880 (mHC); the module and parameter names are those of
+    lucidrains/hyper-connections.
+    """
+    if module is None:
+        raise TypeError("from_hyper_connection needs a module, got None")
+    return read_hyper_connection(module, branch, activation, Widened())
 
 
 # --------------------------------------------------------------------------

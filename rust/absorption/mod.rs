@@ -388,6 +388,23 @@ fn value_tolerance(tol: f64) -> f64 {
     (1e3 * tol).clamp(1e-6, 0.25)
 }
 
+/// The genericity check alone (dead neurons, proportional or equal rows of
+/// `[W_up | b_up]`), on the rows balanced by one power of two as
+/// [`decide`] reads them, so that both report the same: a hyper-connection
+/// block needs it on its own `W_up` when its mixing already proves that no
+/// flip set exists (docs/theory.md section 4.6).
+pub fn check_genericity(
+    block: &Block,
+    check: GenericityCheck,
+    tol: f64,
+    threads: Option<usize>,
+) -> Result<GenericityReport, Error> {
+    Options::new(tol, check).validate()?;
+    let pool = crate::limits::worker_pool(threads)?;
+    let (rows, _, _) = pool.install(|| block.balanced());
+    Ok(pool.install(|| genericity::genericity_report(&rows, check, tol)))
+}
+
 /// Decide whether some flip set `S` satisfies `c W_down[:, S] W_up[S, :] = -A`.
 ///
 /// Runs on a pool of `options.threads` workers and stops early when `cancel`

@@ -52,6 +52,54 @@ impl GramMatrix {
     }
 }
 
+/// The genericity record (`_Genericity`) of a report.
+fn genericity_dict<'py>(py: Python<'py>, g: &GenericityReport) -> PyResult<Bound<'py, PyDict>> {
+    let gd = PyDict::new(py);
+    gd.set_item("check", g.check.as_str())?;
+    gd.set_item(
+        "dead",
+        PyArray1::from_vec(py, g.dead.iter().map(|&i| i as i64).collect()),
+    )?;
+    let flat: Vec<i64> = g
+        .pairs
+        .iter()
+        .flat_map(|&(i, j)| [i as i64, j as i64])
+        .collect();
+    gd.set_item("pairs", flat.into_pyarray(py).reshape([g.pairs.len(), 2])?)?;
+    gd.set_item("pair_count", g.pair_count)?;
+    Ok(gd)
+}
+
+/// The genericity check alone; see `skipsearch._core.pyi`.
+#[pyfunction]
+#[pyo3(signature = (w_up, w_down, b_up, check, tol, threads=None))]
+pub(super) fn genericity_checks<'py>(
+    py: Python<'py>,
+    w_up: PyReadonlyArray2<'py, f64>,
+    w_down: PyReadonlyArray2<'py, f64>,
+    b_up: Option<PyReadonlyArray1<'py, f64>>,
+    check: &str,
+    tol: f64,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let check = parse_check(check)?;
+    let (d_out, d_in) = (w_down.as_array().nrows(), w_up.as_array().ncols());
+    let skip = Matrix::zeros(d_out, d_in);
+    let b_up = b_up.map(|b| b.as_array().iter().copied().collect());
+    let block = Block::new(
+        borrowed("W_up", &w_up)?,
+        borrowed("W_down", &w_down)?,
+        b_up,
+        skip,
+        1.0,
+    )
+    .map_err(PyErr::from)?;
+    let report = py
+        .detach(|| check_genericity(&block, check, tol, threads))
+        .map_err(PyErr::from)?;
+    genericity_dict(py, &report)
+}
+
 /// Search for a flip set; see `skipsearch._core.pyi`.
 #[pyfunction]
 #[pyo3(signature = (w_up, w_down, skip, b_up, flip_constant, tol, check, time_limit=None, node_limit=None, threads=None, flip_constant_lo=0.0, distance=None, memory_limit=None, keep_gram=false, exact_seconds=None, keep_certificate=true))]
@@ -180,20 +228,7 @@ pub(super) fn search_flip_set<'py>(
         None => d.set_item("certificate", py.None())?,
     }
     match &outcome.genericity {
-        Some(g) => {
-            let gd = PyDict::new(py);
-            gd.set_item("check", g.check.as_str())?;
-            gd.set_item("dead", subset_array(&g.dead))?;
-            let flat: Vec<i64> = g
-                .pairs
-                .iter()
-                .flat_map(|&(i, j)| [i as i64, j as i64])
-                .collect();
-            let pairs = flat.into_pyarray(py).reshape([g.pairs.len(), 2])?;
-            gd.set_item("pairs", pairs)?;
-            gd.set_item("pair_count", g.pair_count)?;
-            d.set_item("genericity", gd)?;
-        }
+        Some(g) => d.set_item("genericity", genericity_dict(py, g)?)?,
         None => d.set_item("genericity", py.None())?,
     }
     d.set_item("rank", outcome.rank)?;

@@ -27,8 +27,8 @@ use pyo3::types::PyDict;
 
 use crate::absorption::block::Block;
 use crate::absorption::bracket;
-use crate::absorption::genericity::GenericityCheck;
-use crate::absorption::{decide, Distance, Evidence, Finding, Options};
+use crate::absorption::genericity::{GenericityCheck, GenericityReport};
+use crate::absorption::{check_genericity, decide, Distance, Evidence, Finding, Options};
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::linalg::matrix::Matrix;
@@ -196,7 +196,7 @@ pub(super) fn run_on_pool_until<T: Send>(
 /// the revision the Python files expect; the package refuses to import a core
 /// built from other sources. Bump both whenever a binding's arguments or
 /// returned fields change.
-const CORE_ABI: u32 = 11;
+const CORE_ABI: u32 = 12;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -205,6 +205,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<absorption::GramMatrix>()?;
     m.add_class::<subset_sum::KernelTree>()?;
     m.add_function(wrap_pyfunction!(absorption::search_flip_set, m)?)?;
+    m.add_function(wrap_pyfunction!(absorption::genericity_checks, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::enumerate_bounded, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::root_prefixes, m)?)?;
     m.add_function(wrap_pyfunction!(subset_sum::search_subtrees, m)?)?;

@@ -54,7 +54,8 @@ def summary(reports: list[BlockReport]) -> Counter[Verdict]:
 def scan_reports(path: str) -> Counter[Verdict]:
     """Not run by the test (it needs a checkpoint); only type-checked."""
     reports: list[BlockReport] = skipsearch.scan(path, tol=1e-3, distance=False)
-    return summary(reports)
+    bounded: list[BlockReport] = skipsearch.scan(path, distance="bound")
+    return summary(reports + bounded)
 
 
 def main() -> None:
@@ -89,6 +90,16 @@ def main() -> None:
         [skipsearch.MLPBlock(np.eye(2), -np.eye(2)), {"W_up": np.eye(2), "W_down": -np.eye(2)}]
     )
     assert stack.verdict == "absorbable" and all(b.verdict == "absorbable" for b in stack.blocks)
+
+    # What the functions accept at run time, their annotations accept too:
+    # a memory limit written as a float, and the distance modes by name.
+    bounded = skipsearch.find_absorbing_subset(W_up, W_down, memory_limit=8e9, distance="bound")
+    assert bounded.verdict == g.verdict
+    assert skipsearch.SearchOptions(memory_limit=8e9, distance="exact").memory_limit == 8e9
+
+    hc = skipsearch.decide_hyper_connection(W_up[:, :2], W_down[:2], np.eye(2), [1.0, 1.0], [1, 1])
+    hc_verdict: Verdict = hc.verdict
+    assert hc_verdict in ("not_absorbable", "undecided")
 
 
 if __name__ == "__main__":

@@ -382,10 +382,10 @@ class _File(StoredFile):
 
     def get(self, key: str, index: Optional[int] = None) -> np.ndarray:
         dtype = self.dtype(key)
-        if dtype not in _STORED and dtype not in ("BF16", "F8_E4M3", "F8_E5M2"):
+        if dtype not in _STORED and dtype not in ("BF16", *_FLOAT8_TABLES):
             raise CheckpointError(
                 f"{self.path}: tensor {key!r} has dtype {dtype}, which numpy cannot hold and "
-                "skipsearch does not widen (it widens F16, BF16, F8_E4M3 and F8_E5M2)"
+                "skipsearch does not widen (it widens F16, BF16, F8_E4M3, F8_E5M2 and F8_E8M0)"
             )
         shape = self.shape(key)
         if index is not None:
@@ -402,7 +402,7 @@ class _File(StoredFile):
             bits = raw.view("<u2").astype(np.uint32)
             bits <<= 16
             array = bits.view(np.float32)
-        elif dtype in ("F8_E4M3", "F8_E5M2"):
+        elif dtype in _FLOAT8_TABLES:
             array = _float8(raw, dtype)
         elif dtype == "F16":
             array = raw.view(_STORED[dtype]).astype(np.float32)
@@ -484,7 +484,21 @@ def _float8_table(dtype: str) -> np.ndarray:
     return (sign * value).astype(np.float32)
 
 
-_FLOAT8_TABLES = {dtype: _float8_table(dtype) for dtype in ("F8_E4M3", "F8_E5M2")}
+def _e8m0_table() -> np.ndarray:
+    """The float32 value of each E8M0 code (the OCP microscaling scale:
+    ``2^(e - 127)``, 0xff NaN), exactly: DeepSeek-V4's block scales. Codes
+    0 and 1 are 2^-127 and 2^-126, below float32's normal range but held
+    exactly as subnormals."""
+    exponent = np.arange(256, dtype=np.float64) - 127
+    value = np.exp2(exponent)
+    value[255] = np.nan
+    return value.astype(np.float32)
+
+
+_FLOAT8_TABLES = {
+    **{dtype: _float8_table(dtype) for dtype in ("F8_E4M3", "F8_E5M2")},
+    "F8_E8M0": _e8m0_table(),
+}
 
 
 def _float8(raw: np.ndarray, dtype: str) -> np.ndarray:
