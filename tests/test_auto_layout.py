@@ -108,6 +108,29 @@ def test_square_transposable_names_are_ambiguous(tmp_path):
     with pytest.raises(CheckpointError, match="ambiguous: 2 mappings") as info:
         skipsearch.scan(path)
     assert "gpt2" in str(info.value) and "gpt_bigcode" in str(info.value)
+    assert "differ only in the storage order" in str(info.value)
+    assert "--transpose says the weights are stored (in, out)" in str(info.value)
+
+
+def test_the_config_width_settles_the_storage_order_of_the_same_names(tmp_path):
+    # GPT-2's names, stored (in, out) as its Conv1D stores them, under an
+    # unknown model type: the shapes fit gpt2's transposed reading and
+    # gpt_bigcode's plain one alike, and n_embd picks the first (issue 47).
+    rng = np.random.default_rng(8)
+    t = {}
+    for i in range(2):
+        up, down = planted(rng)  # (M, D) and (D, M)
+        t[f"transformer.h.{i}.mlp.c_fc.weight"] = np.ascontiguousarray(up.T)
+        t[f"transformer.h.{i}.mlp.c_proj.weight"] = np.ascontiguousarray(down.T)
+    config = {"model_type": "my_gpt", "activation_function": "relu", "n_embd": D, "n_layer": 2}
+    with pytest.warns(UserWarning, match="automatic"):
+        reports = skipsearch.scan(save(tmp_path / "gpt", t, config))
+    assert [(r.d, r.m) for r in reports] == [(D, M), (D, M)]
+    assert [r.verdict for r in reports] == ["absorbable", "absorbable"]
+    # Without the width nothing settles it: the error names the difference.
+    del config["n_embd"]
+    with pytest.raises(CheckpointError, match="differ only in the storage order"):
+        skipsearch.scan(save(tmp_path / "gpt-no-width", t, config))
 
 
 def test_two_kinds_of_block_are_ambiguous(tmp_path):

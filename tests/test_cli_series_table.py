@@ -238,15 +238,17 @@ def test_notes_are_markers_listed_once(series):
     lines = cli.format_table(reports).splitlines()
     assert lines[0].split()[-1] == "notes"
     assert [line.split()[-1] for line in lines[1:5]] == ["[1][2]", "[1][2]", "[1][3]", "[4]"]
-    assert lines[5:] == [
+    assert lines[5:-1] == [
         f"[1] form: {base[0].form}",
         "[2] tied to the encoder's layer 0",
         "[3] a norm inside the residual branch",
         f"[4] form: {parallel}",
     ]
+    # The legend of the number columns closes the table (issue 47).
+    assert lines[-1].startswith("legend: relaxation distance = ")
     # One form for every row: a line under the table, and no column without a note.
     lines = cli.format_table(base).splitlines()
-    assert lines[0].split()[-1] == "seconds" and lines[-1] == f"form: {base[0].form}"
+    assert lines[0].split()[-1] == "seconds" and lines[-2] == f"form: {base[0].form}"
 
 
 def test_series_notes_go_with_the_block_label(series):
@@ -285,7 +287,16 @@ def test_csv_and_markdown_have_form_and_note(series, capsys):
     assert code == 0 and err == ""
     reader = csv.DictReader(io.StringIO(out))
     # The columns of schema version 3 come last: no earlier column moves.
-    assert reader.fieldnames[-5:] == ["kind", "stack", "expert", "form", "note"]
+    assert reader.fieldnames[-12:-7] == ["kind", "stack", "expert", "form", "note"]
+    assert reader.fieldnames[-7:] == [
+        "hc_streams",
+        "hc_res_min_singular",
+        "hc_res_rank",
+        "hc_dynamic",
+        "hc_pre",
+        "hc_post",
+        "hc_res",
+    ]
     assert reader.fieldnames[:4] == ["model", "step", "family", "block"]
     rows = list(reader)
     assert {(r["kind"], r["stack"], r["expert"], r["form"], r["note"]) for r in rows} == {

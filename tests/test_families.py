@@ -20,7 +20,7 @@ import pytest
 import skipsearch
 from safetensors.numpy import save_file
 from skipsearch.io.checkpoints import Checkpoint, CheckpointError
-from skipsearch.io.layouts import NORM_SCOPES
+from skipsearch.io.layouts import norm_scope
 from skipsearch.scan import SUPPORTED_MODEL_TYPES, describe_checkpoint
 
 from tests.conftest import write_bf16_safetensors
@@ -256,7 +256,10 @@ def test_llama_swiglu_not_absorbable(tmp_path, model_type):
         assert r.result.argument == "linearization"
         assert "linearization" in r.reason
         assert r.relaxation_distance is None
-        assert r.scope == NORM_SCOPES["pre"]
+        assert r.scope == norm_scope("pre", r.form)
+        # One wording for the norm in the scope and the form (issue 47).
+        assert "RMSNorm" in r.form and "pre-norm" in r.scope and "f(RMSNorm(x))" in r.scope
+        assert "LN" not in r.scope.replace("RMSNorm", "")
 
 
 @pytest.mark.parametrize(
@@ -379,7 +382,7 @@ def test_opt_relu_not_absorbable(tmp_path, before, norm):
     assert [r.block for r in reports] == ["model.decoder.layers.0", "model.decoder.layers.1"]
     for r in reports:
         assert (r.family, r.activation, r.d, r.m, r.norm) == ("opt", "relu", D, M, norm)
-        assert r.scope == NORM_SCOPES[norm]
+        assert r.scope == norm_scope(norm, r.form)
         assert r.verdict == "not_absorbable", r.result
         assert r.relaxation_distance > 0.01
         assert r.result.genericity.passed
@@ -451,7 +454,7 @@ def test_gpt_neox_pre_ln(tmp_path):
     assert [r.block for r in reports] == ["gpt_neox.layers.0.mlp", "gpt_neox.layers.1.mlp"]
     for r in reports:
         assert (r.family, r.activation, r.norm) == ("gpt_neox", "gelu", "pre")
-        assert r.scope == NORM_SCOPES["pre"]
+        assert r.scope == norm_scope("pre", r.form)
         assert "pre-LN" in r.scope and "x + f(LN(x))" in r.scope
         assert r.verdict == "not_absorbable", r.result
 
@@ -463,7 +466,7 @@ def test_vit_pre_ln(tmp_path):
     assert [r.verdict for r in reports] == ["absorbable", "not_absorbable"]
     for r in reports:
         assert (r.family, r.activation, r.norm) == ("vit", "gelu", "pre")
-        assert r.scope == NORM_SCOPES["pre"] and "pre-LN" in r.scope
+        assert r.scope == norm_scope("pre", r.form) and "pre-LN" in r.scope
 
 
 @pytest.mark.parametrize(
@@ -487,7 +490,7 @@ def test_bert_post_ln(tmp_path, model_type, prefix):
     assert generic_report.verdict == "not_absorbable", generic_report.result
     for r in reports:
         assert (r.family, r.activation, r.norm) == ("bert", "gelu", "post")
-        assert r.scope == NORM_SCOPES["post"]
+        assert r.scope == norm_scope("post", r.form)
         assert "post-LN" in r.scope and "x + f(x)" in r.scope
 
 
@@ -610,7 +613,7 @@ def test_generic_layout(tmp_path):
     assert reports[0].result.subset.tolist() == list(range(D))
     for r in reports:
         assert (r.family, r.activation, r.d, r.m, r.norm) == ("generic", "relu", D, M, "post")
-        assert r.scope == NORM_SCOPES["post"]
+        assert r.scope == norm_scope("post", r.form)
         # The form agrees with the scope: the LayerNorm after the sum.
         assert r.form.startswith("LN(x + f(x))")
 
@@ -628,7 +631,7 @@ def test_generic_layout_overrides_a_family(tmp_path):
     assert [(r.family, r.activation, r.verdict, r.norm) for r in reports] == [
         ("generic", "swiglu", "not_absorbable", None)
     ] * 2
-    assert reports[0].scope == NORM_SCOPES[None]
+    assert reports[0].scope == norm_scope(None, reports[0].form)
     assert reports[0].form == "x + f(x)"
 
 

@@ -16,7 +16,7 @@ import pytest
 from skipsearch._scan.locate import locate
 from skipsearch._scan.tensors import read_block
 from skipsearch.io.checkpoints import CheckpointError
-from skipsearch.io.layouts import NORM_SCOPES, supported_model_types
+from skipsearch.io.layouts import norm_scope, supported_model_types
 from skipsearch.scan import describe_checkpoint, scan_document
 
 from tests.family_builders import assert_weights
@@ -42,7 +42,7 @@ def assert_not_absorbable(reports, family, blocks, m=M, norm="pre", scale=None):
         tail = (
             "" if scale is None else f"; the model scales f by its residual multiplier a = {scale}"
         )
-        assert r.scope == NORM_SCOPES[norm] + tail
+        assert r.scope == norm_scope(norm, r.form) + tail
 
 
 # -- Phi-3 -------------------------------------------------------------------------------------

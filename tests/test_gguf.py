@@ -645,6 +645,13 @@ def test_deepseek4_gguf_is_undecided(tmp_path):
         assert r.verdict == "undecided"
         assert "hyper-connection" in r.reason and "section 4.6" in r.reason
         assert "hyper_connection.count" in r.form
+    # The mixing figures, from blk.N.hc_ffn_*, against the published forward.
+    from tests.test_hyper_connections import check_mixing
+
+    hc = {
+        i: tuple(t[f"blk.{i}.hc_ffn_{p}.weight"] for p in ("fn", "base", "scale")) for i in (0, 1)
+    }
+    check_mixing(reports, hc, rng, n=streams)
 
 
 def test_olmoe_and_mistral3_gguf_experts(tmp_path):

@@ -286,3 +286,29 @@ def test_a_gguf_repo_in_the_cache(tmp_path, monkeypatch):
     os.remove(blob)
     with pytest.raises(FileNotFoundError, match=r"tiny.F32.gguf .*download is incomplete"):
         skipsearch.scan("acme/tiny-GGUF")
+
+
+def test_a_bare_repo_id_is_read_from_the_cache_or_suggested(tmp_path, monkeypatch):
+    # gpt2, bert-base-uncased, t5-small: canonical ids that from_pretrained
+    # caches as models--gpt2 (issue 47).
+    rng = np.random.default_rng(4)
+    cache = tmp_path / "hub"
+    cache_copy(cache, "gpt2", save(tmp_path / "a", *bert_like(rng)), COMMIT, "main")
+    cache_copy(cache, "gpt2", save(tmp_path / "b", *bert_like(rng, hidden_act="relu")), OTHER, "v2")
+    cache_copy(cache, "acme/tiny-bert", save(tmp_path / "c", *bert_like(rng)), COMMIT, "main")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    assert {r.activation for r in skipsearch.scan("gpt2")} == {"gelu"}
+    assert {r.activation for r in skipsearch.scan("gpt2", revision="v2")} == {"relu"}
+    # Neither a path nor a cached model: the cached org/name ids it may mean.
+    with pytest.raises(FileNotFoundError) as e:
+        skipsearch.scan("tiny-bert")
+    message = str(e.value)
+    assert "checkpoint path does not exist: tiny-bert" in message and str(cache) in message
+    assert "did you mean the repo id 'acme/tiny-bert'?" in message
+    with pytest.raises(FileNotFoundError) as e:
+        skipsearch.scan("nothing-like-it")
+    assert "did you mean" not in str(e.value)
+    # A local folder of that name wins over the cache.
+    save(tmp_path / "gpt2", *bert_like(rng, hidden_act="relu"))
+    assert {r.activation for r in skipsearch.scan("gpt2")} == {"relu"}

@@ -36,12 +36,18 @@ def e4m3_bytes(values) -> bytes:
 
 
 def write_safetensors(path, tensors: dict) -> None:
-    """tensors: name -> ndarray (F32, F64, I8) or ("F8_E4M3", values)."""
+    """tensors: name -> ndarray (F32, F64, I8) or ("F8_E4M3", values) or
+    ("F8_E8M0", powers of two)."""
     header, blobs, offset = {}, [], 0
     for name, value in tensors.items():
         if isinstance(value, tuple):
             dtype, array = value
-            raw = e4m3_bytes(array)
+            if dtype == "F8_E8M0":
+                exponent = np.log2(np.asarray(array, dtype=np.float64)) + 127
+                assert np.all(exponent == np.round(exponent)) and np.all(exponent >= 0)
+                raw = exponent.astype(np.uint8).tobytes()
+            else:
+                raw = e4m3_bytes(array)
             shape = np.shape(array)
         else:
             array = np.ascontiguousarray(value)

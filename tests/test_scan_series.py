@@ -282,7 +282,7 @@ def test_cli_plot_of_a_series(series, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(plot, "plot_training_series", recording)
     png = tmp_path / "series.png"
     code, out, err = run_cli(capsys, "scan", str(series), "--no-progress", "--plot", str(png))
-    assert code == 0 and err == "" and f"plot: {png}" in out
+    assert code == 0 and err == f"plot: {png}\n" and "plot:" not in out
     assert drawn == [[2, 2, 5, 5, 10, 10]]
     image = plt.imread(str(png))
     assert image.shape[0] >= 400 and image.shape[1] >= 700
@@ -303,7 +303,7 @@ def test_one_checkpoint_gets_the_layer_plot(series, tmp_path, capsys, monkeypatc
     code, _, err = run_cli(
         capsys, "scan", str(series / "step10"), "--no-progress", "--plot", str(png)
     )
-    assert code == 0 and err == "" and png.stat().st_size > 10_000
+    assert code == 0 and err == f"plot: {png}\n" and png.stat().st_size > 10_000
 
 
 def test_series_plot_errors(series, tmp_path):

@@ -112,7 +112,7 @@ def _rust_search(
         threads=threads,
         flip_constant_lo=c_lo,
         distance=options.exact_distance,
-        memory_limit=options.memory_limit,
+        memory_limit=None if options.memory_limit is None else int(options.memory_limit),
         keep_gram=keep_gram,
         exact_seconds=options.distance_budget,
         keep_certificate=options.keep_certificate,
@@ -211,7 +211,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
     node_limit: Optional[int] = None,
     threads: Optional[int] = None,
     distance: Union[DistanceMode, bool, None] = None,
-    memory_limit: Optional[int] = None,
+    memory_limit: Optional[float] = None,
     bracket: Optional[bool] = None,
     distance_budget: Optional[float] = DISTANCE_BUDGET,
     keep_certificate: bool = True,
@@ -293,8 +293,9 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         never forming the Gram matrix) and report that bound in
         ``distance_bound``, leaving ``relaxation_distance`` ``None``; the
         Gram path runs only if none proves. ``None``: exact when the Gram
-        path fits ``memory_limit`` and its estimated time fits
-        ``distance_budget``, else as ``False``.
+        path fits ``memory_limit`` and its estimated time fits both
+        ``distance_budget`` and what is left of ``time_limit``, else as
+        ``False``.
     distance_budget : float or None, default 30.0
         Seconds the exact path may be expected to take when ``distance`` is
         None, estimated from the shape and a float64 GEMM rate measured
@@ -302,7 +303,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         above it the certificates come first, as with ``distance=False``,
         and ``distance=True`` gives the exact distance. None: no budget.
         Which path runs may depend on the machine; the verdict never does.
-    memory_limit : int, optional
+    memory_limit : float, optional
         Bytes the exact Gram path may take (estimated as ``16 m^2``: the Gram
         matrix factored in place, and as much again for the complete search
         of a degenerate block). Default: half the memory available when the
@@ -339,7 +340,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
         the Gram matrix it already built, without forming ``Y`` (``O(m^2)``
         instead of two ``O(m d_out d_in)`` passes, a fifth of the time at
         ``4096 x 16384``; ``stats.method`` then shows ``"gram
-        certificate"``, README "The certificate without Y"). The verdict is
+        certificate"``, docs/rigour.md, "The certificate without Y"). The verdict is
         the same, and ``relaxation_distance`` and ``distance_bound`` agree
         to 1e-6 of their value (the Gram certificate must confirm the
         distance that closely, else ``Y`` is formed); ``certificate`` is
@@ -375,7 +376,7 @@ def find_absorbing_subset(  # noqa: PLR0913 - the public API keeps its keywords 
     the degree argument (homogeneous activations). The kink-hyperplane
     genericity check (ReLU, LeakyReLU), the boundedness argument and the Gram
     relaxation with its certificate are this project's extensions; the
-    README states them.
+    manual (docs/verdicts.md) states them.
 
     Examples
     --------

@@ -10,7 +10,7 @@ activation:
 ``genericity_checked``
     ReLU and LeakyReLU: necessary whenever every neuron is alive and the rows
     ``(u_i, b_i)`` are pairwise non-proportional (the kink-hyperplane argument,
-    our extension of the paper's theorem; see the README).
+    our extension of the paper's theorem; see docs/verdicts.md).
 ``generic_weights``
     GELU: necessary for generic weights (Mijoski & Karbevski 2026, main
     theorem); the neurons must be alive and pairwise distinct up to sign.

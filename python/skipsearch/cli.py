@@ -17,7 +17,6 @@ import errno
 import io
 import json
 import logging
-import math
 import os
 import select
 import signal
@@ -30,6 +29,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Union, cast
 
 from tqdm import tqdm
@@ -38,7 +38,8 @@ from skipsearch import __version__
 from skipsearch._scan.report import printable as _visible
 from skipsearch._validation import DISTANCE_BUDGET, check_limit, check_threads, check_tol
 from skipsearch.absorption import PAPER
-from skipsearch.io.checkpoints import CheckpointChangedError
+from skipsearch.activations import FLIP_LINEAR, get_activation
+from skipsearch.io.checkpoints import NARROW_TOL, CheckpointChangedError
 from skipsearch.io.layouts import supported_model_types
 from skipsearch.result import VERDICTS
 
@@ -120,8 +121,8 @@ the snapshot), or a directory of checkpoint directories: a checkpoint
 series, scanned in step order, when every subdirectory's name carries a
 training step (checkpoint-2000, step1000, global_step500, step_1000).
 
-Families are read by model_type ({count} of them; the README lists what each
-reads):
+Families are read by model_type ({count} of them: {hub} Hugging Face model types and
+{gguf} GGUF architectures, gguf-<arch>; the manual, docs/scanning.md, lists what each reads):
 {families}.
 
 Any other model_type gets the automatic layout when exactly one registry
@@ -213,6 +214,33 @@ def _budget_seconds(text: str) -> Optional[float]:
 
 # Long on purpose: the command line, one add_argument per flag with its help, read top to
 # bottom as --help prints it; not part of the decision path.
+def parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command line's argument parser, or that of one command.
+
+    Parameters
+    ----------
+    command : {"scan", "solve"}, optional
+        The command whose parser to return; None (default) for the
+        top-level one. The manual's command-line reference is generated
+        from these, so it prints what ``--help`` prints.
+
+    Raises
+    ------
+    ValueError
+        ``command`` is no command of the parser.
+    """
+    top = _parser()
+    if command is None:
+        return top
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    if command not in commands.choices:
+        raise ValueError(
+            f"command must be one of {', '.join(sorted(commands.choices))} or None, got {command!r}"
+        )
+    sub: argparse.ArgumentParser = commands.choices[command]
+    return sub
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -231,6 +259,8 @@ def _parser() -> argparse.ArgumentParser:
         help="decide absorption for every FFN block of one or more checkpoints",
         description=SCAN_DESCRIPTION.format(
             count=len(supported_model_types()),
+            gguf=sum(t.startswith("gguf-") for t in supported_model_types()),
+            hub=sum(not t.startswith("gguf-") for t in supported_model_types()),
             families=textwrap.fill(
                 ", ".join(supported_model_types()), width=76, break_on_hyphens=False
             ),
@@ -423,6 +453,45 @@ _ARGUMENT_WORDS = {
 }
 
 
+def _tol_text(info: CheckpointInfo, tol: Optional[float]) -> str:
+    """``tol=...`` for the model line: the tolerance of the verdicts, the
+    one given, else the default of the stored dtypes (``sqrt(eps)`` of the
+    coarsest of a block's ``W_up`` and ``W_down``), by dtype when they
+    differ."""
+
+    def short(t: float) -> str:
+        return f"{t:.3g}" if t >= 1e-3 else f"{t:.2e}"
+
+    if tol is not None:
+        return f"tol={short(tol)}"
+    widened = {"F64": 2.0**-26, "F32": 2.0**-11.5}
+    by_dtype = {
+        d: NARROW_TOL.get(d, widened.get(d)) for d in (t.strip() for t in info.dtype.split(","))
+    }
+    known = {d: t for d, t in by_dtype.items() if t is not None}
+    if len(set(known.values())) == 1:
+        return f"tol={short(next(iter(known.values())))}"
+    if not known:
+        return "tol by dtype"
+    return "tol " + ", ".join(f"{short(t)} for {d}" for d, t in known.items())
+
+
+def _decimal(x: float, how: str = "nearest") -> str:
+    """``x`` as the table shows it: 4 decimals (``0.5729``), or 3
+    significant digits below 1e-3 (``1.90e-07``), rounded to nearest, down
+    or up from the exact binary value, so that a lower bound rounded down
+    (an upper one up) stays a bound."""
+    mode = {"nearest": ROUND_HALF_EVEN, "down": ROUND_FLOOR, "up": ROUND_CEILING}[how]
+    d = Decimal(x)
+    if d == 0 or abs(d) >= Decimal("0.001"):
+        return str(d.quantize(Decimal("0.0001"), rounding=mode))
+    exponent = d.adjusted()
+    mantissa = d.scaleb(-exponent).quantize(Decimal("0.01"), rounding=mode)
+    if abs(mantissa) >= 10:  # 9.999 rounded up
+        mantissa, exponent = (mantissa / 10).quantize(Decimal("0.01")), exponent + 1
+    return f"{mantissa}e{exponent:+03d}"
+
+
 def _relaxation_reaches_skip(report: BlockReport) -> bool:
     """Whether the row would show relaxation distance 0.0000 for a block
     that is not absorbable: the least-squares relaxation reaches -I over
@@ -431,7 +500,7 @@ def _relaxation_reaches_skip(report: BlockReport) -> bool:
     return (
         report.verdict == "not_absorbable"
         and report.distance_kind == "exact"
-        and f"{report.relaxation_distance:.4f}" == "0.0000"
+        and abs(cast(float, report.relaxation_distance)) < 0.00005
     )
 
 
@@ -443,7 +512,6 @@ def _flip_set_bound(report: BlockReport) -> Optional[float]:
     bound = bracket[0] if bracket is not None else report.distance_bound
     if bound is None:
         return None
-    bound = math.floor(bound * 1e4) / 1e4
     return bound if bound > 0 else None
 
 
@@ -456,13 +524,13 @@ def _distance_cell(report: BlockReport) -> str:
     if _relaxation_reaches_skip(report):
         bound = _flip_set_bound(report)
         if bound is not None:
-            return f"{BOUND_MARK} {bound:.4f}{ZERO_MARK}"
-        return f"{report.relaxation_distance:.4f}{ZERO_MARK}"
+            return f"{BOUND_MARK} {_decimal(bound, 'down')}{ZERO_MARK}"
+        return f"{_decimal(cast(float, report.relaxation_distance))}{ZERO_MARK}"
     if report.distance_kind == "exact":
-        return f"{report.relaxation_distance:.4f}"
+        return _decimal(cast(float, report.relaxation_distance))
     if report.distance_kind == "bound":
         bound = cast(float, report.distance_bound)  # known, as distance_kind says
-        return f"{BOUND_MARK} {math.floor(bound * 1e4) / 1e4:.4f}"
+        return f"{BOUND_MARK} {_decimal(bound, 'down')}"
     return "-"
 
 
@@ -478,7 +546,8 @@ def _zero_note(reports: Sequence[BlockReport]) -> Optional[str]:
         }
     )
     text = (
-        f"{ZERO_MARK}: not absorbable, although the relaxation reaches -I: its distance, 0 here, is "
+        f"{ZERO_MARK}: not absorbable, although the relaxation reaches -I: its distance, 0 to 4 "
+        "decimals here, is "
         "the least residual over real weightings of the neurons, only a lower bound for the flip "
         f"sets (0/1 weightings), and {' or '.join(how)} proved that no flip set comes within the "
         "tolerance"
@@ -512,8 +581,8 @@ def _bracket_cell(report: BlockReport) -> str:
         return "-"
     lower, upper = bracket
     if report.bracket_status == "optimal":
-        return f"{upper:.4f} optimal"
-    return f"[{math.floor(lower * 1e4) / 1e4:.4f}, {math.ceil(upper * 1e4) / 1e4:.4f}]"
+        return f"{_decimal(upper)} optimal"
+    return f"[{_decimal(lower, 'down')}, {_decimal(upper, 'up')}]"
 
 
 def _best_size_cell(report: BlockReport) -> str:
@@ -589,11 +658,32 @@ def _markers(
     one form (one form is a line under the table), its note's, and (with
     ``undecided``) for an undecided row the reason it is undecided."""
     one_form = len(_forms(reports)) <= 1
-    return [
-        _note_markers(r, notes, one_form)
-        + (notes.marker(_undecided_note(r)) if undecided and r.verdict == "undecided" else "")
-        for r in reports
-    ]
+    return [_row_markers(r, notes, one_form, undecided=undecided) for r in reports]
+
+
+def _row_markers(
+    report: BlockReport, notes: _Footnotes, one_form: bool, *, undecided: bool = True
+) -> str:
+    """One row's markers (see :func:`_markers`), in the table and as the
+    streamed table prints the row; the reason of a block decided without a
+    number to show gets one too."""
+    markers = _note_markers(report, notes, one_form)
+    if undecided and report.verdict == "undecided":
+        markers += notes.marker(_undecided_note(report))
+    if _decided_without_distance(report):
+        markers += notes.marker(report.reason)
+    return markers
+
+
+def _decided_without_distance(report: BlockReport) -> bool:
+    """Whether a row's verdict came without any number to show (a gated or
+    homogeneous block, decided by its class's theorem): its reason then
+    gets a marker, so that the row does not read as a bare ``-``."""
+    return (
+        report.verdict != "undecided"
+        and report.distance is None
+        and report.distance_bracket is None
+    )
 
 
 def _note_markers(report: BlockReport, notes: _Footnotes, one_form: bool) -> str:
@@ -602,27 +692,64 @@ def _note_markers(report: BlockReport, notes: _Footnotes, one_form: bool) -> str
     return form + notes.marker(report.note)
 
 
-def _undecided_marker(report: BlockReport, notes: _Footnotes) -> str:
-    """The marker of an undecided row's reason, or ``""``."""
-    return notes.marker(_undecided_note(report)) if report.verdict == "undecided" else ""
-
-
 def _undecided_note(report: BlockReport) -> str:
     """Why a row is undecided: its reason, which says so itself."""
     reason = report.reason
     return reason if reason.lower().startswith("undecided") else f"undecided: {reason}"
 
 
-def _footer(reports: Sequence[BlockReport], notes: _Footnotes) -> list[str]:
+def _footer(reports: Sequence[BlockReport], notes: _Footnotes, legend: bool = True) -> list[str]:
     """The lines under a table: the one form its rows share, the forms and
     notes its markers point to, and the footnote of :data:`ZERO_MARK`."""
     forms = _forms(reports)
     lines = [f"form: {_visible(forms[0])}"] if len(forms) == 1 else []
     lines += [_visible(line) for line in notes.lines()]
+    meaning = _legend(reports) if legend else None
+    if meaning is not None:
+        lines.append(meaning)
+    mixing = _mixing_line(reports)
+    if mixing is not None:
+        lines.append(mixing)
     zero = _zero_note(reports)
     if zero is not None:
         lines.append(zero)
     return lines
+
+
+def _legend(reports: Sequence[BlockReport]) -> Optional[str]:
+    """One line on what the number columns mean, when a row shows one."""
+    if all(r.distance is None and r.distance_bracket is None for r in reports):
+        return None
+    bounds = any(r.distance_kind == "bound" or _relaxation_reaches_skip(r) for r in reports)
+    marks = (
+        f"0: it reaches it; {BOUND_MARK} x: a proven lower bound" if bounds else "0: it reaches it"
+    )
+    return (
+        "legend: relaxation distance = how close any real weighting of the neurons comes to "
+        f"absorbing the skip, relative to ||I||_F ({marks}), above tol no flip set exists; "
+        "bracket = proven bounds on the least relative residual of a flip set; best |S| = "
+        "neurons the best flip set found flips"
+    )
+
+
+def _mixing_line(reports: Sequence[BlockReport]) -> Optional[str]:
+    """One line on a hyper-connection's mixing around the FFNs (its static
+    point, over the layers), when the reports carry it; None otherwise."""
+    figures = {(r.model, r.layer): r.mixing for r in reports if r.mixing is not None}
+    if not figures:
+        return None
+    values = list(figures.values())
+    low = min(f.res_min_singular for f in values)
+    high = max(f.res_min_singular for f in values)
+    ranks = sorted({f.res_rank for f in values})
+    dynamic = (min(f.dynamic for f in values), max(f.dynamic for f in values))
+    rank = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {ranks[0]}-{ranks[-1]}"
+    return (
+        f"hyper-connection mixing at its static point, over {len(values)} layer(s): smallest "
+        f"singular value of H_res {low:.3g} to {high:.3g}, {rank}; largest dynamic logit "
+        f"{dynamic[0]:.3g} to {dynamic[1]:.3g} (0 would make the static point the block); each "
+        "layer's figures in --json, --csv and --plot"
+    )
 
 
 def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
@@ -683,7 +810,7 @@ def _series_bracket_cell(report: BlockReport) -> str:
     if bracket is None:
         return "-"
     if report.bracket_status == "optimal":
-        return f"{bracket[1]:.4f}"
+        return _decimal(bracket[1])
     return _bracket_cell(report)
 
 
@@ -795,7 +922,7 @@ def format_series(
     ]
     if legend:
         lines.append("; ".join(legend))
-    return "\n".join(lines + _footer(reports, notes))
+    return "\n".join(lines + _footer(reports, notes, legend=False))
 
 
 #: What a Markdown table cell escapes with a backslash: the cell's
@@ -928,12 +1055,20 @@ _CSV_FIELDS = (
     "expert",
     "form",
     "note",
+    # The mixing of a hyper-connection (DeepSeek-V4), empty without one.
+    "hc_streams",
+    "hc_res_min_singular",
+    "hc_res_rank",
+    "hc_dynamic",
+    "hc_pre",
+    "hc_post",
+    "hc_res",
 )
 
 
 def format_csv(reports: Sequence[BlockReport], *, header: bool = True) -> str:
     """CSV with a header (unless ``header`` is False) and one row per block;
-    lists are space-separated, and text is escaped as :func:`_visible`
+    lists are space-separated (``hc_res``'s rows by ``;``), and text is escaped as :func:`_visible`
     escapes it (a line break or a terminal control in a name is written
     ``\\n``, ``\\x1b``: one line per row, nothing a terminal acts on)."""
     buf = io.StringIO()
@@ -942,9 +1077,11 @@ def format_csv(reports: Sequence[BlockReport], *, header: bool = True) -> str:
         writer.writeheader()
     for r in reports:
         row = cast("dict[str, Any]", r.to_dict())  # lists become strings below
-        for key in ("subset", "shared_with"):
+        for key in ("subset", "shared_with", "hc_pre", "hc_post"):
             if isinstance(row.get(key), list):
                 row[key] = " ".join(str(v) for v in row[key])
+        if isinstance(row.get("hc_res"), list):  # rows ";"-separated
+            row["hc_res"] = "; ".join(" ".join(str(v) for v in r) for r in row["hc_res"])
         writer.writerow(
             {
                 k: ""
@@ -1108,13 +1245,19 @@ class _TableRows(_Rows):
         _emit(
             _visible(
                 f"model: {info.name} ({step}{info.family}, {_count(info.num_layers, 'FFN block')}, "
-                f"{info.hidden_act} -> {info.activation}, {info.dtype}) {info.path}"
+                f"{info.hidden_act} -> {info.activation}, {info.dtype}, "
+                f"{_tol_text(info, self.args.tol)}) {info.path}"
             )
         )
         _emit(f"scope: {_scope(info)}")
         forms = {p.form for p in info.parts}
         self.one_form = len(forms) <= 1
-        with_notes = not self.one_form or any(p.note for p in info.parts)
+        with_notes = (
+            not self.one_form
+            or any(p.note for p in info.parts)
+            # A block decided by its class's theorem shows its reason there.
+            or any(get_activation(p.job_activation).kind != FLIP_LINEAR for p in info.parts)
+        )
         blocks = info._blocks
         bracket = "[0.0000, 0.0000]" if self.args.bracket is not False else "-"
         widest: tuple[int, ...] = (
@@ -1165,8 +1308,7 @@ class _TableRows(_Rows):
             return
         self.mine.append(report)
         cells = _row(report)
-        markers = _note_markers(report, self.notes, self.one_form)
-        markers += _undecided_marker(report, self.notes)
+        markers = _row_markers(report, self.notes, self.one_form)
         if len(self.right) > len(_RIGHT):
             cells += (markers or "-",)
         elif markers:  # no notes column known beforehand: the marker ends the row
@@ -1329,7 +1471,6 @@ def _scan(args: argparse.Namespace) -> int:
     paths = _checkpoint_paths(args.paths or None, args.revision)
     located = [_locate(p, layout, args.activation) for p in paths]
     models = [info for info, _ in located]
-    table = not (args.json or args.csv or args.markdown or args.jsonl)
     out = _output(args, models)
     options = SearchOptions(
         tol=args.tol,
@@ -1370,8 +1511,8 @@ def _scan(args: argparse.Namespace) -> int:
         from skipsearch.plot import plot_scan
 
         plot_scan(reports, args.plot)
-        if table:
-            _emit(_visible(f"plot: {args.plot}"))
+        # On stderr, whatever the format: stdout holds only the report.
+        _to_stderr(_visible(f"plot: {args.plot}"))
     _emit("", end="", flush=True)  # a failing stdout fails here, not at exit
     return EXIT_OK
 

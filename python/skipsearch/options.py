@@ -54,7 +54,7 @@ class SearchOptions:
         ``False`` are kept as aliases of the three.
     distance_budget : float or None, default 30.0
         Seconds the exact path may be expected to take with ``"auto"``.
-    memory_limit : int, optional
+    memory_limit : float, optional
         Bytes the search's main arrays may take (default: a share of the
         available memory).
     bracket : bool, optional
@@ -77,7 +77,7 @@ class SearchOptions:
     threads: Optional[int] = None
     distance: Union[DistanceMode, bool, None] = "auto"
     distance_budget: Optional[float] = DISTANCE_BUDGET
-    memory_limit: Optional[int] = None
+    memory_limit: Optional[float] = None
     bracket: Optional[bool] = None
     keep_certificate: bool = True
 

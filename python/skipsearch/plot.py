@@ -2,7 +2,8 @@
 layer of each model, with the bracket of the best flip set as a band
 (:func:`plot_relaxation_distances`), or, for a checkpoint series, each
 layer's distance against the training step (:func:`plot_training_series`);
-:func:`plot_scan` chooses between them.
+and, for a hyper-connection model (DeepSeek-V4), the figures of its mixing
+by layer (:func:`plot_hyper_connections`); :func:`plot_scan` chooses.
 
 matplotlib is an optional dependency: ``pip install "skipsearch[plot]"``.
 """
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "check_plot_path",
+    "plot_hyper_connections",
     "plot_relaxation_distances",
     "plot_scan",
     "plot_training_series",
@@ -409,10 +411,95 @@ def plot_training_series(
     plt.close(fig)
 
 
+def plot_hyper_connections(
+    reports: Sequence[BlockReport], path: Union[str, os.PathLike[str]]
+) -> None:
+    """Draw the mixing of a hyper-connection model around each layer's FFN,
+    by layer, and save it as an image: the smallest singular value of the
+    static ``H_res`` (its rank written beside each point), the largest
+    logit the token-dependent part can add (log scale; the static point is
+    the block only where it is 0), and the static ``H_pre`` and ``H_post``
+    of each stream. The figures are :attr:`BlockReport.mixing`
+    (``skipsearch._scan.mixing``); the blocks' verdicts do not rest on them
+    (docs/theory.md section 4.6).
+
+    Parameters
+    ----------
+    reports : sequence of BlockReport
+        From :func:`skipsearch.scan`; one point per model and layer among
+        the reports with mixing figures.
+    path : str or os.PathLike
+        The image file; the format follows its suffix.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed.
+    ValueError
+        No report has mixing figures, or ``path`` fails
+        :func:`check_plot_path`.
+    """
+    plt = require_matplotlib()
+    path = check_plot_path(path)
+    layers: dict[str, dict[int, Any]] = {}
+    for r in reports:
+        if r.mixing is not None:
+            layers.setdefault(r.model, {})[r.layer] = r.mixing
+    if not layers:
+        raise ValueError("no report has hyper-connection mixing figures: nothing to plot")
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(8, 8.5), dpi=120, sharex=True)
+    for model, by_layer in layers.items():
+        xs = sorted(by_layer)
+        figures = [by_layer[x] for x in xs]
+        line = top.plot(xs, [f.res_min_singular for f in figures], "o-", label=model)[0]
+        for x, f in zip(xs, figures):
+            top.annotate(
+                f"rank {f.res_rank}",
+                (x, f.res_min_singular),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
+        middle.plot(xs, [max(f.dynamic, 1e-300) for f in figures], "o-", color=line.get_color())
+        for k in range(figures[0].streams):
+            bottom.plot(
+                xs,
+                [f.pre[k] for f in figures],
+                "-",
+                color=line.get_color(),
+                alpha=0.4 + 0.6 * k / max(1, figures[0].streams - 1),
+            )
+            bottom.plot(
+                xs,
+                [f.post[k] for f in figures],
+                "--",
+                color=line.get_color(),
+                alpha=0.4 + 0.6 * k / max(1, figures[0].streams - 1),
+            )
+    top.set_ylabel("smallest singular value\nof the static H_res")
+    top.set_title("The hyper-connection around each FFN, at its static point")
+    middle.set_yscale("log")
+    middle.set_ylabel("largest dynamic logit\n|scale| ||fn||_2 sqrt(nC)")
+    bottom.plot([], [], "k-", label="H_pre (one line per stream)")
+    bottom.plot([], [], "k--", label="H_post")
+    bottom.set_ylabel("static read-in\nand write-out")
+    bottom.set_xlabel("layer")
+    for ax in (top, middle, bottom):
+        ax.grid(True, alpha=0.3)
+    top.legend(fontsize=8)
+    bottom.legend(fontsize=8)
+    bottom.xaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
 def plot_scan(reports: Sequence[BlockReport], path: Union[str, os.PathLike[str]]) -> None:
     """The plot ``skipsearch scan --plot`` draws: :func:`plot_training_series`
     when the reports span two or more training steps (a checkpoint series),
-    else :func:`plot_relaxation_distances`.
+    :func:`plot_hyper_connections` when they carry a hyper-connection's
+    mixing figures and no distance to draw, else
+    :func:`plot_relaxation_distances`.
 
     Raises
     ------
@@ -423,5 +510,7 @@ def plot_scan(reports: Sequence[BlockReport], path: Union[str, os.PathLike[str]]
     steps: set[Optional[int]] = {r.step for r in reports} - {None}
     if len(steps) >= 2:
         plot_training_series(reports, path)
+    elif any(r.mixing is not None for r in reports) and all(_point(r) is None for r in reports):
+        plot_hyper_connections(reports, path)
     else:
         plot_relaxation_distances(reports, path)

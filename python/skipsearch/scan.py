@@ -70,9 +70,10 @@ from skipsearch._validation import (
     check_flag,
 )
 from skipsearch.activations import Activation
+from skipsearch.io._families.moe import DEEPSEEK_V4_REASON
 from skipsearch.io.checkpoints import Checkpoint, CheckpointChangedError, CheckpointError
 from skipsearch.io.layouts import Layout
-from skipsearch.options import SearchOptions, merged
+from skipsearch.options import DistanceMode, SearchOptions, merged
 from skipsearch.result import AbsorptionResult
 
 __all__ = [
@@ -240,7 +241,7 @@ def scan(  # noqa: PLR0913 - public keywords (the options object is the alternat
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
-    distance: Optional[bool] = None,
+    distance: Union[DistanceMode, bool, None] = None,
     bracket: Optional[bool] = None,
     progress: Optional[bool] = None,
     executor: Optional[Executor] = None,
@@ -304,8 +305,9 @@ def scan(  # noqa: PLR0913 - public keywords (the options object is the alternat
         when ``executor`` is given, so that a pool of worker processes does
         not start one thread per core in each of them; pass ``threads`` to
         choose for the executor's workers too.
-    distance : bool, optional
-        Passed to :func:`skipsearch.find_absorbing_subset`: True computes
+    distance : {"auto", "exact", "bound"} or bool, optional
+        Passed to :func:`skipsearch.find_absorbing_subset` (``"exact"`` is
+        True, ``"bound"`` False, ``"auto"`` None): True computes
         every block's exact ``relaxation_distance``; False stops at the
         first certificate that decides, leaving ``relaxation_distance``
         None and reporting the certificate's proven lower bound as
@@ -521,6 +523,23 @@ def _decide_located(
 _Pending = tuple[int, CheckpointInfo, BlockKeys, float, "Future[_Decision]"]
 
 
+def _hyper_connection(info: CheckpointInfo, undecided: Optional[str], layer: int) -> dict[str, Any]:
+    """The ``undecided`` and ``mixing`` of a block's job. A block whose only
+    obstacle is the hyper-connection, in a layer whose mixing has no
+    token-dependent part (``hc_dynamic`` exactly 0), goes to the decision
+    with its static mixing instead of the reason; every other block keeps
+    its reason."""
+    mix = info.mixing.get(layer)
+    only_mixing = undecided is not None and undecided in (
+        info.hyper_connection,
+        DEEPSEEK_V4_REASON,
+    )
+    if mix is None or mix.dynamic != 0.0 or not only_mixing:
+        return {"undecided": undecided}
+    static = (np.array(mix.res), np.array(mix.pre), np.array(mix.post))
+    return {"undecided": None, "mixing": static}
+
+
 class _ScanRun:
     """Stages 2 to 4 of one scan, block by block: read a block's tensors (or
     tie it to an identical block already read), decide it here or on the
@@ -647,7 +666,7 @@ class _ScanRun:
             tensors["b_gate"],
             self.options.replace(tol=block_tol),
             scale=part.scale,
-            undecided=part.undecided,
+            **_hyper_connection(info, part.undecided, block.layer),
         )
 
     def finish(
@@ -731,7 +750,7 @@ def scan_checkpoint(  # noqa: PLR0913 - scan's keywords, kept from skipsearch 0.
     tol: Optional[float] = None,
     time_limit: Optional[float] = None,
     threads: Optional[int] = None,
-    distance: Optional[bool] = None,
+    distance: Union[DistanceMode, bool, None] = None,
     bracket: Optional[bool] = None,
     progress: Optional[bool] = None,
 ) -> list[BlockReport]:

@@ -173,8 +173,22 @@ def _check_orientation(
     return key
 
 
+def _fits_width(
+    ckpt: Checkpoint, config: dict[str, Any], found: Blocks, transpose: bool
+) -> Optional[bool]:
+    """Whether the config's model width confirms a mapping's storage order
+    (``W_up``'s input side is the width, its output side is not); None when
+    nothing can tell (no width in the config, or a square ``W_up``)."""
+    key = next((k for k in WIDTH_KEYS if config.get(k) is not None), None)
+    rows, cols = ckpt.shape(sorted(found)[0][0])
+    m, d = (cols, rows) if transpose else (rows, cols)
+    if key is None or m == d:
+        return None
+    return bool(config[key] == d)
+
+
 def _one_mapping(
-    ckpt: Checkpoint, keys: list[str], refuse: str, override: str
+    ckpt: Checkpoint, keys: list[str], refuse: str, override: str, config: dict[str, Any]
 ) -> tuple[Candidate, list[str], Blocks]:
     """The one mapping of the registry's names that finds FFN blocks in the
     checkpoint, with the families that use it and the blocks it finds.
@@ -212,15 +226,29 @@ def _one_mapping(
             f"{len(keys)} tensors); {override}"
         )
     if len(hits) > 1:
+        # The config's width settles a storage order the shapes cannot
+        # (gpt2's Conv1D (in, out) against gpt_bigcode's (out, in)).
+        fitting = [h for h in hits if _fits_width(ckpt, config, h[2], h[0][3])]
+        if len(fitting) == 1:
+            return fitting[0]
         listed = "; ".join(
             f"up={c[0]!r}, down={c[1]!r}"
             + (f", gate={c[2]!r}" if c[2] else "")
+            + (", stored (in, out)" if c[3] else ", stored (out, in)")
             + f" ({', '.join(t)}: {len(f)} block{'' if len(f) == 1 else 's'})"
             for c, t, f in hits
         )
+        names = {(c[0], c[1], c[2]) for c, _, _ in hits}
+        order = (
+            ": they name the same tensors and differ only in the storage order, which the "
+            f"config's width ({' or '.join(WIDTH_KEYS)}) does not settle; --transpose says the "
+            "weights are stored (in, out)"
+            if len(names) == 1
+            else ""
+        )
         raise CheckpointError(
             f"{refuse}, and the automatic layout is ambiguous: {len(hits)} mappings match "
-            f"({listed}); {override}"
+            f"({listed}){order}; {override}"
         )
     return hits[0]
 
@@ -247,8 +275,11 @@ def automatic_parts(
         f"model_type {model_type!r} in {where} is not supported by a registry family (supported: "
         f"{', '.join(supported)})"
     )
-    override = "give the mapping with --up/--down/--activation (and --gate), or a Layout"
-    (up, down, gate, transpose), types, found = _one_mapping(ckpt, keys, refuse, override)
+    override = (
+        "give the mapping with --up/--down/--activation (and --gate, and --transpose for weights "
+        "stored (in, out)), or a Layout"
+    )
+    (up, down, gate, transpose), types, found = _one_mapping(ckpt, keys, refuse, override, config)
     gated = gate is not None
     _check_no_gate_beside(ckpt, keys, found, refuse, override)
     width_key = _check_orientation(ckpt, config, found, transpose, types, refuse, where)

@@ -8,6 +8,7 @@ pickle them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -53,6 +54,10 @@ class BlockJob:
     options: SearchOptions
     scale: Optional[float] = None
     undecided: Optional[str] = None
+    #: A static hyper-connection around the block: ``(H_res, H_pre,
+    #: H_post)``, decided by :func:`skipsearch.decide_hyper_connection`
+    #: where only its class theorems apply (see :func:`decide_block`).
+    mixing: Optional[tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike]] = None
 
     def __post_init__(self) -> None:
         if self.scale is not None and (
@@ -116,8 +121,53 @@ def decide_block(job: BlockJob) -> tuple[AbsorptionResult, float]:
         W_gate=job.W_gate,
         b_gate=job.b_gate,
     )
-    if undecided is not None:
+    if undecided is None and job.mixing is not None:
+        result = _static_hyper_connection(block, job.mixing, job.options)
+    elif undecided is not None:
         result = undecided_form(block, undecided, job.options)
     else:
         result = find_absorbing_subset(**block.arguments(), options=job.options)
     return result, time.perf_counter() - start
+
+
+def _static_hyper_connection(
+    block: MLPBlock,
+    mixing: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike],
+    options: SearchOptions,
+) -> AbsorptionResult:
+    """A block inside a hyper-connection whose token-dependent part is zero:
+    the class theorems (degree, linearization, boundedness), which need
+    only ``H_res != 0`` (docs/theory.md section 4.6), through
+    :func:`skipsearch.decide_hyper_connection`. A flip-linear block is
+    undecided: its verdict would rest on the exact values of the mixing,
+    which the scan computes in float64 from the stored logits while the
+    model computes them in its own precision."""
+    from skipsearch.hyper_connections import decide_hyper_connection
+
+    act = get_activation(block.activation)
+    if act.kind == FLIP_LINEAR:
+        return undecided_form(
+            block,
+            "this layer's hyper-connection has no token-dependent part (every scale times its "
+            "projection is 0), so the block is a static hyper-connection (docs/theory.md section "
+            "4.6); for a flip-linear activation its verdict rests on the exact mixing, which the "
+            "model computes in its own precision: decide it with "
+            "skipsearch.decide_hyper_connection(W_up, W_down, H_res, H_pre, H_post), with "
+            "hc_res, hc_pre and hc_post from --json",
+            options,
+        )
+    H_res, H_pre, H_post = mixing
+    r = decide_hyper_connection(
+        **{k: v for k, v in block.arguments().items() if k != "skip"},
+        H_res=H_res,
+        H_pre=H_pre,
+        H_post=H_post,
+        options=options,
+    )
+    assert r.stream_result is not None  # a class theorem's result
+    reason = (
+        "this layer's hyper-connection has no token-dependent part in this checkpoint (every "
+        "scale times its projection is 0), so the block is a static hyper-connection: "
+        f"{r.reason}"
+    )
+    return dataclasses.replace(r.stream_result, reason=reason)

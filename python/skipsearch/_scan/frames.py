@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: What a column holds: its values' type, and whether it can be null.
-_Kind = Literal["str", "int", "float", "bool", "list[int]", "list[str]", "any"]
+_Kind = Literal["str", "int", "float", "bool", "list[int]", "list[str]", "list[float]", "any"]
 
 #: A scan's ``--json`` document, or the path of a file that holds one.
 Document = Union[Mapping[str, Any], str, "os.PathLike[str]"]
@@ -73,6 +73,8 @@ def _kind(hint: Any) -> tuple[_Kind, bool]:
             return "list[int]", nullable
         if item is str:
             return "list[str]", nullable
+        if item is float:
+            return "list[float]", nullable
         return "any", nullable
     simple: dict[Any, _Kind] = {str: "str", int: "int", float: "float", bool: "bool"}
     return simple.get(hint, "any"), nullable
@@ -154,7 +156,7 @@ def _rows_to_pandas(rows: Sequence[Mapping[str, Any]]) -> pandas.DataFrame:
             data[name] = pd.Series(values, dtype="float64")  # None is NaN
         elif kind == "bool":
             data[name] = pd.Series(values, dtype="boolean")
-        elif kind in ("list[int]", "list[str]"):
+        elif kind in ("list[int]", "list[str]", "list[float]"):
             # One Python list per cell (None where there is none).
             data[name] = pd.Series([None if v is None else list(v) for v in values], dtype=object)
         elif kind == "str":
@@ -175,6 +177,7 @@ def _rows_to_polars(rows: Sequence[Mapping[str, Any]]) -> polars.DataFrame:
         "bool": pl.Boolean,
         "list[int]": pl.List(pl.Int64),
         "list[str]": pl.List(pl.String),
+        "list[float]": pl.List(pl.Float64),
     }
     columns = _columns(rows)
     frame_schema: dict[str, Any] = {}
@@ -207,7 +210,8 @@ def reports_to_pandas(reports: Iterable[Any]) -> pandas.DataFrame:
         the other integers that can be null, ``float64`` (NaN for null) for
         the distances, the bound, the bracket, the tolerance and the seconds,
         nullable ``boolean`` for ``genericity_passed``, strings for the rest
-        but for ``subset`` and ``shared_with``, which hold a list per cell.
+        but for ``subset``, ``shared_with``, ``hc_pre`` and ``hc_post``, which
+        hold a list per cell.
 
     Raises
     ------
@@ -234,7 +238,8 @@ def reports_to_polars(reports: Iterable[Any]) -> polars.DataFrame:
         The columns of :meth:`BlockReport.to_dict`, in its order: ``Int64``
         for the integers, ``Float64`` for the floats, ``Boolean`` for
         ``genericity_passed``, ``String`` for the words and names, and
-        ``List(Int64)`` (``subset``) and ``List(String)`` (``shared_with``);
+        ``List(Int64)`` (``subset``), ``List(String)`` (``shared_with``) and
+        ``List(Float64)`` (``hc_pre``, ``hc_post``);
         None is null in each.
 
     Raises

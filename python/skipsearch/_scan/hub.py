@@ -27,6 +27,7 @@ __all__ = [
     "cache_dir",
     "check_snapshot",
     "looks_like_repo_id",
+    "resolve_name",
     "resolve_path",
     "resolve_repo_id",
     "snapshot_folder",
@@ -335,23 +336,94 @@ def resolve_repo_id(repo_id: str, revision: Optional[str] = None) -> Path:
     return snapshot
 
 
-def resolve_path(path: PathLike, revision: Optional[str] = None) -> PathLike:
-    """``path`` itself, or the cached snapshot of the repo id it names.
+#: A repo id without its organisation, as the Hub keeps canonical models.
+_BARE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}")
 
-    A string that is not an existing path and has the form ``org/name`` is
-    resolved with :func:`resolve_repo_id`; any other path is returned as
-    it is.
+
+def _looks_like_bare_id(name: str) -> bool:
+    return bool(_BARE_ID.fullmatch(name)) and "--" not in name and not name.endswith((".", "-"))
+
+
+def _cache_or_none() -> Optional[Path]:
+    try:
+        return cache_dir()
+    except FileNotFoundError:
+        return None
+
+
+def _did_you_mean(name: str, cache: Optional[Path]) -> str:
+    """``; did you mean the repo id org/name?`` for the cached repos whose
+    name (after the organisation) is ``name``, up to three; else ``""``."""
+    if cache is None or not cache.is_dir():
+        return ""
+    try:
+        folders = sorted(
+            f.name for f in cache.iterdir() if f.name.startswith("models--") and f.is_dir()
+        )
+    except OSError:
+        return ""
+    ids = [
+        f.removeprefix("models--").replace("--", "/")
+        for f in folders
+        if f.lower().endswith("--" + name.lower())
+    ]
+    if not ids:
+        return ""
+    return "; did you mean the repo id " + " or ".join(repr(i) for i in ids[:3]) + "?"
+
+
+def resolve_name(name: str, revision: Optional[str] = None) -> Optional[Path]:
+    """The cached snapshot that ``name`` stands for, or None when ``name``
+    is a path (an existing one, or one that is no repo id).
+
+    ``org/name`` that is not an existing path is a repo id
+    (:func:`resolve_repo_id`); so is a bare name (``gpt2``,
+    ``bert-base-uncased``, ``t5-small``: canonical ids that ``from_pretrained``
+    caches under exactly that name) that the cache holds.
 
     Raises
     ------
     FileNotFoundError
-        As for :func:`resolve_repo_id`.
+        As for :func:`resolve_repo_id`; or a bare name that is neither a
+        path nor in the cache (the message suggests the cached ``org/name``
+        ids that end in it).
+    """
+    if os.path.lexists(name):
+        return None
+    if looks_like_repo_id(name):
+        return resolve_repo_id(name, revision)
+    if not _looks_like_bare_id(name):
+        return None
+    cache = _cache_or_none()
+    if cache is not None and (cache / _repo_folder(name)).is_dir():
+        return resolve_repo_id(name, revision)
+    raise FileNotFoundError(
+        f"checkpoint path does not exist: {name} (nor is it a model the Hugging Face cache"
+        f"{'' if cache is None else ' ' + str(cache)} holds){_did_you_mean(name, cache)}"
+    )
+
+
+def resolve_path(path: PathLike, revision: Optional[str] = None) -> PathLike:
+    """``path`` itself, or the cached snapshot of the repo id it names.
+
+    A string that is not an existing path and has the form ``org/name`` is
+    resolved with :func:`resolve_repo_id`, and so is a bare name
+    (``gpt2``, ``bert-base-uncased``) that the cache holds; any other path
+    is returned as it is.
+
+    Raises
+    ------
+    FileNotFoundError
+        As for :func:`resolve_repo_id`; or a bare name that is neither a
+        path nor in the cache (the message suggests the cached ``org/name``
+        ids that end in it).
     ValueError
         ``revision`` is given but ``path`` is not a repo id.
     """
     name = os.fspath(path)
-    if isinstance(name, str) and not os.path.lexists(name) and looks_like_repo_id(name):
-        return resolve_repo_id(name, revision)
+    snapshot = resolve_name(name, revision) if isinstance(name, str) else None
+    if snapshot is not None:
+        return snapshot
     if revision is not None:
         raise ValueError(
             f"revision {revision!r} applies to Hugging Face repo ids (org/name) found in the local "

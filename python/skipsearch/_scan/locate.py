@@ -14,6 +14,7 @@ so that a file changed afterwards is refused when a block is read
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import warnings
@@ -25,6 +26,7 @@ from typing import Any, Optional, Union, cast
 import numpy as np
 
 from skipsearch._scan import hub
+from skipsearch._scan.mixing import MixingFigures, ffn_mixing
 from skipsearch._types import Norm
 from skipsearch._warnings import CheckpointSeriesWarning
 from skipsearch.activations import Activation, get_activation
@@ -75,7 +77,7 @@ _FP8 = ("F8_E4M3", "F8_E5M2")
 #: codes (packed low-bit values), never weights skipsearch can decide.
 _INTEGER = ("BOOL", "I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64")
 #: The dtypes an FP8 weight's scale may have: plain floats, never a GGUF code.
-_SCALE_DTYPES = ("F8_E4M3", "F8_E5M2", "F16", "BF16", "F32", "F64")
+_SCALE_DTYPES = ("F8_E4M3", "F8_E5M2", "F8_E8M0", "F16", "BF16", "F32", "F64")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ class PartInfo:
     scale: Optional[float] = None
     undecided: Optional[str] = None
     _act: Optional[Activation] = field(default=None, repr=False, compare=False)
+    #: Whether the residual around these blocks is a hyper-connection.
+    hyper_connection: bool = False
 
     @property
     def job_activation(self) -> Union[str, Activation]:
@@ -222,6 +226,10 @@ class CheckpointInfo:
     parts: tuple[PartInfo, ...] = ()
     _blocks: tuple[BlockKeys, ...] = field(default=(), repr=False, compare=False)
     _quant: Optional[Quantization] = field(default=None, repr=False, compare=False)
+    #: The FFN-site mixing of a hyper-connection, by layer (empty otherwise).
+    mixing: dict[int, MixingFigures] = field(default_factory=dict, repr=False, compare=False)
+    #: Why the residual is a hyper-connection (its markers), or None.
+    hyper_connection: Optional[str] = field(default=None, repr=False, compare=False)
 
 
 # -- paths -----------------------------------------------------------------------------------------
@@ -334,7 +342,8 @@ def expand_paths(
     A string that is not an existing path and has the form ``org/name``
     is a Hugging Face repo id: it stands for its snapshot in the local
     cache (of ``revision``: a branch, tag or commit; default ``main``),
-    found offline by :func:`skipsearch._scan.hub.resolve_repo_id`.
+    found offline by :func:`skipsearch._scan.hub.resolve_repo_id`; so is a
+    bare name the cache holds (``gpt2``: :func:`skipsearch._scan.hub.resolve_name`).
 
     Raises
     ------
@@ -376,10 +385,12 @@ def expand_paths(
         if os.fspath(p) == "":
             raise ValueError("paths holds an empty path; give a checkpoint directory or file")
         name = os.fspath(p)
-        if not os.path.lexists(name) and hub.looks_like_repo_id(name):
-            # Not a path: a Hugging Face repo id, found in the local cache
-            # (whose snapshot links are checked there).
-            q = hub.resolve_repo_id(name, revision)
+        # Not a path: a Hugging Face repo id (org/name, or a bare canonical
+        # id), found in the local cache (whose snapshot links are checked
+        # there).
+        found = hub.resolve_name(name, revision)
+        if found is not None:
+            q = found
             hub_ids += 1
         else:
             q = expand_user(name)
@@ -481,7 +492,7 @@ def locate(
     blocks = [_with(b, d=sized[b.part][0], m=sized[b.part][1]) for b in blocks]
     # Whatever located the blocks, a hyper-connection residual leaves no
     # theorem for them (see skipsearch.io.hyper_connections).
-    mixed = hyper_connection_reason(config, ckpt.keys())
+    mixed = hyper_connection_reason(config, [*ckpt.keys(), *_sibling_keys(ckpt)])
     _check_layers(ckpt, blocks, parts, where)
     schemes: set[Optional[str]] = set()
     for b in blocks:
@@ -504,6 +515,7 @@ def locate(
                 note=_note(spec),
                 scale=spec["scale"],
                 undecided=part.undecided or mixed,
+                hyper_connection=mixed is not None,
                 _act=None if _is_registered(act) else act,
             )
         )
@@ -532,6 +544,8 @@ def locate(
         parts=tuple(part_infos),
         _blocks=tuple(blocks),
         _quant=quant,
+        mixing={} if mixed is None else ffn_mixing(ckpt, config, {b.layer for b in blocks}),
+        hyper_connection=mixed,
     )
     return info, ckpt
 
@@ -812,7 +826,21 @@ def _bias(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
 
 
 def _scale(ckpt: Checkpoint, key: Optional[str]) -> Optional[str]:
-    return next((k for k in (_beside(ckpt, key, n) for n in SCALE_NAMES) if k), None)
+    """The scale tensor of a quantized projection: ``weight_scale_inv`` or
+    ``weight_scale`` beside ``<module>.weight``, or, for a float8 weight
+    only, ``<module>.scale`` (DeepSeek-V4's release: its ``Linear`` keeps
+    ``weight`` and ``scale``, E8M0 blocks of 128 x 128, which vLLM's loader
+    renames to ``weight_scale_inv``). A ``.scale`` beside a weight of
+    another dtype is left alone: it need not be a quantization scale."""
+    found = next((k for k in (_beside(ckpt, key, n) for n in SCALE_NAMES) if k), None)
+    fp8 = key is not None and key in ckpt and ckpt.dtype(key) in _FP8
+    other = _beside(ckpt, key, "scale") if fp8 and str(key).endswith(".weight") else None
+    if found is not None and other is not None:
+        raise CheckpointError(
+            f"{key} has two scales beside it, {found} and {other}: which one its codes are "
+            "scaled by is not known, so skipsearch decides neither"
+        )
+    return found or other
 
 
 # -- checks from the headers -----------------------------------------------------------------------
@@ -977,6 +1005,21 @@ def _check_block(
         if key is not None:
             _check_tensor(ckpt, key, (size,), sizes, experts)
     return schemes
+
+
+def _sibling_keys(ckpt: Checkpoint) -> list[str]:
+    """The tensor names of the index beside a single shard that was passed
+    alone: the shard may hold only FFN weights while the hyper-connection
+    that mixes its residual sits in another shard. Nothing when there is no
+    such index or it cannot be read (the scan of the shard goes on)."""
+    if len(ckpt.files) != 1 or not str(ckpt.files[0]).endswith(".safetensors"):
+        return []
+    index = Path(ckpt.files[0]).parent / "model.safetensors.index.json"
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(k) for k in weight_map] if isinstance(weight_map, dict) else []
 
 
 def _refuse_integer_codes(ckpt: Checkpoint, blocks: list[Any], config: dict[str, Any]) -> None:

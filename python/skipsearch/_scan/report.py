@@ -13,8 +13,9 @@ from importlib.resources import files
 from typing import Any, Optional
 
 from skipsearch._scan.locate import BlockKeys, CheckpointInfo, PartInfo
+from skipsearch._scan.mixing import MixingFigures
 from skipsearch._types import BlockReportDict, BracketStatus, DistanceKind, Norm, Verdict
-from skipsearch.io.layouts import NORM_SCOPES
+from skipsearch.io.layouts import HYPER_CONNECTION_SCOPE, NORM_SCOPES, norm_scope
 from skipsearch.result import VERDICTS, AbsorptionResult
 
 __all__ = [
@@ -118,7 +119,16 @@ class BlockReport:
     note : str or None
         What else the verdict's reader must know: a layer shared by every
         layer of the stack, a norm inside the residual branch, routing.
+    mixing : MixingFigures or None
+        For a hyper-connection model (DeepSeek-V4), the figures of the
+        mixing around this layer's FFN at its static point
+        (:mod:`skipsearch._scan.mixing`): ``to_dict`` gives them as
+        ``hc_streams``, ``hc_res_min_singular``, ``hc_res_rank``,
+        ``hc_dynamic``, ``hc_pre``, ``hc_post`` and ``hc_res``. None
+        otherwise.
 
+    Notes
+    -----
     The bracket of the result, when it has one, is in
     :attr:`distance_bracket`, :attr:`bracket_status` and
     :attr:`best_subset_size`.
@@ -147,6 +157,7 @@ class BlockReport:
     expert: Optional[int] = None
     form: str = "x + f(x)"
     note: Optional[str] = None
+    mixing: Optional[MixingFigures] = None
 
     @property
     def distance_bracket(self) -> Optional[tuple[float, float]]:
@@ -206,10 +217,12 @@ class BlockReport:
         tolerance, residual, rounding allowance of the distance bound, flip
         set and genericity check taken from the result, and the bracket
         (``bracket_lower``, ``bracket_upper``, ``bracket_status``,
-        ``best_subset_size``; all None without one). Plain Python values;
+        ``best_subset_size``; all None without one), and the mixing figures of
+        a hyper-connection (``hc_*``; None without one). Plain Python values;
         non-finite floats become ``None``."""
         r = self.result
         bracket = self.distance_bracket
+        mix = self.mixing
         out: BlockReportDict = {
             "model": self.model,
             "step": self.step,
@@ -246,6 +259,13 @@ class BlockReport:
             "bracket_upper": None if bracket is None else bracket[1],
             "bracket_status": self.bracket_status,
             "best_subset_size": self.best_subset_size,
+            "hc_streams": None if mix is None else mix.streams,
+            "hc_res_min_singular": None if mix is None else finite(mix.res_min_singular),
+            "hc_res_rank": None if mix is None else mix.res_rank,
+            "hc_dynamic": None if mix is None else finite(mix.dynamic),
+            "hc_pre": None if mix is None else [float(v) for v in mix.pre],
+            "hc_post": None if mix is None else [float(v) for v in mix.post],
+            "hc_res": None if mix is None else [[float(v) for v in row] for row in mix.res],
         }
         return out
 
@@ -293,13 +313,14 @@ def block_report(
         expert=block.expert,
         form=part.form,
         note=part.note,
+        mixing=info.mixing.get(block.layer),
     )
 
 
 def part_scope(part: PartInfo) -> str:
     """What the verdicts on ``part``'s blocks concern: the LayerNorm
     placement, and the residual multiplier when the model scales ``f``."""
-    scope = NORM_SCOPES[part.norm]
+    scope = HYPER_CONNECTION_SCOPE if part.hyper_connection else norm_scope(part.norm, part.form)
     if part.scale is None:
         return scope
     return f"{scope}; the model scales f by its residual multiplier a = {part.scale!r}"

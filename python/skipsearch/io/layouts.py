@@ -34,6 +34,7 @@ from skipsearch.io.checkpoints import CheckpointError
 __all__ = [
     "FAMILIES",
     "FUSED_LAYOUTS",
+    "HYPER_CONNECTION_SCOPE",
     "NORM_SCOPES",
     "Family",
     "Layout",
@@ -45,6 +46,7 @@ __all__ = [
     "finite_number",
     "integer",
     "llama_names",
+    "norm_scope",
     "supported_model_types",
 ]
 
@@ -63,6 +65,31 @@ NORM_SCOPES: dict[Optional[Norm], str] = {
         "y -> y + f(y) for the FFN's own input y"
     ),
 }
+
+
+def norm_scope(norm: Optional[Norm], form: str) -> str:
+    """:data:`NORM_SCOPES` of ``norm``, worded as the ``form`` words the
+    norm: an RMSNorm model's scope says ``pre-norm`` and ``RMSNorm(x)``
+    where a LayerNorm model's says ``pre-LN`` and ``LN(x)``."""
+    scope = NORM_SCOPES[norm]
+    if "RMSNorm" not in form:
+        return scope
+    return (
+        scope.replace("pre-LN", "pre-norm")
+        .replace("post-LN", "post-norm")
+        .replace("LN(", "RMSNorm(")
+        .replace("LayerNorm", "RMSNorm")
+    )
+
+
+#: The scope of a block whose residual is a hyper-connection, whatever the
+#: norm's placement (docs/theory.md section 4.6).
+HYPER_CONNECTION_SCOPE = (
+    "FFN sub-layer between hyper-connection streams: the model computes X'_k = sum_j "
+    "H_res[j, k] X_j + H_post[k] f(norm(sum_j H_pre[j] X_j)), the maps H depending on the token "
+    "unless their dynamic part is 0; the verdict concerns the block on the stacked streams, "
+    "X -> (H_res^T (x) I) X + H_post (x) f(H_pre^T X), for the FFN's own input"
+)
 
 
 @dataclass(frozen=True)
