@@ -64,11 +64,20 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
     """Limited-discrepancy passes on restart ``index``'s basis, up to
     ``cap`` nodes. Returns ``index``, ``solutions`` (kernel vectors, to be
     decoded and checked by the caller), ``stop`` (None without a solution:
-    a pass passed over nothing, a proof that there is none) and ``nodes``."""
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    a pass passed over nothing, a proof that there is none), ``nodes`` and
+    ``reduce_seconds`` (the basis's reduction)."""
+    start = time.perf_counter()
+    deadline = None if time_limit is None else start + time_limit
     basis = restart_basis(best, index, block, weight, deadline, seed)
+    reduced = time.perf_counter() - start
     if basis is None:
-        return {"index": index, "solutions": [], "stop": "incomplete", "nodes": 0}
+        return {
+            "index": index,
+            "solutions": [],
+            "stop": "incomplete",
+            "nodes": 0,
+            "reduce_seconds": reduced,
+        }
     if deadline is not None:
         time_limit = max(0.0, deadline - time.perf_counter())
     out = _core.enumerate_bounded(
@@ -87,6 +96,7 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
         "solutions": np.asarray(out["solutions"]).tolist(),
         "stop": out["stop"],
         "nodes": int(out["nodes"]),
+        "reduce_seconds": reduced,
     }
 
 
