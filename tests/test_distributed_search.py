@@ -344,3 +344,21 @@ def test_a_state_file_resumes_with_its_own_seed_only(tmp_path: Path) -> None:
     for other in (6, None):
         with pytest.raises(skipsearch.CheckpointMismatch, match="restart_seed=5, this search"):
             skipsearch.subset_sum(A, b, checkpoint=path, seed=other)
+
+
+def test_without_the_lattice_extra_a_resumable_search_still_restarts(
+    tmp_path: Path, without_lattice: None
+) -> None:
+    # The threads-only portfolio re-randomises its bases with the core's LLL
+    # when fpylll is missing; the resumable search must too, not fall back
+    # to the depth-first subtrees alone (a new user's --checkpoint run of
+    # ms_09_100_002 ran 0 restart bases and ran out of time).
+    A, b = read_instance(DATA / "ms_09_100_002.dat")
+    r = skipsearch.subset_sum(A, b, threads=2, checkpoint=tmp_path / "s", node_limit=200_000_000)
+    assert r.status in ("feasible", "node_limit"), r.method
+    units = next(step for step in r.method if step.startswith("units on this thread"))
+    bases = int(units.split("limited discrepancy on ")[1].split(" bases")[0])
+    assert bases >= 2, r.method
+    assert "LLL (kernel lattice)" in r.method and not any(s.startswith("BKZ") for s in r.method)
+    if r.status == "feasible":
+        check(A, b, r, "feasible")

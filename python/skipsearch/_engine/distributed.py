@@ -42,7 +42,6 @@ from skipsearch._engine.portfolio import (
 )
 from skipsearch._engine.reduction import (
     _closest_vector_form,
-    _fpylll_loaded,
     _import_fpylll,
     _reduction_name,
     _reduction_stop,
@@ -307,15 +306,17 @@ class Coordinator:
 
     def _submit(self) -> bool:
         """Submit the next unit; False when there is none to submit now."""
+        # Without fpylll the restarts reduce with the core's LLL, as the
+        # threads-only portfolio's do.
         want_dfs = bool(self.pending) and (
-            self.small or self.dfs_spent <= self.share * self.lds_spent or not _fpylll_loaded()
+            self.small or self.dfs_spent <= self.share * self.lds_spent
         )
         if want_dfs:
             chunk = self.pending[:SUBTREE_PREFIXES]
             self._launch(("dfs", chunk, 0))  # if submit raises, the chunk stays pending
             del self.pending[: len(chunk)]
             return True
-        if self.small or not _fpylll_loaded():
+        if self.small:
             return False
         while self.next_restart in self.restarts:
             self.next_restart += 1
