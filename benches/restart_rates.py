@@ -53,7 +53,7 @@ import skipsearch
 from cluster_rate import cpu_name
 from skipsearch._engine import distributed
 from skipsearch._engine.instances import read_instance
-from skipsearch._engine.portfolio import _RESTART_SEED
+from skipsearch._engine.portfolio import _LDS_FREE_WIDTH, _RESTART_SEED
 from skipsearch._engine.tasks import InlineExecutor, restart_unit
 
 
@@ -121,9 +121,18 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=26, help="log2 of the nodes per basis")
     parser.add_argument("--workers", type=int, default=2, help="processes, one core each")
     parser.add_argument("--seed", type=int, default=_RESTART_SEED)
+    parser.add_argument(
+        "--free",
+        type=int,
+        default=_LDS_FREE_WIDTH,
+        help="nodes of the top levels searched with no discrepancy counted",
+    )
     args = parser.parse_args()
     A, b = read_instance(args.instance)
-    print(f"CPU: {cpu_name()}; {args.instance}; {args.bases} bases of 2^{args.cap} nodes")
+    print(
+        f"CPU: {cpu_name()}; {args.instance}; {args.bases} bases of 2^{args.cap} nodes; "
+        f"free width {args.free}"
+    )
     c = capture(A, b)
     if c is None:
         print("settled before the restarts: no rate to measure")
@@ -143,6 +152,7 @@ def main() -> None:
                 1,
                 None,
                 args.seed,
+                args.free,
             )
             for index in range(2, args.bases + 2)
         ]

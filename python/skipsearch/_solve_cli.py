@@ -190,7 +190,8 @@ def _add_limits(solve: argparse.ArgumentParser) -> None:
         "--time-limit",
         type=cli._time_limit,
         metavar="S|none",
-        help="seconds allowed per instance; an instance that runs out is time_limit "
+        help="seconds allowed per instance in this run (a run resumed from --checkpoint "
+        "gets the whole limit again); an instance that runs out is time_limit "
         "(default: none, no limit)",
     )
     solve.add_argument(

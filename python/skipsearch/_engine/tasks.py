@@ -60,9 +60,11 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
     threads: Optional[int],
     time_limit: Optional[float] = None,
     seed: int = _RESTART_SEED,
+    free_width: int = _LDS_FREE_WIDTH,
 ) -> dict[str, Any]:
     """Limited-discrepancy passes on restart ``index``'s basis, up to
-    ``cap`` nodes. Returns ``index``, ``solutions`` (kernel vectors, to be
+    ``cap`` nodes, no discrepancy counted down to the depth of at most
+    ``free_width`` nodes. Returns ``index``, ``solutions`` (kernel vectors, to be
     decoded and checked by the caller), ``stop`` (None without a solution:
     a pass passed over nothing, a proof that there is none), ``nodes`` and
     ``reduce_seconds`` (the basis's reduction)."""
@@ -89,7 +91,7 @@ def restart_unit(  # noqa: PLR0913 - the unit's whole input, for any executor
         cap,
         threads,
         lds_nodes=1 << 62,
-        lds_free_width=_LDS_FREE_WIDTH,
+        lds_free_width=free_width,
     )
     return {
         "index": index,
