@@ -214,6 +214,9 @@ def test_a_state_file_of_another_instance_or_damaged_is_refused(tmp_path: Path) 
     path.write_text("{not json")
     with pytest.raises(skipsearch.CheckpointMismatch, match="not a skipsearch state"):
         skipsearch.subset_sum(A, b, checkpoint=path)
+    path.write_bytes(b"\xff\xfe{}")  # not UTF-8 at all
+    with pytest.raises(skipsearch.CheckpointMismatch, match="not a skipsearch state"):
+        skipsearch.subset_sum(A, b, checkpoint=path)
 
 
 def test_bad_options_are_named() -> None:

@@ -162,8 +162,12 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     tol : float, optional
         Float data only: ``||A s - b||_2 <= tol ||b||_2``. Default
         ``sqrt(eps)`` of the input dtype. Integer data (an integer dtype, or
-        floats whose values are all integers, of any size up to the 2**62
-        bound below) are solved exactly and ignore it.
+        floats whose values are all integers below 2**53 in magnitude, where
+        float64 holds every integer) are solved exactly and ignore it.
+        Float arrays with an entry of 2**53 or more take the float path
+        whatever their values: every float64 there is an integer, so a
+        power-of-two rescaling of float data cannot move them to exact
+        arithmetic.
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
         fpylll's reductions cannot be stopped safely once started, so they
@@ -305,8 +309,12 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     A_int = _as_integers("A", A, A_arr)
     b_int = None if A_int is None else _as_integers("b", b, b_arr)
     if A_int is not None and b_int is not None:
-        # A float64 estimate of the largest row magnitude, with room to spare.
-        bound = float(np.max(np.abs(A_arr).sum(axis=1) + np.abs(b_arr), initial=0.0))
+        # The largest row magnitude, exactly (a float64 sum rounds up past
+        # 2**62 on valid rows just below it).
+        bound = max(
+            (sum(abs(v) for v in row) + abs(r) for row, r in zip(A_int.tolist(), b_int.tolist())),
+            default=0,
+        )
         integer_dtypes = all(np.asarray(x).dtype.kind in "iu" for x in (A, b))
         if bound >= _INT_BOUND and not integer_dtypes:
             # Integral floats whose row sums leave int64: the float path.
@@ -314,8 +322,8 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
         elif bound >= _INT_BOUND:
             raise ValueError(
                 "A and b hold integers too large for exact arithmetic: every row sum of |A| plus "
-                f"|b| must stay below 2**62 (got about 2**{math.log2(bound):.1f}); divide them by "
-                "a common factor"
+                f"|b| must stay below 2**62 (got {bound}, about 2**{math.log2(bound):.2f}); divide "
+                "them by a common factor"
             )
     cluster = check_cluster_options(
         executor, checkpoint, checkpoint_interval, progress, threads, A_int, b_int, seed

@@ -143,14 +143,15 @@ def load(path: str, instance: str, settings: dict[str, Any]) -> Optional[SearchS
         was written for another instance, skipsearch version or settings.
     """
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise CheckpointMismatch(f"checkpoint {path!r} is a directory, not a state file") from None
     try:
-        document = json.loads(text)
+        # Bytes that are not UTF-8 raise UnicodeDecodeError, a ValueError.
+        document = json.loads(raw.decode("utf-8"))
         body = document["body"]
         ok = document["sha256"] == _checksum(body)
     except (ValueError, KeyError, TypeError):
