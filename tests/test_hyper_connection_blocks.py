@@ -411,3 +411,29 @@ def test_a_reduced_skip_with_a_fraction_is_posed_as_itself(mu):
     assert (r.verdict, r.subset.tolist(), r.stream_skip) == ("absorbable", [0], mu)
     r = decide_hyper_connection(W_up, np.array([[-2 * mu]]), np.array([[mu]]), one, one)
     assert r.verdict == "not_absorbable" and r.subset is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "fits"),
+    [(-1000, 1000, True), (-1060, 1000, False), (1000, -1060, True), (-1071, 1000, False)],
+)
+def test_a_reduced_skip_is_split_where_both_sides_stay_exact(a, b, fits):
+    # ReLU: W_up 2^a and W_down 2^b with H_post 2^(-a-b) is the same block.
+    # Half of mu's 2^k onto each side overflows W_down at (-1060, 1000)
+    # (a red-team find: undecided); all of it onto W_up is exact.
+    W_up = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    W_down = np.array([[-0.5, 0.0, 0.25], [0.0, -0.5, 0.25]])
+    H_res, one = np.full((2, 2), 0.5), np.ones(2)
+    args = (np.ldexp(W_up, a), np.ldexp(W_down, b), H_res, one, np.ldexp(one, -a - b))
+    r = decide_hyper_connection(*args, activation="relu")
+    assert (r.verdict, r.subset.tolist()) == ("absorbable", [0, 1])
+    if not fits:
+        # H_post = 2^(-a-b) times W_down's 2^b overflows: no float64 block
+        # on the stacked streams, and no silent inf either.
+        with pytest.raises(ValueError, match="overflow float64"):
+            r.skip_free_block()
+        return
+    X = np.random.default_rng(2).standard_normal((3, 2, 2))
+    want = hyper_connection_output(X, *args, activation="relu")
+    got = r.skip_free_block()(X.reshape(3, 4)).reshape(X.shape)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

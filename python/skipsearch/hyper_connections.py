@@ -121,12 +121,28 @@ class HyperConnectionResult(FieldEquality):
         Raises
         ------
         ValueError
-            The block is not absorbable (there is no witness).
+            The block is not absorbable (there is no witness), or a product
+            overflows float64 (weights near its range's ends: the factored
+            form, ``stream_result.block`` with ``H_pre`` and ``H_post``,
+            stays exact).
         """
         g = None if self.stream_result is None else self.stream_result.block
         if self.verdict != "absorbable" or g is None:
             raise ValueError(f"the block is {self.verdict}: there is no witness to build")
         eye = np.eye(self.width)
+        with np.errstate(over="ignore", invalid="ignore"):
+            block = self._stacked(g, eye)
+        arrays = (block.W_up, block.b_up, block.W_down, block.b_down, block.W_gate)
+        if not all(np.isfinite(a).all() for a in arrays if a is not None):
+            raise ValueError(
+                "the witness's weights on R^{nC} overflow float64 (H_post or H_pre times the "
+                "stream block's weights); use the factored form: stream_result.block with "
+                "H_pre and H_post"
+            )
+        return block
+
+    def _stacked(self, g: SkipFreeBlock, eye: FloatArray) -> SkipFreeBlock:
+        """The stream block ``g`` lifted to the stacked streams."""
         return SkipFreeBlock(
             W_up=g.W_up @ np.kron(self.H_pre[None, :], eye),
             b_up=g.b_up.copy(),
@@ -570,18 +586,45 @@ def _reduced(
     skip = math.ldexp(float(odd), e - k)
     if k == 0:
         return w.W_up, w.W_down, w.b_up, skip
-    k_down = k // 2
-    k_up = k - k_down
-
-    def exact(a: FloatArray, by: int) -> Optional[FloatArray]:
-        scaled = np.ldexp(a, -by)
-        return scaled if np.array_equal(np.ldexp(scaled, by), a) else None
-
-    up, down = exact(w.W_up, k_up), exact(w.W_down, k_down)
-    bias = None if w.b_up is None else exact(w.b_up, k_up)
-    if up is None or down is None or (w.b_up is not None and bias is None):
+    # 2^k goes half onto each side, or as near half as keeps every scaled
+    # entry exact (one side may be near the subnormals or the overflow).
+    up_lo, up_hi = _exact_shifts(w.W_up, w.b_up)
+    down_lo, down_hi = _exact_shifts(w.W_down)
+    lo, hi = max(up_lo, k - down_hi), min(up_hi, k - down_lo)
+    if lo > hi:
         return None
-    return up, down, bias, skip
+    k_up = min(max(k - k // 2, lo), hi)
+    k_down = k - k_up
+
+    def scaled(a: FloatArray, by: int) -> FloatArray:
+        out = np.ldexp(a, -by)
+        assert np.array_equal(np.ldexp(out, by), a)  # _exact_shifts' promise
+        return out
+
+    bias = None if w.b_up is None else scaled(w.b_up, k_up)
+    return scaled(w.W_up, k_up), scaled(w.W_down, k_down), bias, skip
+
+
+def _exact_shifts(*arrays: Optional[FloatArray]) -> tuple[int, int]:
+    """The range ``[lo, hi]`` of the shifts ``by`` for which ``a 2^-by`` is
+    exact in float64 for every array given: no entry overflows or loses a
+    bit below the subnormals (all-zero arrays allow any shift)."""
+    lo, hi = -(10**6), 10**6
+    for a in arrays:
+        if a is None:
+            continue
+        x = np.abs(a[a != 0])
+        if x.size == 0:
+            continue
+        mantissa, exponent = np.frexp(x)  # x = mantissa 2^exponent, mantissa in [0.5, 1)
+        # The lowest set bit: the 53-bit integer mantissa's trailing zeros.
+        bits = np.ldexp(mantissa, 53).astype(np.int64)
+        trailing = np.log2((bits & -bits).astype(np.float64)).astype(np.int64)
+        low = exponent - 53 + trailing  # x is an odd multiple of 2^low
+        # Top: x < 2^exponent must stay below 2^1024; low: >= 2^-1074.
+        lo = max(lo, int(exponent.max()) - 1024)
+        hi = min(hi, int(low.min()) + 1074)
+    return lo, hi
 
 
 def _own_block(w: Weights, act: Activation) -> SkipFreeBlock:
