@@ -273,6 +273,8 @@ BAD_DAT = {
     "norhs.dat": ("2 3\n1 2 3 6\n1 2 3\n", "line 3: row 2 has its 3 coefficients but no right-"),
     "float.dat": ("1 3\n1 2.5 3 4\n", "line 2 (row 1), entry 2: expected an integer, got '2.5'"),
     "word.dat": ("1 3\n1 x 3 4\n", "entry 2: expected an integer, got 'x'"),
+    # A trailing comment is named, not counted among the numbers.
+    "trailing.dat": ("1 3\n1 2 3 3 # c\n", "entry 5: expected an integer, got '#'"),
     "int64.dat": ("1 2\n9223372036854775808 1 1\n", "entry 1: 9223372036854775808 does not fit"),
     "bound.dat": ("1 2\n2305843009213693952 2305843009213693952 0\n", "below 2**62"),
     "zero.dat": ("0 3\n", "the counts 'k n' must be positive"),
@@ -291,6 +293,7 @@ BAD_JSON = {
     "shortb.json": ('{"A": [[1, 2], [3, 4]], "b": [1]}', '"b" has 1 entry, "A" has 2 rows'),
     "flat.json": ('{"A": [1, 2], "b": [1]}', '"A" row 1 must be a list of integers'),
     "huge.json": ('{"A": [[1, 99999999999999999999]], "b": [1]}', "does not fit in int64"),
+    "twice.json": ('{"A": [[1, 2]], "A": [[3, 4]], "b": [3]}', "the key 'A' is given twice"),
 }
 
 

@@ -242,6 +242,11 @@ def _parse_dat(p: Path, text: str) -> tuple[list[list[int]], list[int], list[int
         where = f"line {number}"
         if i >= k:
             raise InstanceError(f"{p}: {where}: a row beyond the {k} that 'k n' declares")
+        # Each field read first, so that a word among them (a trailing
+        # comment, say) is named rather than counted as a number.
+        values = [
+            _field_int(p, f, f"{where} (row {i + 1}), entry {j + 1}") for j, f in enumerate(fields)
+        ]
         if len(fields) == n:
             raise InstanceError(
                 f"{p}: {where}: row {i + 1} has its {n} coefficients but no right-hand side"
@@ -251,9 +256,6 @@ def _parse_dat(p: Path, text: str) -> tuple[list[list[int]], list[int], list[int
                 f"{p}: {where}: row {i + 1} has {len(fields)} numbers, expected {n + 1} "
                 f"({n} coefficients, then the right-hand side)"
             )
-        values = [
-            _field_int(p, f, f"{where} (row {i + 1}), entry {j + 1}") for j, f in enumerate(fields)
-        ]
         rows.append(values[:n])
         rhs.append(values[n])
         lines.append(number)
@@ -288,10 +290,21 @@ def _json_ints(p: Path, values: Any, what: str) -> list[int]:
     return values
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's members, refusing a key given twice (``json`` would
+    keep the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice")
+        out[key] = value
+    return out
+
+
 def _parse_json(p: Path, text: str) -> tuple[list[list[int]], list[int]]:
     """Rows of ``A`` and entries of ``b`` from ``{"A": [[...]], "b": [...]}``."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as e:
         raise InstanceError(
             f"{p}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"
