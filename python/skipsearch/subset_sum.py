@@ -162,12 +162,8 @@ def subset_sum(  # noqa: PLR0913 - keyword-only options, each documented
     tol : float, optional
         Float data only: ``||A s - b||_2 <= tol ||b||_2``. Default
         ``sqrt(eps)`` of the input dtype. Integer data (an integer dtype, or
-        floats whose values are all integers below 2**53 in magnitude, where
-        float64 holds every integer) are solved exactly and ignore it.
-        Float arrays with an entry of 2**53 or more take the float path
-        whatever their values: every float64 there is an integer, so a
-        power-of-two rescaling of float data cannot move them to exact
-        arithmetic.
+        floats whose values are all integers, of any size up to the 2**62
+        bound below) are solved exactly and ignore it.
     time_limit : float, optional
         Seconds before the search stops with status ``"time_limit"``.
         fpylll's reductions cannot be stopped safely once started, so they

@@ -14,9 +14,6 @@ from skipsearch._types import FloatArray, IntArray
 #: Integer data must keep every row sum of ``|A|`` plus ``|b|`` below this,
 #: so that exact int64 arithmetic cannot overflow.
 _INT_BOUND = 2.0**62
-#: Float data count as integers only below this: from 2**53 on every float64
-#: is an integer.
-_FLOAT_INTEGERS = 2.0**53
 
 
 def _reject_beyond_int64(name: str, raw: npt.ArrayLike) -> None:
@@ -64,12 +61,9 @@ def _as_integers(name: str, raw: npt.ArrayLike, widened: FloatArray) -> Optional
             raise ValueError(f"{name} has integers of 2**63 or more; skipsearch works in int64")
         return arr.astype(np.int64)
     if np.all(widened == np.round(widened)):
-        if widened.size and np.max(np.abs(widened)) >= _FLOAT_INTEGERS:
-            # Every float64 of 2**53 or more is an integer, so integral values
-            # there say nothing: these are floats at heart, and the float
-            # path takes them. Were they read as integers, a power-of-two
-            # rescaling of float data would change the verdict (exact
-            # equality against the tolerance of the float path).
+        if widened.size and np.max(np.abs(widened)) >= _INT_BOUND:
+            # Float data this large: every float64 of 2**53 or more is an
+            # integer, so these are floats at heart; the float path takes them.
             return None
         return widened.astype(np.int64)
     return None
